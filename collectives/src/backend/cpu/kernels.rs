@@ -1,0 +1,142 @@
+//! CPU kernels over typed slices: simple loops the compiler vectorizes, split across the rayon
+//! pool when a tensor is large enough to pay for it.
+
+use rayon::prelude::*;
+
+use super::num::{Acc, Num};
+use crate::graph::{BinaryOp, ReduceKind, Scale};
+
+/// Elements below which a kernel runs on the calling thread.
+pub(crate) const PAR_MIN_ELEMS: usize = 1 << 16;
+/// Elements per parallel task.
+const PAR_CHUNK: usize = 1 << 15;
+/// Elements folded per block of the n-ary reduce (the accumulator stays in L1).
+const BLOCK: usize = 512;
+
+/// Runs `f(offset, out_chunk)` over `out`, in parallel when it is large.
+fn for_chunks<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    if out.len() < PAR_MIN_ELEMS {
+        f(0, out);
+    } else {
+        out.par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(c, o)| f(c * PAR_CHUNK, o));
+    }
+}
+
+/// `out = a op b`.
+pub(crate) fn binary<T: Num>(op: BinaryOp, a: &[T], b: &[T], out: &mut [T]) {
+    for_chunks(out, |off, o| {
+        let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
+        for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
+            *o = T::narrow(T::A::bin(op, x.widen(), y.widen()));
+        }
+    });
+}
+
+/// `out = scale(fold(inputs))`, one pass, folding in the compute type.
+pub(crate) fn reduce<T: Num>(kind: ReduceKind, scale: Option<Scale>, inputs: &[&[T]], out: &mut [T]) {
+    let op = kind.binary();
+    for_chunks(out, |off, o| {
+        let mut acc = [inputs[0].first().copied().unwrap_or_else(T::zeroed).widen(); BLOCK];
+        for (b, ob) in o.chunks_mut(BLOCK).enumerate() {
+            let start = off + b * BLOCK;
+            let acc = &mut acc[..ob.len()];
+            for (a, &x) in acc.iter_mut().zip(&inputs[0][start..start + ob.len()]) {
+                *a = x.widen();
+            }
+            for inp in &inputs[1..] {
+                for (a, &x) in acc.iter_mut().zip(&inp[start..start + ob.len()]) {
+                    *a = T::A::bin(op, *a, x.widen());
+                }
+            }
+            match scale {
+                Some(s) => ob.iter_mut().zip(acc.iter()).for_each(|(o, &a)| *o = T::narrow(T::A::scale(s, a))),
+                None => ob.iter_mut().zip(acc.iter()).for_each(|(o, &a)| *o = T::narrow(a)),
+            }
+        }
+    });
+}
+
+/// `out = scale(x)`.
+pub(crate) fn scale<T: Num>(s: Scale, x: &[T], out: &mut [T]) {
+    for_chunks(out, |off, o| {
+        let x = &x[off..off + o.len()];
+        for (o, &v) in o.iter_mut().zip(x) {
+            *o = T::narrow(T::A::scale(s, v.widen()));
+        }
+    });
+}
+
+/// `out = x as U`: integer to integer exactly as Rust's `as` (wrapping); anything involving a
+/// float through f64 (float to integer truncates toward zero and saturates, NaN gives 0).
+pub(crate) fn cast<T: Num, U: Num>(x: &[T], out: &mut [U]) {
+    let ints = T::DTYPE.is_int() && U::DTYPE.is_int();
+    for_chunks(out, |off, o| {
+        let x = &x[off..off + o.len()];
+        if ints {
+            for (o, &v) in o.iter_mut().zip(x) {
+                *o = U::from_i64(v.to_i64().unwrap_or(0));
+            }
+        } else {
+            for (o, &v) in o.iter_mut().zip(x) {
+                *o = U::from_f64(v.to_f64());
+            }
+        }
+    });
+}
+
+/// Copies `src` into `dst` (equal lengths), in parallel when large.
+pub(crate) fn copy_bytes(src: &[u8], dst: &mut [u8]) {
+    const PAR_BYTES: usize = 1 << 20;
+    if dst.len() < PAR_BYTES {
+        dst.copy_from_slice(src);
+    } else {
+        dst.par_chunks_mut(PAR_BYTES / 2)
+            .zip(src.par_chunks(PAR_BYTES / 2))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    }
+}
+
+/// `out[o, m, i] = x[o, start + m, i]`, on bytes (`inner` counted in bytes).
+pub(crate) fn slice(x: &[u8], out: &mut [u8], outer: usize, in_mid: usize, start: usize, len: usize, inner: usize) {
+    let row = len * inner;
+    if outer == 1 {
+        return copy_bytes(&x[start * inner..start * inner + row], out);
+    }
+    if row == 0 {
+        return;
+    }
+    let copy = |(o, dst): (usize, &mut [u8])| {
+        let s = (o * in_mid + start) * inner;
+        dst.copy_from_slice(&x[s..s + row]);
+    };
+    if out.len() < PAR_MIN_ELEMS * 4 {
+        out.chunks_mut(row).enumerate().for_each(copy);
+    } else {
+        out.par_chunks_mut(row).enumerate().for_each(copy);
+    }
+}
+
+/// Inputs `outer × mids[k] × inner` (bytes) joined along the middle axis into `out`.
+pub(crate) fn concat(inputs: &[&[u8]], mids: &[usize], out: &mut [u8], outer: usize, inner: usize) {
+    let row: usize = mids.iter().sum::<usize>() * inner;
+    if row == 0 {
+        return;
+    }
+    let fill = |(o, dst): (usize, &mut [u8])| {
+        let mut at = 0;
+        for (x, &m) in inputs.iter().zip(mids) {
+            let n = m * inner;
+            if outer == 1 {
+                copy_bytes(&x[..n], &mut dst[at..at + n]);
+            } else {
+                dst[at..at + n].copy_from_slice(&x[o * n..(o + 1) * n]);
+            }
+            at += n;
+        }
+    };
+    if outer == 1 || out.len() < PAR_MIN_ELEMS * 4 {
+        out.chunks_mut(row).enumerate().for_each(fill);
+    } else {
+        out.par_chunks_mut(row).enumerate().for_each(fill);
+    }
+}

@@ -1,0 +1,115 @@
+//! The CPU backend: virtual host devices `Cpu(n)`, every op for every dtype.
+//!
+//! All virtual devices share the host's memory system and the rayon pool; each has its own
+//! buffers, so a copy between two of them is a real copy. Kernels are plain loops over typed
+//! slices ([`kernels`]), vectorized by the compiler and split across threads when large.
+
+pub(crate) mod kernels;
+mod num;
+
+use half::{bf16, f16};
+
+use super::{Backend, Buffer, HostMem as _, Kernel, OutSpec, OwnedHost};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use num::Num;
+
+/// Runs `$body` with `$T` bound to the Rust type of `$dtype`.
+macro_rules! with_type {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => { type $T = f32; $body }
+            DType::F64 => { type $T = f64; $body }
+            DType::F16 => { type $T = f16; $body }
+            DType::BF16 => { type $T = bf16; $body }
+            DType::I32 => { type $T = i32; $body }
+            DType::I64 => { type $T = i64; $body }
+            DType::U8 => { type $T = u8; $body }
+        }
+    };
+}
+
+/// One virtual host device.
+pub(crate) struct CpuBackend {
+    device: Device,
+}
+
+impl CpuBackend {
+    pub fn new(ordinal: u32) -> Self {
+        CpuBackend { device: Device::Cpu(ordinal) }
+    }
+
+    fn alloc(&self, out: OutSpec) -> Buffer {
+        let mem = OwnedHost::zeroed(out.len * out.dtype.size());
+        Buffer::host(self.device, out.dtype, out.len, Box::new(mem))
+    }
+}
+
+fn typed<T: Num>(b: &[u8]) -> &[T] {
+    bytemuck::cast_slice(b)
+}
+
+fn typed_mut<T: Num>(b: &mut [u8]) -> &mut [T] {
+    bytemuck::cast_slice_mut(b)
+}
+
+fn out_bytes(out: &mut Buffer) -> &mut [u8] {
+    match &mut out.mem {
+        super::Mem::Host(h) => h.as_bytes_mut(),
+        super::Mem::Device(_) => unreachable!("the CPU backend allocates host memory"),
+    }
+}
+
+impl Backend for CpuBackend {
+    fn device(&self) -> Device {
+        self.device
+    }
+
+    fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], spec: OutSpec) -> Result<Buffer> {
+        let mut ins = Vec::with_capacity(inputs.len());
+        for b in inputs {
+            b.wait()?;
+            ins.push(b.host_bytes("cpu kernel")?);
+        }
+        let in_dtype = inputs.first().map_or(spec.dtype, |b| b.dtype);
+        let mut out = self.alloc(spec);
+        let o = out_bytes(&mut out);
+        match kernel {
+            Kernel::Binary(op) => with_type!(spec.dtype, T => kernels::binary::<T>(*op, typed(ins[0]), typed(ins[1]), typed_mut(o))),
+            Kernel::Reduce { kind, scale } => with_type!(spec.dtype, T => {
+                let xs: Vec<&[T]> = ins.iter().map(|b| typed::<T>(b)).collect();
+                kernels::reduce::<T>(*kind, *scale, &xs, typed_mut(o))
+            }),
+            Kernel::Scale(s) => with_type!(spec.dtype, T => kernels::scale::<T>(*s, typed(ins[0]), typed_mut(o))),
+            Kernel::Cast => with_type!(in_dtype, T => with_type!(spec.dtype, U => kernels::cast::<T, U>(typed(ins[0]), typed_mut(o)))),
+            Kernel::Slice { outer, in_mid, start, len, inner } => {
+                let sz = spec.dtype.size();
+                kernels::slice(ins[0], o, *outer, *in_mid, *start, *len, inner * sz)
+            }
+            Kernel::Concat { outer, mids, inner } => {
+                kernels::concat(&ins, mids, o, *outer, inner * spec.dtype.size())
+            }
+        }
+        Ok(out)
+    }
+
+    fn htod(&self, src: &Buffer) -> Result<Buffer> {
+        src.wait()?;
+        let mut out = self.alloc(OutSpec { dtype: src.dtype, len: src.len });
+        kernels::copy_bytes(src.host_bytes("cpu copy")?, out_bytes(&mut out));
+        Ok(out)
+    }
+
+    fn dtoh(&self, src: &Buffer, to: Device) -> Result<Buffer> {
+        Err(Error::driver(src.device, format!("copy to {to}"), "the CPU backend has no device memory"))
+    }
+
+    fn dtod(&self, src: &Buffer, to: Device) -> Result<Buffer> {
+        self.dtoh(src, to)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,130 @@
+//! The arithmetic of every element type, in its compute type: f16/bf16 widen to f32, the others
+//! compute as themselves. Integers wrap; integer division by zero gives 0; Max/Min propagate NaN.
+
+use half::{bf16, f16};
+
+use crate::dtype::Element;
+use crate::graph::{BinaryOp, Scale};
+
+/// The type an element computes in.
+pub(crate) trait Acc: Copy + Send + Sync {
+    /// `a op b`.
+    fn bin(op: BinaryOp, a: Self, b: Self) -> Self;
+    /// `s` applied to `a`.
+    fn scale(s: Scale, a: Self) -> Self;
+}
+
+/// An element type with its compute type.
+pub(crate) trait Num: Element {
+    /// The compute type.
+    type A: Acc;
+    /// Widens to the compute type.
+    fn widen(self) -> Self::A;
+    /// Rounds back from the compute type.
+    fn narrow(a: Self::A) -> Self;
+    /// The value as an i64 if an integer type (for exact integer casts).
+    fn to_i64(self) -> Option<i64>;
+    /// The integer `v` converted as Rust's `as` does (wrapping), for integer types.
+    fn from_i64(v: i64) -> Self;
+}
+
+macro_rules! float_acc {
+    ($t:ty) => {
+        impl Acc for $t {
+            #[inline(always)]
+            fn bin(op: BinaryOp, a: Self, b: Self) -> Self {
+                match op {
+                    BinaryOp::Add => a + b,
+                    BinaryOp::Sub => a - b,
+                    BinaryOp::Mul => a * b,
+                    BinaryOp::Div => a / b,
+                    BinaryOp::Max => if a.is_nan() || b.is_nan() { <$t>::NAN } else if a >= b { a } else { b },
+                    BinaryOp::Min => if a.is_nan() || b.is_nan() { <$t>::NAN } else if a <= b { a } else { b },
+                }
+            }
+            #[inline(always)]
+            fn scale(s: Scale, a: Self) -> Self {
+                match s {
+                    Scale::Mul(f) => a * (f as $t),
+                    Scale::Div(f) => a / (f as $t),
+                }
+            }
+        }
+    };
+}
+float_acc!(f32);
+float_acc!(f64);
+
+macro_rules! int_acc {
+    ($t:ty) => {
+        impl Acc for $t {
+            #[inline(always)]
+            fn bin(op: BinaryOp, a: Self, b: Self) -> Self {
+                match op {
+                    BinaryOp::Add => a.wrapping_add(b),
+                    BinaryOp::Sub => a.wrapping_sub(b),
+                    BinaryOp::Mul => a.wrapping_mul(b),
+                    BinaryOp::Div => if b == 0 { 0 } else { a.wrapping_div(b) },
+                    BinaryOp::Max => a.max(b),
+                    BinaryOp::Min => a.min(b),
+                }
+            }
+            #[inline(always)]
+            fn scale(s: Scale, a: Self) -> Self {
+                // Factors were checked integral (and non-zero for Div) when the op was built.
+                let f = s.factor() as i64 as $t;
+                match s {
+                    Scale::Mul(_) => a.wrapping_mul(f),
+                    Scale::Div(_) => if f == 0 { 0 } else { a.wrapping_div(f) },
+                }
+            }
+        }
+        impl Num for $t {
+            type A = $t;
+            #[inline(always)]
+            fn widen(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn narrow(a: $t) -> $t {
+                a
+            }
+            fn to_i64(self) -> Option<i64> {
+                Some(self as i64)
+            }
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+        }
+    };
+}
+int_acc!(i32);
+int_acc!(i64);
+int_acc!(u8);
+
+macro_rules! float_num {
+    ($t:ty, $a:ty, |$x:ident| $widen:expr, |$y:ident| $narrow:expr) => {
+        impl Num for $t {
+            type A = $a;
+            #[inline(always)]
+            fn widen(self) -> $a {
+                let $x = self;
+                $widen
+            }
+            #[inline(always)]
+            fn narrow($y: $a) -> $t {
+                $narrow
+            }
+            fn to_i64(self) -> Option<i64> {
+                None
+            }
+            fn from_i64(v: i64) -> Self {
+                <$t as Element>::from_f64(v as f64)
+            }
+        }
+    };
+}
+float_num!(f32, f32, |x| x, |y| y);
+float_num!(f64, f64, |x| x, |y| y);
+float_num!(f16, f32, |x| x.to_f32(), |y| f16::from_f32(y));
+float_num!(bf16, f32, |x| x.to_f32(), |y| bf16::from_f32(y));

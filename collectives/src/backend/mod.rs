@@ -1,0 +1,161 @@
+//! Backends: the device-specific half of the executor, behind one trait.
+//!
+//! The executor knows graphs, schedules and queues; a [`Backend`] knows one device: how to run a
+//! lowered [`Kernel`], and how to move a [`Buffer`] on or off it. Adding a backend touches nothing
+//! above this module. Each backend is layered raw → safe: a thin layer of driver calls returning
+//! `Result`, and owning types with `Drop` above it.
+//!
+//! Work may be asynchronous: a backend may return a buffer whose contents are still being written,
+//! carrying a [`Fence`]. Whoever reads it first waits on the fence — on the host, or (for a backend
+//! that recognises its own fence type) on the device, without a host round-trip.
+
+pub(crate) mod cpu;
+mod host;
+mod registry;
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::device::Device;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::graph::{BinaryOp, ReduceKind, Scale};
+
+pub(crate) use host::{HostMem, OwnedHost};
+pub(crate) use registry::{device_count, get};
+
+/// Completion of asynchronous device work a buffer depends on.
+pub(crate) trait Fence: Send + Sync {
+    /// Blocks the calling thread until the work is done; reports a device failure as an error.
+    fn wait(&self) -> Result<()>;
+    /// For backends that recognise their own fences and wait on the device instead.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Where a buffer's bytes are.
+pub(crate) enum Mem {
+    /// Host memory (pageable or pinned), readable by the CPU backend.
+    Host(Box<dyn HostMem>),
+    /// Device memory, owned by a backend that downcasts it to its own type.
+    Device(Box<dyn Any + Send + Sync>),
+}
+
+/// A realized tensor's storage: `len` elements of `dtype` on `device`.
+pub(crate) struct Buffer {
+    pub device: Device,
+    pub dtype: DType,
+    pub len: usize,
+    pub mem: Mem,
+    /// Work that must finish before the bytes are valid.
+    pub fence: Option<Arc<dyn Fence>>,
+}
+
+impl Buffer {
+    /// A ready host buffer.
+    pub fn host(device: Device, dtype: DType, len: usize, mem: Box<dyn HostMem>) -> Self {
+        Buffer {
+            device,
+            dtype,
+            len,
+            mem: Mem::Host(mem),
+            fence: None,
+        }
+    }
+
+    /// A ready host buffer holding `data`.
+    pub fn from_vec<T: Element>(device: Device, data: Vec<T>) -> Self {
+        let len = data.len();
+        Buffer::host(device, T::DTYPE, len, Box::new(OwnedHost::from_vec(data)))
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.len * self.dtype.size()
+    }
+
+    /// Blocks until the buffer's contents are valid.
+    pub fn wait(&self) -> Result<()> {
+        match &self.fence {
+            Some(f) => f.wait(),
+            None => Ok(()),
+        }
+    }
+
+    /// The host bytes, or an error naming `op` if the buffer is device memory. Does not wait.
+    pub fn host_bytes(&self, op: &str) -> Result<&[u8]> {
+        match &self.mem {
+            Mem::Host(h) => Ok(&h.as_bytes()[..self.bytes()]),
+            Mem::Device(_) => Err(Error::driver(self.device, op, "expected a host buffer")),
+        }
+    }
+
+    /// The device memory, downcast to the backend's own type.
+    pub fn device_mem<M: 'static>(&self, op: &str) -> Result<&M> {
+        match &self.mem {
+            Mem::Device(d) => d
+                .downcast_ref::<M>()
+                .ok_or_else(|| Error::driver(self.device, op, "buffer belongs to another backend")),
+            Mem::Host(_) => Err(Error::driver(self.device, op, "expected a device buffer")),
+        }
+    }
+}
+
+/// A graph op lowered to what a kernel needs: flat lengths instead of shapes.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Kernel {
+    /// `out[i] = a[i] op b[i]`.
+    Binary(BinaryOp),
+    /// `out[i] = scale(fold_k in_k[i])`, folding in the compute type.
+    Reduce {
+        kind: ReduceKind,
+        scale: Option<Scale>,
+    },
+    /// `out[i] = scale(in[i])`.
+    Scale(Scale),
+    /// `out[i] = in[i] as out dtype`.
+    Cast,
+    /// `out[o, m, i] = in[o, start + m, i]` with `m < len`; input is `outer × in_mid × inner`.
+    Slice {
+        outer: usize,
+        in_mid: usize,
+        start: usize,
+        len: usize,
+        inner: usize,
+    },
+    /// Inputs `outer × mids[k] × inner` joined along the middle axis.
+    Concat {
+        outer: usize,
+        mids: Vec<usize>,
+        inner: usize,
+    },
+}
+
+/// The output a kernel must produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OutSpec {
+    pub dtype: DType,
+    pub len: usize,
+}
+
+/// One device's compute and copies. Copies are named by direction, from the host's view:
+/// `htod` (host → this device), `dtoh` (this device → host), `dtod` (this device → another device
+/// of the same vendor: a peer copy, or a copy within one device).
+pub(crate) trait Backend: Send + Sync {
+    /// The device this backend drives.
+    fn device(&self) -> Device;
+
+    /// Runs `kernel` on `inputs` (all on this device) into a new buffer shaped by `out`.
+    fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer>;
+
+    /// Copies a host buffer (on any CPU device) onto this device.
+    fn htod(&self, src: &Buffer) -> Result<Buffer>;
+
+    /// Copies a buffer of this device into host memory belonging to host device `to`.
+    fn dtoh(&self, src: &Buffer, to: Device) -> Result<Buffer>;
+
+    /// Copies a buffer of this device to `to`, a device of the same vendor (possibly this one).
+    fn dtod(&self, src: &Buffer, to: Device) -> Result<Buffer>;
+
+    /// Waits for all work queued on this device.
+    fn synchronize(&self) -> Result<()>;
+}

@@ -1,0 +1,53 @@
+//! The process-wide table of opened backends, one per device, opened on first use.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+use super::Backend;
+use crate::device::{Device, DeviceKind};
+use crate::error::{Error, Result};
+
+type Table = Mutex<HashMap<Device, std::result::Result<Arc<dyn Backend>, Error>>>;
+
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+/// The backend driving `device`, opening it on first use. A device whose driver is absent keeps
+/// answering with the same error (drivers do not appear mid-process); other failures are retried.
+pub(crate) fn get(device: Device) -> Result<Arc<dyn Backend>> {
+    if let Some(found) = table().lock().get(&device) {
+        return found.clone();
+    }
+    let opened = open(device);
+    let keep = match &opened {
+        Ok(_) | Err(Error::DeviceUnavailable { .. } | Error::BackendNotBuilt { .. }) => true,
+        Err(_) => false,
+    };
+    let mut t = table().lock();
+    if keep {
+        // Another thread may have opened it meanwhile: keep the first.
+        return t.entry(device).or_insert(opened).clone();
+    }
+    opened
+}
+
+fn open(device: Device) -> Result<Arc<dyn Backend>> {
+    match device {
+        Device::Cpu(n) => Ok(Arc::new(super::cpu::CpuBackend::new(n))),
+        Device::Cuda(_) => Err(Error::BackendNotBuilt { device, feature: "cuda" }),
+        Device::Vulkan(_) => Err(Error::BackendNotBuilt { device, feature: "vulkan" }),
+    }
+}
+
+/// How many devices of `kind` this machine has (the virtual CPU count for `Cpu`); 0 when the
+/// driver is absent.
+pub(crate) fn device_count(kind: DeviceKind) -> u32 {
+    match kind {
+        DeviceKind::Cpu => crate::device::cpu_device_count(),
+        DeviceKind::Cuda | DeviceKind::Vulkan => 0,
+    }
+}

@@ -1,0 +1,66 @@
+//! The executor: runs a graph's passes, schedules its nodes on per-device queues, and caches the
+//! results.
+//!
+//! [`realize`] is the one entry: it rewrites the targets' graph
+//! ([`crate::graph::opt::insert_cross_device_copies`]), orders the nodes topologically, gives each
+//! device a queue so independent devices work at once, frees every intermediate buffer once its
+//! last reader has run, and caches the targets' buffers in their nodes.
+//!
+//! ```
+//! use collectives::{realize, Device, Tensor};
+//! let a = Tensor::from_vec(vec![1i32, 2, 3, 4], [2, 2], Device::Cpu(0))?;
+//! let b = a.copy_to_device(Device::Cpu(1))?.add(&a)?; // runs on cpu:1
+//! let c = a.narrow(1, 1, 1)?;
+//! realize(&[b.clone(), c.clone()])?;                   // one run for both
+//! assert!(b.is_realized() && c.is_realized());
+//! assert_eq!(b.to_vec::<i32>()?, vec![2, 4, 6, 8]);
+//! assert_eq!(c.to_vec::<i32>()?, vec![2, 4]);
+//! # Ok::<(), collectives::Error>(())
+//! ```
+
+mod run;
+mod schedule;
+mod step;
+
+use crate::backend::{self, Buffer};
+use crate::dtype::Element;
+use crate::error::Result;
+use crate::graph::{Tensor, opt};
+
+
+/// Computes `targets` (and everything they need) and caches each on its device.
+///
+/// Returns once every target's data is complete. On error nothing new is cached and no input is
+/// changed; the first failure is returned.
+pub fn realize(targets: &[Tensor]) -> Result<()> {
+    let pending: Vec<Tensor> = targets.iter().filter(|t| !t.is_realized()).cloned().collect();
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let rewritten = opt::insert_cross_device_copies(&pending);
+    let sched = schedule::build(&rewritten);
+    let bufs = run::run(&sched)?;
+    for b in &bufs {
+        b.wait()?;
+    }
+    for (t, b) in pending.iter().zip(bufs) {
+        *t.0.value.lock() = Some(b);
+    }
+    Ok(())
+}
+
+/// Copies a realized buffer into a `Vec<T>` on the host (the dtype was checked by the caller).
+pub(crate) fn read_host<T: Element>(buf: &Buffer) -> Result<Vec<T>> {
+    let staged;
+    let host = if buf.device.is_host() {
+        buf
+    } else {
+        staged = backend::get(buf.device)?.dtoh(buf, crate::graph::STAGING_HOST)?;
+        &staged
+    };
+    host.wait()?;
+    let bytes = host.host_bytes("to_vec")?;
+    let mut out = vec![T::zeroed(); buf.len];
+    bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(bytes);
+    Ok(out)
+}

@@ -1,0 +1,31 @@
+//! The lazy graph: [`Tensor`] handles on immutable nodes, the [`Op`]s they compute, and the
+//! passes that rewrite a graph before it runs.
+//!
+//! Building a graph touches no device, so graphs, passes and plans for CUDA and Vulkan devices can
+//! be built and checked on machines with neither. Only [`crate::realize`] runs anything.
+//!
+//! ```
+//! use collectives::{Device, Op, Tensor};
+//! let x = Tensor::from_vec(vec![1.0f32; 6], [2, 3], Device::Cpu(0))?;
+//! let on_gpu = x.copy_to_device(Device::Cuda(0))?; // no CUDA needed to build this
+//! assert!(matches!(on_gpu.op(), Op::Copy { to: Device::Cuda(0) }));
+//! assert!(on_gpu.copy_to_device(Device::Vulkan(0)).is_err()); // CUDA -> Vulkan is not one hop
+//! # Ok::<(), collectives::Error>(())
+//! ```
+
+mod build;
+mod op;
+pub mod opt;
+mod shape;
+mod tensor;
+
+pub(crate) use build::{check_like, check_scale};
+pub use op::{BinaryOp, Op, ReduceKind, Scale};
+pub use shape::Shape;
+pub use tensor::Tensor;
+
+use crate::device::Device;
+
+/// The host device that cross-vendor hops stage through, and where host data waits before its
+/// first upload to a GPU.
+pub const STAGING_HOST: Device = Device::Cpu(0);

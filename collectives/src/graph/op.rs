@@ -1,0 +1,164 @@
+//! `Op`: what a graph node computes.
+
+use std::fmt;
+
+use crate::device::Device;
+use crate::dtype::DType;
+
+/// An elementwise binary operation on two same-shape, same-dtype tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// `a + b` (integers wrap).
+    Add,
+    /// `a - b` (integers wrap).
+    Sub,
+    /// `a * b` (integers wrap).
+    Mul,
+    /// `a / b` (integers truncate toward zero; integer division by zero gives 0).
+    Div,
+    /// The larger of `a` and `b`; NaN if either is NaN.
+    Max,
+    /// The smaller of `a` and `b`; NaN if either is NaN.
+    Min,
+}
+
+/// The fold of an n-ary [`Op::Reduce`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    /// Sum (f16/bf16 accumulate in f32; integers wrap).
+    Sum,
+    /// Product (f16/bf16 accumulate in f32; integers wrap).
+    Prod,
+    /// Maximum; NaN propagates.
+    Max,
+    /// Minimum; NaN propagates.
+    Min,
+}
+
+impl ReduceKind {
+    /// The binary op that folds two values the same way.
+    pub fn binary(self) -> BinaryOp {
+        match self {
+            ReduceKind::Sum => BinaryOp::Add,
+            ReduceKind::Prod => BinaryOp::Mul,
+            ReduceKind::Max => BinaryOp::Max,
+            ReduceKind::Min => BinaryOp::Min,
+        }
+    }
+}
+
+/// A scalar scaling, applied in the compute type (f32 for f16/bf16) before rounding once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scale {
+    /// `x * s`. On integer dtypes `s` must be an integer (checked when the op is built).
+    Mul(f64),
+    /// `x / s`. On integer dtypes `s` must be a non-zero integer; the result truncates toward
+    /// zero (as NCCL's integer average does).
+    Div(f64),
+}
+
+impl Scale {
+    /// The factor.
+    pub fn factor(self) -> f64 {
+        match self {
+            Scale::Mul(s) | Scale::Div(s) => s,
+        }
+    }
+
+    /// Applies the scale to an `f64` (the reference semantics for float dtypes).
+    pub fn apply_f64(self, x: f64) -> f64 {
+        match self {
+            Scale::Mul(s) => x * s,
+            Scale::Div(s) => x / s,
+        }
+    }
+}
+
+/// What a node computes from its inputs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Data given by the caller (host data, or a buffer already on the device).
+    Input,
+    /// A copy of the one input to the node's device. A CUDA↔Vulkan copy is never one `Copy`.
+    Copy {
+        /// Destination device (the node's device).
+        to: Device,
+    },
+    /// A copy that may release its source: when the source tensor is held by nothing but this
+    /// node, its buffer is freed once copied (and the moved result stays cached).
+    Move {
+        /// Destination device (the node's device).
+        to: Device,
+    },
+    /// Elementwise binary operation of two inputs.
+    Binary(BinaryOp),
+    /// One pass folding k same-shape inputs, then an optional scale of the accumulator.
+    Reduce {
+        /// The fold.
+        kind: ReduceKind,
+        /// Scale applied to the folded value before it is rounded to the output dtype.
+        scale: Option<Scale>,
+    },
+    /// Elementwise scale of the one input.
+    Scale(Scale),
+    /// Elementwise conversion of the one input to the node's dtype.
+    Cast(DType),
+    /// The sub-tensor `start..start + len` along `dim`.
+    Slice {
+        /// The dimension sliced.
+        dim: usize,
+        /// First index kept.
+        start: usize,
+        /// Number of indices kept.
+        len: usize,
+    },
+    /// The inputs joined along `dim`.
+    Concat {
+        /// The dimension joined.
+        dim: usize,
+    },
+    /// The input with another shape of the same element count (no data moves).
+    Reshape,
+}
+
+impl Op {
+    /// Whether the op moves data between devices (`Copy` or `Move`).
+    pub fn is_transfer(&self) -> bool {
+        matches!(self, Op::Copy { .. } | Op::Move { .. })
+    }
+
+    /// A short name for messages and plans.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Input => "input",
+            Op::Copy { .. } => "copy",
+            Op::Move { .. } => "move",
+            Op::Binary(_) => "binary",
+            Op::Reduce { .. } => "reduce",
+            Op::Scale(_) => "scale",
+            Op::Cast(_) => "cast",
+            Op::Slice { .. } => "slice",
+            Op::Concat { .. } => "concat",
+            Op::Reshape => "reshape",
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Copy { to } => write!(f, "copy -> {to}"),
+            Op::Move { to } => write!(f, "move -> {to}"),
+            Op::Binary(b) => write!(f, "{b:?}"),
+            Op::Reduce { kind, scale } => match scale {
+                Some(s) => write!(f, "reduce {kind:?} then {s:?}"),
+                None => write!(f, "reduce {kind:?}"),
+            },
+            Op::Scale(s) => write!(f, "scale {s:?}"),
+            Op::Cast(d) => write!(f, "cast {d}"),
+            Op::Slice { dim, start, len } => write!(f, "slice dim {dim} {start}..{}", start + len),
+            Op::Concat { dim } => write!(f, "concat dim {dim}"),
+            other => f.write_str(other.name()),
+        }
+    }
+}
