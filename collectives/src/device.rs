@@ -173,7 +173,11 @@ mod tests {
     #[test]
     fn unknown_strings_are_errors() {
         for s in ["gpu:0", "cuda:-1", "cuda:x", "", "vulkan:1:2"] {
-            assert_eq!(s.parse::<Device>(), Err(Error::UnknownDevice(s.into())), "{s}");
+            assert_eq!(
+                s.parse::<Device>(),
+                Err(Error::UnknownDevice(s.into())),
+                "{s}"
+            );
         }
     }
 

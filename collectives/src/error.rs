@@ -27,7 +27,9 @@ pub enum Error {
         got: Shape,
     },
     /// Two tensors that must have the same element type do not.
-    #[error("{op}: dtype mismatch: expected {expected}, got {got} (cast one side with Tensor::cast)")]
+    #[error(
+        "{op}: dtype mismatch: expected {expected}, got {got} (cast one side with Tensor::cast)"
+    )]
     DTypeMismatch {
         /// The operation that checked.
         op: &'static str,
@@ -130,7 +132,9 @@ pub enum Error {
     #[error("unknown dtype {0:?}: expected one of f32, f64, f16, bf16, i32, i64, u8")]
     UnknownDType(String),
     /// `to_vec::<T>` with a `T` other than the tensor's element type.
-    #[error("to_vec: tensor holds {actual} but {requested} was requested; use to_vec::<{rust}>() or cast first")]
+    #[error(
+        "to_vec: tensor holds {actual} but {requested} was requested; use to_vec::<{rust}>() or cast first"
+    )]
     ElementType {
         /// The tensor's dtype.
         actual: DType,
@@ -164,7 +168,9 @@ pub enum Error {
         reason: String,
     },
     /// A backend this build was compiled without.
-    #[error("{device}: this build has no {feature} backend; enable the crate feature \"{feature}\"")]
+    #[error(
+        "{device}: this build has no {feature} backend; enable the crate feature \"{feature}\""
+    )]
     BackendNotBuilt {
         /// The device asked for.
         device: Device,
@@ -203,7 +209,9 @@ pub enum Error {
     #[error("device group: the device list is empty; name at least one device")]
     EmptyGroup,
     /// A device group naming one device twice.
-    #[error("device group: {device} is listed twice (positions {first} and {second}); each device may appear once")]
+    #[error(
+        "device group: {device} is listed twice (positions {first} and {second}); each device may appear once"
+    )]
     DuplicateDevice {
         /// The device.
         device: Device,
@@ -221,7 +229,9 @@ pub enum Error {
         members: String,
     },
     /// A shard that does not live on the device its position names.
-    #[error("{op}: shard {index} is on {got} but the group's device {index} is {expected}; shard i must live on device i")]
+    #[error(
+        "{op}: shard {index} is on {got} but the group's device {index} is {expected}; shard i must live on device i"
+    )]
     ShardDevice {
         /// The collective.
         op: &'static str,
@@ -269,7 +279,9 @@ pub enum Error {
         len: usize,
     },
     /// A length that does not split evenly where the collective needs it to.
-    #[error("{op}: dim {dim} has length {len}, which does not split evenly into {parts} parts; {hint}")]
+    #[error(
+        "{op}: dim {dim} has length {len}, which does not split evenly into {parts} parts; {hint}"
+    )]
     Uneven {
         /// The collective.
         op: &'static str,
@@ -314,7 +326,11 @@ pub enum Error {
 
 impl Error {
     /// A driver error for `device` while doing `op`.
-    pub(crate) fn driver(device: Device, op: impl Into<String>, msg: impl std::fmt::Display) -> Self {
+    pub(crate) fn driver(
+        device: Device,
+        op: impl Into<String>,
+        msg: impl std::fmt::Display,
+    ) -> Self {
         Error::Driver {
             device,
             op: op.into(),

@@ -14,12 +14,16 @@
 #![warn(missing_docs)]
 
 mod backend;
+pub mod collective;
+pub mod comm;
 pub mod device;
 pub mod dtype;
 mod error;
 pub mod exec;
 pub mod graph;
 
+pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
+pub use comm::{Communicator, IdentityComm};
 pub use device::{Device, DeviceKind, available_devices, parse_devices};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

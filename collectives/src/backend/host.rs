@@ -31,7 +31,8 @@ impl OwnedHost {
     pub fn from_vec<T: Element>(data: Vec<T>) -> Self {
         let bytes = std::mem::size_of_val(data.as_slice());
         let mut h = OwnedHost::zeroed(bytes);
-        h.as_bytes_mut().copy_from_slice(bytemuck::cast_slice(&data));
+        h.as_bytes_mut()
+            .copy_from_slice(bytemuck::cast_slice(&data));
         h
     }
 }

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, ReduceKind, Scale};
 
 pub(crate) use host::{HostMem, OwnedHost};
-pub(crate) use registry::{device_count, get};
+pub(crate) use registry::{device_count, get, nccl_available};
 
 /// Completion of asynchronous device work a buffer depends on.
 pub(crate) trait Fence: Send + Sync {
@@ -38,6 +38,8 @@ pub(crate) enum Mem {
     Host(Box<dyn HostMem>),
     /// Device memory, owned by a backend that downcasts it to its own type.
     Device(Box<dyn Any + Send + Sync>),
+    /// The outputs of a multi-device call, one per `Op::Part`.
+    Parts(Vec<Arc<Buffer>>),
 }
 
 /// A realized tensor's storage: `len` elements of `dtype` on `device`.
@@ -68,6 +70,17 @@ impl Buffer {
         Buffer::host(device, T::DTYPE, len, Box::new(OwnedHost::from_vec(data)))
     }
 
+    /// The outputs of a multi-device call, held by the call's node.
+    pub fn parts(device: Device, dtype: DType, parts: Vec<Arc<Buffer>>) -> Self {
+        Buffer {
+            device,
+            dtype,
+            len: 0,
+            mem: Mem::Parts(parts),
+            fence: None,
+        }
+    }
+
     /// Size in bytes.
     pub fn bytes(&self) -> usize {
         self.len * self.dtype.size()
@@ -85,7 +98,7 @@ impl Buffer {
     pub fn host_bytes(&self, op: &str) -> Result<&[u8]> {
         match &self.mem {
             Mem::Host(h) => Ok(&h.as_bytes()[..self.bytes()]),
-            Mem::Device(_) => Err(Error::driver(self.device, op, "expected a host buffer")),
+            _ => Err(Error::driver(self.device, op, "expected a host buffer")),
         }
     }
 
@@ -95,7 +108,7 @@ impl Buffer {
             Mem::Device(d) => d
                 .downcast_ref::<M>()
                 .ok_or_else(|| Error::driver(self.device, op, "buffer belongs to another backend")),
-            Mem::Host(_) => Err(Error::driver(self.device, op, "expected a device buffer")),
+            _ => Err(Error::driver(self.device, op, "expected a device buffer")),
         }
     }
 }

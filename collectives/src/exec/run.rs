@@ -37,7 +37,11 @@ pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
         remaining: sched.steps.iter().map(|s| s.consumers).collect(),
         failed: None,
     };
-    let shared = Shared { sched, state: Mutex::new(state), cv: Condvar::new() };
+    let shared = Shared {
+        sched,
+        state: Mutex::new(state),
+        cv: Condvar::new(),
+    };
     let mut queues: Vec<(Device, Vec<usize>)> = Vec::new();
     for i in (0..n).filter(|&i| sched.steps[i].ready.is_none()) {
         let q = sched.steps[i].queue;
@@ -60,14 +64,20 @@ pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
     if let Some(e) = st.failed.take() {
         return Err(e);
     }
-    Ok(sched.targets.iter().map(|&t| st.values[t].clone().expect("target realized")).collect())
+    Ok(sched
+        .targets
+        .iter()
+        .map(|&t| st.values[t].clone().expect("target realized"))
+        .collect())
 }
 
 impl Shared<'_> {
     /// Issues one queue's steps in order; stops at the first failure anywhere.
     fn drain(&self, list: &[usize]) {
         for &i in list {
-            let Some(inputs) = self.wait_inputs(&self.sched.steps[i]) else { return };
+            let Some(inputs) = self.wait_inputs(&self.sched.steps[i]) else {
+                return;
+            };
             let out = super::step::issue(&self.sched.steps[i], &inputs);
             drop(inputs);
             let mut st = self.state.lock();
@@ -92,7 +102,12 @@ impl Shared<'_> {
                 return None;
             }
             if step.inputs.iter().all(|&i| st.done[i]) {
-                return Some(step.inputs.iter().map(|&i| st.values[i].clone().expect("issued")).collect());
+                return Some(
+                    step.inputs
+                        .iter()
+                        .map(|&i| st.values[i].clone().expect("issued"))
+                        .collect(),
+                );
             }
             self.cv.wait(&mut st);
         }

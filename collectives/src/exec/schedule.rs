@@ -25,10 +25,13 @@ pub(crate) struct Step {
 }
 
 /// The queue a node runs on: its own device, except a copy from a GPU to the host, which the GPU
-/// issues (so the host never polls a device it does not own).
+/// issues (so the host never polls a device it does not own), and a part of a collective call,
+/// taken on the call's queue.
 pub(crate) fn queue_of(t: &Tensor) -> Device {
     match (t.op(), t.inputs().first()) {
         (Op::Copy { to } | Op::Move { to }, Some(src)) if to.is_host() => src.device(),
+        // Taking a part is free: do it where the call was issued.
+        (Op::Part { .. }, Some(call)) => call.device(),
         _ => t.device(),
     }
 }

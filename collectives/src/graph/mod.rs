@@ -20,7 +20,8 @@ mod shape;
 mod tensor;
 
 pub(crate) use build::{check_like, check_scale};
-pub use op::{BinaryOp, Op, ReduceKind, Scale};
+pub(crate) use op::MultiKernel;
+pub use op::{BinaryOp, CollectiveCall, Op, ReduceKind, Scale};
 pub use shape::Shape;
 pub use tensor::Tensor;
 

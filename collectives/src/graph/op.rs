@@ -1,9 +1,12 @@
 //! `Op`: what a graph node computes.
 
 use std::fmt;
+use std::sync::Arc;
 
+use crate::backend::Buffer;
 use crate::device::Device;
 use crate::dtype::DType;
+use crate::error::Result;
 
 /// An elementwise binary operation on two same-shape, same-dtype tensors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -119,12 +122,61 @@ pub enum Op {
     },
     /// The input with another shape of the same element count (no data moves).
     Reshape,
+    /// A call spanning several devices, issued as one step (an NCCL group call, say). Its inputs
+    /// live on several devices; each of its outputs is taken by an [`Op::Part`] node.
+    Collective(CollectiveCall),
+    /// Output `index` of the [`Op::Collective`] input, which lives on this node's device.
+    Part {
+        /// Which output.
+        index: usize,
+    },
+}
+
+/// The call behind an [`Op::Collective`] node (opaque: shown by name, equal by identity).
+#[derive(Clone)]
+pub struct CollectiveCall(pub(crate) Arc<dyn MultiKernel>);
+
+impl CollectiveCall {
+    /// What the call does, for plans and messages.
+    pub fn name(&self) -> String {
+        self.0.name()
+    }
+}
+
+impl fmt::Debug for CollectiveCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CollectiveCall({})", self.name())
+    }
+}
+
+impl PartialEq for CollectiveCall {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// A multi-device kernel: reads one buffer per input (on their own devices) and returns one
+/// buffer per output, each on the device of the `Op::Part` node that takes it.
+pub(crate) trait MultiKernel: Send + Sync {
+    /// What the call does.
+    fn name(&self) -> String;
+    /// Issues the call.
+    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>>;
 }
 
 impl Op {
     /// Whether the op moves data between devices (`Copy` or `Move`).
     pub fn is_transfer(&self) -> bool {
         matches!(self, Op::Copy { .. } | Op::Move { .. })
+    }
+
+    /// Whether the op takes inputs on other devices as they are: transfers, collective calls and
+    /// their parts. The copy pass leaves such nodes' inputs alone.
+    pub fn spans_devices(&self) -> bool {
+        matches!(
+            self,
+            Op::Copy { .. } | Op::Move { .. } | Op::Collective(_) | Op::Part { .. }
+        )
     }
 
     /// A short name for messages and plans.
@@ -140,6 +192,8 @@ impl Op {
             Op::Slice { .. } => "slice",
             Op::Concat { .. } => "concat",
             Op::Reshape => "reshape",
+            Op::Collective(_) => "collective",
+            Op::Part { .. } => "part",
         }
     }
 }
@@ -158,6 +212,8 @@ impl fmt::Display for Op {
             Op::Cast(d) => write!(f, "cast {d}"),
             Op::Slice { dim, start, len } => write!(f, "slice dim {dim} {start}..{}", start + len),
             Op::Concat { dim } => write!(f, "concat dim {dim}"),
+            Op::Collective(c) => write!(f, "collective {}", c.name()),
+            Op::Part { index } => write!(f, "part {index}"),
             other => f.write_str(other.name()),
         }
     }

@@ -61,20 +61,31 @@ impl Pass {
     }
 
     fn rebuild(&mut self, t: &Tensor) -> Tensor {
-        let local = !t.op().is_transfer();
+        let local = !t.op().spans_devices();
         let inputs: Vec<Tensor> = t
             .inputs()
             .iter()
             .map(|i| {
                 let i = self.done[&i.id()].clone();
-                if local && i.device() != t.device() { self.hop(&i, t.device()) } else { i }
+                if local && i.device() != t.device() {
+                    self.hop(&i, t.device())
+                } else {
+                    i
+                }
             })
             .collect();
         if inputs.iter().zip(t.inputs()).all(|(a, b)| a.same_node(b)) {
             return t.clone();
         }
         let n = &t.0;
-        Tensor::new_node(n.op.clone(), inputs, n.device, n.dtype, n.shape.clone(), None)
+        Tensor::new_node(
+            n.op.clone(),
+            inputs,
+            n.device,
+            n.dtype,
+            n.shape.clone(),
+            None,
+        )
     }
 
     /// `src` copied to `to`: one copy, or two through the host across GPU vendors. Shared when
@@ -83,8 +94,19 @@ impl Pass {
         if let Some(c) = self.copies.get(&(src.id(), to)) {
             return c.clone();
         }
-        let via = if src.device().needs_staging(to) { self.hop(src, STAGING_HOST) } else { src.clone() };
-        let copy = Tensor::new_node(Op::Copy { to }, vec![via], to, src.dtype(), src.shape().clone(), None);
+        let via = if src.device().needs_staging(to) {
+            self.hop(src, STAGING_HOST)
+        } else {
+            src.clone()
+        };
+        let copy = Tensor::new_node(
+            Op::Copy { to },
+            vec![via],
+            to,
+            src.dtype(),
+            src.shape().clone(),
+            None,
+        );
         self.copies.insert((src.id(), to), copy.clone());
         copy
     }
@@ -111,7 +133,12 @@ mod tests {
         let s = t(Device::Cuda(0)).add(&t(Device::Cuda(1))).unwrap();
         let out = insert_cross_device_copies(&[s]).remove(0);
         let hop = &out.inputs()[1];
-        assert_eq!(hop.op(), &Op::Copy { to: Device::Cuda(0) });
+        assert_eq!(
+            hop.op(),
+            &Op::Copy {
+                to: Device::Cuda(0)
+            }
+        );
         assert_eq!(hop.inputs()[0].device(), Device::Cuda(1));
         assert!(out.inputs()[0].inputs().is_empty(), "local input untouched");
     }
@@ -121,7 +148,12 @@ mod tests {
         let s = t(Device::Vulkan(0)).mul(&t(Device::Cuda(2))).unwrap();
         let out = insert_cross_device_copies(&[s]).remove(0);
         let second = &out.inputs()[1];
-        assert_eq!(second.op(), &Op::Copy { to: Device::Vulkan(0) });
+        assert_eq!(
+            second.op(),
+            &Op::Copy {
+                to: Device::Vulkan(0)
+            }
+        );
         let first = &second.inputs()[0];
         assert_eq!(first.op(), &Op::Copy { to: STAGING_HOST });
         assert_eq!(first.inputs()[0].device(), Device::Cuda(2));

@@ -65,7 +65,11 @@ impl Tensor {
     /// tensor is first realized on a GPU device, then lives there.
     ///
     /// Errors with [`Error::DataLength`] if `data.len()` is not the shape's element count.
-    pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>, device: Device) -> Result<Tensor> {
+    pub fn from_vec<T: Element>(
+        data: Vec<T>,
+        shape: impl Into<Shape>,
+        device: Device,
+    ) -> Result<Tensor> {
         let shape = shape.into();
         if data.len() != shape.numel() {
             return Err(Error::DataLength {
@@ -74,14 +78,34 @@ impl Tensor {
                 shape,
             });
         }
-        let host = if device.is_host() { device } else { crate::graph::STAGING_HOST };
+        let host = if device.is_host() {
+            device
+        } else {
+            crate::graph::STAGING_HOST
+        };
         let buf = Buffer::from_vec(host, data);
-        Ok(Tensor::new_node(Op::Input, vec![], device, T::DTYPE, shape, Some(Arc::new(buf))))
+        Ok(Tensor::new_node(
+            Op::Input,
+            vec![],
+            device,
+            T::DTYPE,
+            shape,
+            Some(Arc::new(buf)),
+        ))
     }
 
     /// As [`Tensor::from_vec`], copying from a slice.
-    pub fn from_slice<T: Element>(data: &[T], shape: impl Into<Shape>, device: Device) -> Result<Tensor> {
+    pub fn from_slice<T: Element>(
+        data: &[T],
+        shape: impl Into<Shape>,
+        device: Device,
+    ) -> Result<Tensor> {
         Tensor::from_vec(data.to_vec(), shape, device)
+    }
+
+    /// An input with no data yet, for plans: building on it works, realizing it is an error.
+    pub(crate) fn placeholder(shape: Shape, dtype: DType, device: Device) -> Tensor {
+        Tensor::new_node(Op::Input, vec![], device, dtype, shape, None)
     }
 
     /// A tensor wrapping an already realized buffer.
@@ -167,9 +191,9 @@ impl Tensor {
             });
         }
         self.realize()?;
-        let buf = self
-            .value()
-            .ok_or_else(|| Error::driver(self.device(), "to_vec", "realized tensor has no buffer"))?;
+        let buf = self.value().ok_or_else(|| {
+            Error::driver(self.device(), "to_vec", "realized tensor has no buffer")
+        })?;
         crate::exec::read_host::<T>(&buf)
     }
 }

@@ -18,7 +18,9 @@ fn for_chunks<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send)
     if out.len() < PAR_MIN_ELEMS {
         f(0, out);
     } else {
-        out.par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(c, o)| f(c * PAR_CHUNK, o));
+        out.par_chunks_mut(PAR_CHUNK)
+            .enumerate()
+            .for_each(|(c, o)| f(c * PAR_CHUNK, o));
     }
 }
 
@@ -33,7 +35,12 @@ pub(crate) fn binary<T: Num>(op: BinaryOp, a: &[T], b: &[T], out: &mut [T]) {
 }
 
 /// `out = scale(fold(inputs))`, one pass, folding in the compute type.
-pub(crate) fn reduce<T: Num>(kind: ReduceKind, scale: Option<Scale>, inputs: &[&[T]], out: &mut [T]) {
+pub(crate) fn reduce<T: Num>(
+    kind: ReduceKind,
+    scale: Option<Scale>,
+    inputs: &[&[T]],
+    out: &mut [T],
+) {
     let op = kind.binary();
     for_chunks(out, |off, o| {
         let mut acc = [inputs[0].first().copied().unwrap_or_else(T::zeroed).widen(); BLOCK];
@@ -49,8 +56,14 @@ pub(crate) fn reduce<T: Num>(kind: ReduceKind, scale: Option<Scale>, inputs: &[&
                 }
             }
             match scale {
-                Some(s) => ob.iter_mut().zip(acc.iter()).for_each(|(o, &a)| *o = T::narrow(T::A::scale(s, a))),
-                None => ob.iter_mut().zip(acc.iter()).for_each(|(o, &a)| *o = T::narrow(a)),
+                Some(s) => ob
+                    .iter_mut()
+                    .zip(acc.iter())
+                    .for_each(|(o, &a)| *o = T::narrow(T::A::scale(s, a))),
+                None => ob
+                    .iter_mut()
+                    .zip(acc.iter())
+                    .for_each(|(o, &a)| *o = T::narrow(a)),
             }
         }
     });
@@ -97,7 +110,15 @@ pub(crate) fn copy_bytes(src: &[u8], dst: &mut [u8]) {
 }
 
 /// `out[o, m, i] = x[o, start + m, i]`, on bytes (`inner` counted in bytes).
-pub(crate) fn slice(x: &[u8], out: &mut [u8], outer: usize, in_mid: usize, start: usize, len: usize, inner: usize) {
+pub(crate) fn slice(
+    x: &[u8],
+    out: &mut [u8],
+    outer: usize,
+    in_mid: usize,
+    start: usize,
+    len: usize,
+    inner: usize,
+) {
     let row = len * inner;
     if outer == 1 {
         return copy_bytes(&x[start * inner..start * inner + row], out);

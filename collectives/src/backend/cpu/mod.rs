@@ -19,13 +19,34 @@ use num::Num;
 macro_rules! with_type {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
-            DType::F32 => { type $T = f32; $body }
-            DType::F64 => { type $T = f64; $body }
-            DType::F16 => { type $T = f16; $body }
-            DType::BF16 => { type $T = bf16; $body }
-            DType::I32 => { type $T = i32; $body }
-            DType::I64 => { type $T = i64; $body }
-            DType::U8 => { type $T = u8; $body }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::F16 => {
+                type $T = f16;
+                $body
+            }
+            DType::BF16 => {
+                type $T = bf16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
         }
     };
 }
@@ -37,7 +58,9 @@ pub(crate) struct CpuBackend {
 
 impl CpuBackend {
     pub fn new(ordinal: u32) -> Self {
-        CpuBackend { device: Device::Cpu(ordinal) }
+        CpuBackend {
+            device: Device::Cpu(ordinal),
+        }
     }
 
     fn alloc(&self, out: OutSpec) -> Buffer {
@@ -57,7 +80,7 @@ fn typed_mut<T: Num>(b: &mut [u8]) -> &mut [T] {
 fn out_bytes(out: &mut Buffer) -> &mut [u8] {
     match &mut out.mem {
         super::Mem::Host(h) => h.as_bytes_mut(),
-        super::Mem::Device(_) => unreachable!("the CPU backend allocates host memory"),
+        _ => unreachable!("the CPU backend allocates host memory"),
     }
 }
 
@@ -76,14 +99,26 @@ impl Backend for CpuBackend {
         let mut out = self.alloc(spec);
         let o = out_bytes(&mut out);
         match kernel {
-            Kernel::Binary(op) => with_type!(spec.dtype, T => kernels::binary::<T>(*op, typed(ins[0]), typed(ins[1]), typed_mut(o))),
+            Kernel::Binary(op) => {
+                with_type!(spec.dtype, T => kernels::binary::<T>(*op, typed(ins[0]), typed(ins[1]), typed_mut(o)))
+            }
             Kernel::Reduce { kind, scale } => with_type!(spec.dtype, T => {
                 let xs: Vec<&[T]> = ins.iter().map(|b| typed::<T>(b)).collect();
                 kernels::reduce::<T>(*kind, *scale, &xs, typed_mut(o))
             }),
-            Kernel::Scale(s) => with_type!(spec.dtype, T => kernels::scale::<T>(*s, typed(ins[0]), typed_mut(o))),
-            Kernel::Cast => with_type!(in_dtype, T => with_type!(spec.dtype, U => kernels::cast::<T, U>(typed(ins[0]), typed_mut(o)))),
-            Kernel::Slice { outer, in_mid, start, len, inner } => {
+            Kernel::Scale(s) => {
+                with_type!(spec.dtype, T => kernels::scale::<T>(*s, typed(ins[0]), typed_mut(o)))
+            }
+            Kernel::Cast => {
+                with_type!(in_dtype, T => with_type!(spec.dtype, U => kernels::cast::<T, U>(typed(ins[0]), typed_mut(o))))
+            }
+            Kernel::Slice {
+                outer,
+                in_mid,
+                start,
+                len,
+                inner,
+            } => {
                 let sz = spec.dtype.size();
                 kernels::slice(ins[0], o, *outer, *in_mid, *start, *len, inner * sz)
             }
@@ -96,13 +131,20 @@ impl Backend for CpuBackend {
 
     fn htod(&self, src: &Buffer) -> Result<Buffer> {
         src.wait()?;
-        let mut out = self.alloc(OutSpec { dtype: src.dtype, len: src.len });
+        let mut out = self.alloc(OutSpec {
+            dtype: src.dtype,
+            len: src.len,
+        });
         kernels::copy_bytes(src.host_bytes("cpu copy")?, out_bytes(&mut out));
         Ok(out)
     }
 
     fn dtoh(&self, src: &Buffer, to: Device) -> Result<Buffer> {
-        Err(Error::driver(src.device, format!("copy to {to}"), "the CPU backend has no device memory"))
+        Err(Error::driver(
+            src.device,
+            format!("copy to {to}"),
+            "the CPU backend has no device memory",
+        ))
     }
 
     fn dtod(&self, src: &Buffer, to: Device) -> Result<Buffer> {

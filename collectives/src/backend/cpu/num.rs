@@ -38,8 +38,24 @@ macro_rules! float_acc {
                     BinaryOp::Sub => a - b,
                     BinaryOp::Mul => a * b,
                     BinaryOp::Div => a / b,
-                    BinaryOp::Max => if a.is_nan() || b.is_nan() { <$t>::NAN } else if a >= b { a } else { b },
-                    BinaryOp::Min => if a.is_nan() || b.is_nan() { <$t>::NAN } else if a <= b { a } else { b },
+                    BinaryOp::Max => {
+                        if a.is_nan() || b.is_nan() {
+                            <$t>::NAN
+                        } else if a >= b {
+                            a
+                        } else {
+                            b
+                        }
+                    }
+                    BinaryOp::Min => {
+                        if a.is_nan() || b.is_nan() {
+                            <$t>::NAN
+                        } else if a <= b {
+                            a
+                        } else {
+                            b
+                        }
+                    }
                 }
             }
             #[inline(always)]
@@ -64,7 +80,13 @@ macro_rules! int_acc {
                     BinaryOp::Add => a.wrapping_add(b),
                     BinaryOp::Sub => a.wrapping_sub(b),
                     BinaryOp::Mul => a.wrapping_mul(b),
-                    BinaryOp::Div => if b == 0 { 0 } else { a.wrapping_div(b) },
+                    BinaryOp::Div => {
+                        if b == 0 {
+                            0
+                        } else {
+                            a.wrapping_div(b)
+                        }
+                    }
                     BinaryOp::Max => a.max(b),
                     BinaryOp::Min => a.min(b),
                 }
@@ -75,7 +97,13 @@ macro_rules! int_acc {
                 let f = s.factor() as i64 as $t;
                 match s {
                     Scale::Mul(_) => a.wrapping_mul(f),
-                    Scale::Div(_) => if f == 0 { 0 } else { a.wrapping_div(f) },
+                    Scale::Div(_) => {
+                        if f == 0 {
+                            0
+                        } else {
+                            a.wrapping_div(f)
+                        }
+                    }
                 }
             }
         }

@@ -1,0 +1,87 @@
+//! Which algorithm a collective runs, chosen by one expression of group composition and size.
+
+use std::fmt;
+
+use crate::device::Device;
+
+/// The algorithm a collective runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Let [`choose`] decide from the group and the message size.
+    Auto,
+    /// Through the leader: every shard hops to the leader, which folds them in one n-ary pass and
+    /// sends the result out. The seed's shape; the right one for mixed vendors and small messages.
+    Star,
+    /// Chunked ring: reduce_scatter then all_gather, each chunk hopping device to device, so every
+    /// link carries 2(n-1)/n of the message instead of the leader's links carrying all of it.
+    Ring,
+    /// NCCL group calls (all-CUDA groups with libnccl present).
+    Nccl,
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Algorithm::Auto => "auto",
+            Algorithm::Star => "star",
+            Algorithm::Ring => "ring",
+            Algorithm::Nccl => "nccl",
+        })
+    }
+}
+
+impl std::str::FromStr for Algorithm {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> crate::Result<Self> {
+        Ok(match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Algorithm::Auto,
+            "star" => Algorithm::Star,
+            "ring" => Algorithm::Ring,
+            "nccl" => Algorithm::Nccl,
+            _ => {
+                return Err(crate::Error::InvalidArgument {
+                    what: "algorithm",
+                    msg: format!("{s:?} is not one of auto, star, ring, nccl"),
+                });
+            }
+        })
+    }
+}
+
+/// Bytes per shard from which [`choose`] takes the ring on a group of three or more GPUs of one
+/// vendor. Below it the ring's 2(n-1) dependent steps cost more than the leader's extra traffic.
+pub const RING_MIN_BYTES: usize = 1 << 20;
+
+/// The algorithm [`Algorithm::Auto`] runs for a message of `bytes` per shard over `devices`:
+///
+/// - NCCL when every member is a CUDA device, there are two or more, and libnccl loads;
+/// - the ring when three or more GPUs all of one vendor carry at least [`RING_MIN_BYTES`];
+/// - the star otherwise: mixed vendors (every staged hop goes through the host anyway), groups
+///   with host members (virtual CPU devices share one memory, where extra hops only add traffic),
+///   two devices (ring and star move the same bytes) and small messages.
+pub fn choose(devices: &[Device], bytes: usize) -> Algorithm {
+    let all_cuda = !devices.is_empty() && devices.iter().all(|d| matches!(d, Device::Cuda(_)));
+    if devices.len() >= 2 && all_cuda && nccl_available() {
+        Algorithm::Nccl
+    } else {
+        choose_native(devices, bytes)
+    }
+}
+
+/// [`choose`] without NCCL: for calls that have no NCCL form, or where libnccl is absent.
+pub fn choose_native(devices: &[Device], bytes: usize) -> Algorithm {
+    let one_gpu_vendor = devices
+        .iter()
+        .all(|d| d.is_gpu() && d.same_vendor(devices[0]));
+    if devices.len() >= 3 && one_gpu_vendor && bytes >= RING_MIN_BYTES {
+        Algorithm::Ring
+    } else {
+        Algorithm::Star
+    }
+}
+
+/// Whether libnccl (and a CUDA driver) can be loaded in this process.
+pub fn nccl_available() -> bool {
+    crate::backend::nccl_available()
+}

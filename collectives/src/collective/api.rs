@@ -1,0 +1,263 @@
+//! The collectives of a [`DeviceGroup`]: argument checks, the algorithm choice, then the
+//! algorithm (star, ring or NCCL) building the lazy result.
+
+use super::check::{Count, Shapes, check_dim, even_part};
+use super::route::Hops;
+use super::{Algorithm, DeviceGroup, ReduceOp, choose_native, ring, star};
+use crate::error::{Error, Result};
+use crate::graph::Tensor;
+
+impl DeviceGroup {
+    /// The shards folded with `op` onto the leader (the seed's `all_reduce`). Takes one to
+    /// `size()` shards, shard i on device i; all of one shape and dtype.
+    pub fn reduce(&self, shards: &[Tensor], op: ReduceOp) -> Result<Tensor> {
+        self.check_shards("reduce", shards, Count::UpToAll, Shapes::Equal)?;
+        op.check("reduce", shards[0].dtype())?;
+        let leader = self.leader();
+        let mut hops = Hops::default();
+        match self.pick("reduce", shards[0].nbytes(), shards.len() == self.size())? {
+            Algorithm::Nccl => Ok(super::nccl::reduce(self, shards, op)?),
+            Algorithm::Ring if shards.len() > 2 => {
+                let devs = &self.devices()[..shards.len()];
+                let root = self.leader_index().min(shards.len() - 1);
+                let r = ring::reduce_to(&mut hops, devs, shards, op, root)?;
+                hops.hop(&r, leader)
+            }
+            _ => star::reduce_to(&mut hops, shards, op, leader),
+        }
+    }
+
+    /// The shards folded with `op`, the result on every device (NCCL's all_reduce). One shard per
+    /// device, all of one shape and dtype.
+    pub fn all_reduce(&self, shards: &[Tensor], op: ReduceOp) -> Result<Vec<Tensor>> {
+        self.check_shards("all_reduce", shards, Count::All, Shapes::Equal)?;
+        op.check("all_reduce", shards[0].dtype())?;
+        let mut hops = Hops::default();
+        match self.pick("all_reduce", shards[0].nbytes(), true)? {
+            Algorithm::Nccl => super::nccl::all_reduce(self, shards, op),
+            Algorithm::Ring if self.size() > 1 => self.ring_all_reduce(&mut hops, shards, op),
+            _ => {
+                let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
+                star::broadcast(&mut hops, &r, self.devices())
+            }
+        }
+    }
+
+    fn ring_all_reduce(
+        &self,
+        hops: &mut Hops,
+        shards: &[Tensor],
+        op: ReduceOp,
+    ) -> Result<Vec<Tensor>> {
+        let n = self.size();
+        let numel = shards[0].numel();
+        let bounds: Vec<(usize, usize)> = (0..n)
+            .map(|c| (c * numel / n, (c + 1) * numel / n))
+            .collect();
+        let parts = shards
+            .iter()
+            .map(|s| {
+                let flat = s.flatten()?;
+                bounds
+                    .iter()
+                    .map(|&(lo, hi)| flat.narrow(0, lo, hi - lo))
+                    .collect()
+            })
+            .collect::<Result<Vec<Vec<Tensor>>>>()?;
+        let reduced = ring::reduce_scatter(hops, self.devices(), &parts, op)?;
+        let gathered = ring::all_gather(hops, self.devices(), &reduced)?;
+        gathered
+            .iter()
+            .map(|chunks| Tensor::concat(chunks, 0)?.reshape(shards[0].shape()))
+            .collect()
+    }
+
+    /// `t` copied from its device (a member, the root) to every device; entry i is on device i
+    /// (the root's entry is `t` itself).
+    pub fn broadcast(&self, t: &Tensor) -> Result<Vec<Tensor>> {
+        let root = self.check_member("broadcast", t)?;
+        let mut hops = Hops::default();
+        match self.pick("broadcast", t.nbytes(), true)? {
+            Algorithm::Nccl => super::nccl::broadcast(self, t, root),
+            Algorithm::Ring => ring::broadcast(&mut hops, t, self.devices(), root),
+            _ => star::broadcast(&mut hops, t, self.devices()),
+        }
+    }
+
+    /// The shards joined along `dim` on the leader (the seed's `all_gather`). Takes one to
+    /// `size()` shards, shard i on device i; they may differ in length along `dim`.
+    pub fn gather(&self, shards: &[Tensor], dim: usize) -> Result<Tensor> {
+        self.check_shards("gather", shards, Count::UpToAll, Shapes::ExceptDim(dim))?;
+        star::gather_to(&mut Hops::default(), shards, dim, self.leader())
+    }
+
+    /// The shards joined along `dim`, the result on every device. One shard per device; they may
+    /// differ in length along `dim`.
+    pub fn all_gather(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
+        self.check_shards("all_gather", shards, Count::All, Shapes::ExceptDim(dim))?;
+        let even = shards.iter().all(|s| s.shape() == shards[0].shape());
+        let nccl_ok = even && contiguous_along(&shards[0], dim);
+        let mut hops = Hops::default();
+        match self.pick("all_gather", shards[0].nbytes(), nccl_ok)? {
+            Algorithm::Nccl => super::nccl::all_gather(self, shards, dim),
+            Algorithm::Ring => {
+                let have = ring::all_gather(&mut hops, self.devices(), shards)?;
+                have.iter().map(|row| join(row, dim)).collect()
+            }
+            _ => {
+                let cat = star::gather_to(&mut hops, shards, dim, self.leader())?;
+                star::broadcast(&mut hops, &cat, self.devices())
+            }
+        }
+    }
+
+    /// The shards folded with `op` and cut along `dim` into `size()` equal parts, part i on
+    /// device i. `dim` must split evenly ([`Error::Uneven`] otherwise).
+    pub fn reduce_scatter(
+        &self,
+        shards: &[Tensor],
+        op: ReduceOp,
+        dim: usize,
+    ) -> Result<Vec<Tensor>> {
+        self.check_shards("reduce_scatter", shards, Count::All, Shapes::Equal)?;
+        op.check("reduce_scatter", shards[0].dtype())?;
+        let hint = "pad the dimension to a multiple of the group size";
+        let part = even_part("reduce_scatter", shards[0].shape(), dim, self.size(), hint)?;
+        let n = self.size();
+        let mut hops = Hops::default();
+        match self.pick(
+            "reduce_scatter",
+            shards[0].nbytes(),
+            contiguous_along(&shards[0], dim),
+        )? {
+            Algorithm::Nccl => super::nccl::reduce_scatter(self, shards, op, dim),
+            Algorithm::Ring => {
+                let parts = shards
+                    .iter()
+                    .map(|s| split(s, dim, part, n))
+                    .collect::<Result<Vec<_>>>()?;
+                ring::reduce_scatter(&mut hops, self.devices(), &parts, op)
+            }
+            _ => {
+                let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
+                star::scatter(&mut hops, &r, dim, &vec![part; n], self.devices())
+            }
+        }
+    }
+
+    /// `t` (on a member device) cut along `dim` into `size()` equal parts, part i sent to device
+    /// i. `dim` must split evenly ([`Error::Uneven`]; see [`DeviceGroup::scatter_sizes`]).
+    pub fn scatter(&self, t: &Tensor, dim: usize) -> Result<Vec<Tensor>> {
+        self.check_member("scatter", t)?;
+        let hint = "use scatter_sizes to give each device its own length";
+        let part = even_part("scatter", t.shape(), dim, self.size(), hint)?;
+        star::scatter(
+            &mut Hops::default(),
+            t,
+            dim,
+            &vec![part; self.size()],
+            self.devices(),
+        )
+    }
+
+    /// `t` (on a member device) cut along `dim` into parts of `sizes` (one per device, summing to
+    /// the dimension's length), part i sent to device i.
+    pub fn scatter_sizes(&self, t: &Tensor, dim: usize, sizes: &[usize]) -> Result<Vec<Tensor>> {
+        self.check_member("scatter_sizes", t)?;
+        check_dim("scatter_sizes", t.shape(), dim)?;
+        if sizes.len() != self.size() {
+            let (got, size) = (sizes.len(), self.size());
+            return Err(Error::ShardCount {
+                op: "scatter_sizes",
+                got,
+                size,
+                need: "give one size per device",
+            });
+        }
+        let (sum, len) = (sizes.iter().sum::<usize>(), t.shape().dim(dim));
+        if sum != len {
+            return Err(Error::SplitSizes {
+                op: "scatter_sizes",
+                sizes: sizes.to_vec(),
+                sum,
+                dim,
+                len,
+            });
+        }
+        star::scatter(&mut Hops::default(), t, dim, sizes, self.devices())
+    }
+
+    /// Each shard cut along `dim` into `size()` equal parts; device j receives part j of every
+    /// shard, joined along `dim` in shard order. `dim` must split evenly.
+    pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
+        self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
+        let hint = "pad the dimension to a multiple of the group size";
+        let (n, part) = (
+            self.size(),
+            even_part("all_to_all", shards[0].shape(), dim, self.size(), hint)?,
+        );
+        let parts = shards
+            .iter()
+            .map(|s| split(s, dim, part, n))
+            .collect::<Result<Vec<_>>>()?;
+        let mut hops = Hops::default();
+        (0..n)
+            .map(|j| {
+                let to = self.devices()[j];
+                let got = parts
+                    .iter()
+                    .map(|p| hops.hop(&p[j], to))
+                    .collect::<Result<Vec<_>>>()?;
+                join(&got, dim)
+            })
+            .collect()
+    }
+
+    /// The algorithm for one call: the group's setting or [`choose`]. `nccl_ok` says whether the
+    /// call has an NCCL form; without one, `Auto` runs the native choice and a forced `Nccl` is an
+    /// error.
+    fn pick(&self, op: &'static str, bytes: usize, nccl_ok: bool) -> Result<Algorithm> {
+        let chosen = self.algorithm_for(bytes);
+        if chosen != Algorithm::Nccl {
+            return Ok(chosen);
+        }
+        if !self.all_cuda() {
+            let msg = format!(
+                "NCCL needs a group of CUDA devices only; this one is [{}]",
+                self.member_list()
+            );
+            return Err(Error::InvalidArgument { what: op, msg });
+        }
+        if nccl_ok {
+            return Ok(Algorithm::Nccl);
+        }
+        if self.algorithm() == Algorithm::Nccl {
+            let msg = "this call has no NCCL form (uneven shards, or a dim that is not outermost); use Auto, Star or Ring".into();
+            return Err(Error::InvalidArgument { what: op, msg });
+        }
+        Ok(choose_native(self.devices(), bytes))
+    }
+}
+
+/// Whether cutting `t` along `dim` gives contiguous pieces (all outer dims are 1).
+fn contiguous_along(t: &Tensor, dim: usize) -> bool {
+    t.shape().dims()[..dim.min(t.shape().rank())]
+        .iter()
+        .all(|&d| d == 1)
+}
+
+/// `t` cut along `dim` into `n` parts of `part`.
+fn split(t: &Tensor, dim: usize, part: usize, n: usize) -> Result<Vec<Tensor>> {
+    if n == 1 {
+        return Ok(vec![t.clone()]);
+    }
+    (0..n).map(|c| t.narrow(dim, c * part, part)).collect()
+}
+
+/// `parts` joined along `dim` (one part is returned as is).
+fn join(parts: &[Tensor], dim: usize) -> Result<Tensor> {
+    match parts {
+        [one] => Ok(one.clone()),
+        _ => Tensor::concat(parts, dim),
+    }
+}

@@ -1,0 +1,187 @@
+//! Plans: what a collective will do — algorithm, hops with their routes and bytes, kernels —
+//! read off the graph it builds, before anything runs.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use super::{Algorithm, DeviceGroup, ReduceOp};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::graph::{Op, Shape, Tensor, opt};
+
+/// The collectives [`DeviceGroup::plan`] can plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectiveKind {
+    /// [`DeviceGroup::reduce`].
+    Reduce,
+    /// [`DeviceGroup::all_reduce`].
+    AllReduce,
+    /// [`DeviceGroup::broadcast`] from the leader.
+    Broadcast,
+    /// [`DeviceGroup::gather`].
+    Gather,
+    /// [`DeviceGroup::all_gather`].
+    AllGather,
+    /// [`DeviceGroup::reduce_scatter`].
+    ReduceScatter,
+    /// [`DeviceGroup::scatter`] from the leader.
+    Scatter,
+    /// [`DeviceGroup::all_to_all`].
+    AllToAll,
+}
+
+/// One copy the plan makes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedHop {
+    /// Source device.
+    pub from: Device,
+    /// Destination device.
+    pub to: Device,
+    /// Bytes copied.
+    pub bytes: usize,
+}
+
+/// One kernel (or multi-device call) the plan runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedKernel {
+    /// Where it runs.
+    pub device: Device,
+    /// What it computes.
+    pub op: String,
+    /// How many inputs it reads.
+    pub inputs: usize,
+    /// Bytes it writes.
+    pub bytes: usize,
+}
+
+/// What running some lazy tensors will do: every copy and kernel, in execution order.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Plan {
+    /// The algorithm, when the plan is of one collective.
+    pub algorithm: Option<Algorithm>,
+    /// The copies.
+    pub hops: Vec<PlannedHop>,
+    /// The kernels.
+    pub kernels: Vec<PlannedKernel>,
+}
+
+impl Plan {
+    /// The plan of realizing `outputs`: their graph after the copy pass, without running it.
+    /// Already realized nodes are not planned (they will not run).
+    pub fn of(outputs: &[Tensor]) -> Plan {
+        let mut plan = Plan::default();
+        let mut seen = HashSet::new();
+        for t in opt::insert_cross_device_copies(outputs) {
+            plan.walk(&t, &mut seen);
+        }
+        plan
+    }
+
+    fn walk(&mut self, root: &Tensor, seen: &mut HashSet<u64>) {
+        let mut stack = vec![(root.clone(), false)];
+        while let Some((t, expanded)) = stack.pop() {
+            if t.is_realized() || t.inputs().is_empty() || (!expanded && !seen.insert(t.id())) {
+                continue;
+            }
+            if !expanded {
+                stack.push((t.clone(), true));
+                stack.extend(t.inputs().iter().rev().map(|i| (i.clone(), false)));
+                continue;
+            }
+            self.record(&t);
+        }
+    }
+
+    fn record(&mut self, t: &Tensor) {
+        match t.op() {
+            Op::Copy { to } | Op::Move { to } => {
+                let from = t.inputs()[0].device();
+                if from != *to {
+                    self.hops.push(PlannedHop {
+                        from,
+                        to: *to,
+                        bytes: t.nbytes(),
+                    });
+                }
+            }
+            Op::Reshape | Op::Part { .. } => {}
+            op => self.kernels.push(PlannedKernel {
+                device: t.device(),
+                op: op.to_string(),
+                inputs: t.inputs().len(),
+                bytes: t.nbytes(),
+            }),
+        }
+    }
+
+    /// Total bytes copied between devices.
+    pub fn bytes_moved(&self) -> usize {
+        self.hops.iter().map(|h| h.bytes).sum()
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(a) = self.algorithm {
+            write!(f, "algorithm {a}: ")?;
+        }
+        writeln!(
+            f,
+            "{} hops ({} bytes), {} kernels",
+            self.hops.len(),
+            self.bytes_moved(),
+            self.kernels.len()
+        )?;
+        for h in &self.hops {
+            writeln!(f, "  copy   {} -> {}  {} bytes", h.from, h.to, h.bytes)?;
+        }
+        for k in &self.kernels {
+            writeln!(
+                f,
+                "  kernel {} on {} ({} inputs, {} bytes out)",
+                k.op, k.device, k.inputs, k.bytes
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl DeviceGroup {
+    /// The plan of one collective on shards of `shape` and `dtype` (dim 0, `ReduceOp::Sum`, from
+    /// the leader where there is a root), built on placeholder shards: nothing runs and no device
+    /// is touched, so groups naming absent devices can be planned.
+    pub fn plan(
+        &self,
+        kind: CollectiveKind,
+        shape: impl Into<Shape>,
+        dtype: DType,
+    ) -> Result<Plan> {
+        let shape = shape.into();
+        let shards: Vec<Tensor> = self
+            .devices()
+            .iter()
+            .map(|&d| Tensor::placeholder(shape.clone(), dtype, d))
+            .collect();
+        let root = &shards[self.leader_index()];
+        let outputs = match kind {
+            CollectiveKind::Reduce => vec![self.reduce(&shards, ReduceOp::Sum)?],
+            CollectiveKind::AllReduce => self.all_reduce(&shards, ReduceOp::Sum)?,
+            CollectiveKind::Broadcast => self.broadcast(root)?,
+            CollectiveKind::Gather => vec![self.gather(&shards, 0)?],
+            CollectiveKind::AllGather => self.all_gather(&shards, 0)?,
+            CollectiveKind::ReduceScatter => self.reduce_scatter(&shards, ReduceOp::Sum, 0)?,
+            CollectiveKind::Scatter => self.scatter(root, 0)?,
+            CollectiveKind::AllToAll => self.all_to_all(&shards, 0)?,
+        };
+        let mut plan = Plan::of(&outputs);
+        let bytes = shape.numel() * dtype.size();
+        plan.algorithm = Some(match kind {
+            CollectiveKind::Gather | CollectiveKind::Scatter | CollectiveKind::AllToAll => {
+                Algorithm::Star
+            }
+            _ => self.algorithm_for(bytes),
+        });
+        Ok(plan)
+    }
+}

@@ -1,0 +1,69 @@
+//! The star: everything through one root. Written over the two primitives, hop and reduce.
+
+use super::redop::ReduceOp;
+use super::route::Hops;
+use crate::device::Device;
+use crate::error::Result;
+use crate::graph::Tensor;
+
+/// Every shard hopped to `root` and folded there in one n-ary pass.
+pub(crate) fn reduce_to(
+    hops: &mut Hops,
+    shards: &[Tensor],
+    op: ReduceOp,
+    root: Device,
+) -> Result<Tensor> {
+    let on_root = shards
+        .iter()
+        .map(|s| hops.hop(s, root))
+        .collect::<Result<Vec<_>>>()?;
+    let (kind, scale) = op.lower(shards.len());
+    if on_root.len() == 1 && scale.is_none() {
+        return Ok(on_root[0].clone());
+    }
+    Tensor::reduce(&on_root, kind, scale)
+}
+
+/// `t` hopped from its device to each of `devices`.
+pub(crate) fn broadcast(hops: &mut Hops, t: &Tensor, devices: &[Device]) -> Result<Vec<Tensor>> {
+    devices.iter().map(|&d| hops.hop(t, d)).collect()
+}
+
+/// Every shard hopped to `root` and joined there along `dim`.
+pub(crate) fn gather_to(
+    hops: &mut Hops,
+    shards: &[Tensor],
+    dim: usize,
+    root: Device,
+) -> Result<Tensor> {
+    let on_root = shards
+        .iter()
+        .map(|s| hops.hop(s, root))
+        .collect::<Result<Vec<_>>>()?;
+    if on_root.len() == 1 {
+        return Ok(on_root[0].clone());
+    }
+    Tensor::concat(&on_root, dim)
+}
+
+/// `t` cut along `dim` into consecutive parts of `sizes`, part i hopped to `devices[i]`.
+pub(crate) fn scatter(
+    hops: &mut Hops,
+    t: &Tensor,
+    dim: usize,
+    sizes: &[usize],
+    devices: &[Device],
+) -> Result<Vec<Tensor>> {
+    let mut start = 0;
+    let mut out = Vec::with_capacity(sizes.len());
+    for (&len, &d) in sizes.iter().zip(devices) {
+        let part = if len == t.shape().dim(dim) {
+            t.clone()
+        } else {
+            t.narrow(dim, start, len)?
+        };
+        out.push(hops.hop(&part, d)?);
+        start += len;
+    }
+    Ok(out)
+}
