@@ -132,10 +132,7 @@ impl FromStr for Device {
 
 /// Parses a comma-separated device list such as `cuda:0,cuda:1,cpu:0`.
 pub fn parse_devices(s: &str) -> Result<Vec<Device>> {
-    s.split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(str::parse)
-        .collect()
+    s.split(',').filter(|p| !p.trim().is_empty()).map(str::parse).collect()
 }
 
 /// How many virtual CPU devices discovery lists: [`CPU_DEVICES_ENV`] if set to a positive
@@ -173,11 +170,7 @@ mod tests {
     #[test]
     fn unknown_strings_are_errors() {
         for s in ["gpu:0", "cuda:-1", "cuda:x", "", "vulkan:1:2"] {
-            assert_eq!(
-                s.parse::<Device>(),
-                Err(Error::UnknownDevice(s.into())),
-                "{s}"
-            );
+            assert_eq!(s.parse::<Device>(), Err(Error::UnknownDevice(s.into())), "{s}");
         }
     }
 

@@ -41,15 +41,8 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 7] = [
-        DType::F32,
-        DType::F64,
-        DType::F16,
-        DType::BF16,
-        DType::I32,
-        DType::I64,
-        DType::U8,
-    ];
+    pub const ALL: [DType; 7] =
+        [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8];
 
     /// Bytes per element.
     pub fn size(self) -> usize {

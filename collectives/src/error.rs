@@ -27,9 +27,7 @@ pub enum Error {
         got: Shape,
     },
     /// Two tensors that must have the same element type do not.
-    #[error(
-        "{op}: dtype mismatch: expected {expected}, got {got} (cast one side with Tensor::cast)"
-    )]
+    #[error("{op}: dtype mismatch: expected {expected}, got {got} (cast one side with Tensor::cast)")]
     DTypeMismatch {
         /// The operation that checked.
         op: &'static str,
@@ -168,9 +166,7 @@ pub enum Error {
         reason: String,
     },
     /// A backend this build was compiled without.
-    #[error(
-        "{device}: this build has no {feature} backend; enable the crate feature \"{feature}\""
-    )]
+    #[error("{device}: this build has no {feature} backend; enable the crate feature \"{feature}\"")]
     BackendNotBuilt {
         /// The device asked for.
         device: Device,
@@ -279,9 +275,7 @@ pub enum Error {
         len: usize,
     },
     /// A length that does not split evenly where the collective needs it to.
-    #[error(
-        "{op}: dim {dim} has length {len}, which does not split evenly into {parts} parts; {hint}"
-    )]
+    #[error("{op}: dim {dim} has length {len}, which does not split evenly into {parts} parts; {hint}")]
     Uneven {
         /// The collective.
         op: &'static str,
@@ -326,15 +320,7 @@ pub enum Error {
 
 impl Error {
     /// A driver error for `device` while doing `op`.
-    pub(crate) fn driver(
-        device: Device,
-        op: impl Into<String>,
-        msg: impl std::fmt::Display,
-    ) -> Self {
-        Error::Driver {
-            device,
-            op: op.into(),
-            msg: msg.to_string(),
-        }
+    pub(crate) fn driver(device: Device, op: impl Into<String>, msg: impl std::fmt::Display) -> Self {
+        Error::Driver { device, op: op.into(), msg: msg.to_string() }
     }
 }

@@ -22,6 +22,7 @@ mod error;
 pub mod exec;
 pub mod graph;
 
+pub use backend::HOST_POOL_ENV;
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
 pub use comm::{Communicator, IdentityComm};
 pub use device::{Device, DeviceKind, available_devices, parse_devices};

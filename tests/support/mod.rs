@@ -72,9 +72,7 @@ pub enum Range {
 
 /// `n` random values of `dtype` (already rounded to it), as f64.
 pub fn random(dtype: DType, n: usize, range: Range, rng: &mut StdRng) -> Vec<f64> {
-    (0..n)
-        .map(|_| round_to(dtype, draw(dtype, range, rng)))
-        .collect()
+    (0..n).map(|_| round_to(dtype, draw(dtype, range, rng))).collect()
 }
 
 fn draw(dtype: DType, range: Range, rng: &mut StdRng) -> f64 {
@@ -180,12 +178,7 @@ pub fn ref_binary(dtype: DType, op: BinaryOp, a: f64, b: f64) -> f64 {
 }
 
 /// `scale(fold(inputs))` elementwise, in f64 (integers exactly, then wrapped).
-pub fn ref_reduce(
-    dtype: DType,
-    kind: ReduceKind,
-    scale: Option<Scale>,
-    inputs: &[&[f64]],
-) -> Vec<f64> {
+pub fn ref_reduce(dtype: DType, kind: ReduceKind, scale: Option<Scale>, inputs: &[&[f64]]) -> Vec<f64> {
     let n = inputs[0].len();
     (0..n)
         .map(|i| {
@@ -246,12 +239,7 @@ pub fn check_all(got: &[f64], want: &[f64], tol: impl Fn(usize) -> f64, context:
             .take(5)
             .map(|&i| format!("[{i}] got {} want {} (tol {:e})", got[i], want[i], tol(i)))
             .collect();
-        panic!(
-            "{context}: {} of {} elements wrong: {}",
-            bad.len(),
-            got.len(),
-            show.join("; ")
-        );
+        panic!("{context}: {} of {} elements wrong: {}", bad.len(), got.len(), show.join("; "));
     }
 }
 
@@ -261,19 +249,13 @@ pub fn fold_tol(dtype: DType, k: usize, mag: f64) -> f64 {
     if dtype.is_int() {
         return 0.0;
     }
-    let acc = if dtype == DType::F64 {
-        f64::EPSILON
-    } else {
-        f32::EPSILON as f64
-    };
+    let acc = if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 };
     (eps(dtype) + k as f64 * acc.max(eps(dtype))) * mag.max(f64::MIN_POSITIVE) * 1.01
 }
 
 /// Elementwise sum of magnitudes of `inputs` (the scale of a sum's rounding error).
 pub fn magnitude(inputs: &[&[f64]]) -> Vec<f64> {
-    (0..inputs[0].len())
-        .map(|i| inputs.iter().map(|x| x[i].abs()).sum())
-        .collect()
+    (0..inputs[0].len()).map(|i| inputs.iter().map(|x| x[i].abs()).sum()).collect()
 }
 
 /// Whether a Vulkan device must be present (CI sets `REQUIRE_VULKAN=1`).

@@ -21,6 +21,7 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, ReduceKind, Scale};
 
+pub use host::HOST_POOL_ENV;
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use registry::{device_count, get, nccl_available};
 
@@ -55,13 +56,7 @@ pub(crate) struct Buffer {
 impl Buffer {
     /// A ready host buffer.
     pub fn host(device: Device, dtype: DType, len: usize, mem: Box<dyn HostMem>) -> Self {
-        Buffer {
-            device,
-            dtype,
-            len,
-            mem: Mem::Host(mem),
-            fence: None,
-        }
+        Buffer { device, dtype, len, mem: Mem::Host(mem), fence: None }
     }
 
     /// A ready host buffer holding `data`.
@@ -72,13 +67,7 @@ impl Buffer {
 
     /// The outputs of a multi-device call, held by the call's node.
     pub fn parts(device: Device, dtype: DType, parts: Vec<Arc<Buffer>>) -> Self {
-        Buffer {
-            device,
-            dtype,
-            len: 0,
-            mem: Mem::Parts(parts),
-            fence: None,
-        }
+        Buffer { device, dtype, len: 0, mem: Mem::Parts(parts), fence: None }
     }
 
     /// Size in bytes.
@@ -119,28 +108,15 @@ pub(crate) enum Kernel {
     /// `out[i] = a[i] op b[i]`.
     Binary(BinaryOp),
     /// `out[i] = scale(fold_k in_k[i])`, folding in the compute type.
-    Reduce {
-        kind: ReduceKind,
-        scale: Option<Scale>,
-    },
+    Reduce { kind: ReduceKind, scale: Option<Scale> },
     /// `out[i] = scale(in[i])`.
     Scale(Scale),
     /// `out[i] = in[i] as out dtype`.
     Cast,
     /// `out[o, m, i] = in[o, start + m, i]` with `m < len`; input is `outer × in_mid × inner`.
-    Slice {
-        outer: usize,
-        in_mid: usize,
-        start: usize,
-        len: usize,
-        inner: usize,
-    },
+    Slice { outer: usize, in_mid: usize, start: usize, len: usize, inner: usize },
     /// Inputs `outer × mids[k] × inner` joined along the middle axis.
-    Concat {
-        outer: usize,
-        mids: Vec<usize>,
-        inner: usize,
-    },
+    Concat { outer: usize, mids: Vec<usize>, inner: usize },
 }
 
 /// The output a kernel must produce.

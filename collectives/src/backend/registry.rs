@@ -38,14 +38,8 @@ pub(crate) fn get(device: Device) -> Result<Arc<dyn Backend>> {
 fn open(device: Device) -> Result<Arc<dyn Backend>> {
     match device {
         Device::Cpu(n) => Ok(Arc::new(super::cpu::CpuBackend::new(n))),
-        Device::Cuda(_) => Err(Error::BackendNotBuilt {
-            device,
-            feature: "cuda",
-        }),
-        Device::Vulkan(_) => Err(Error::BackendNotBuilt {
-            device,
-            feature: "vulkan",
-        }),
+        Device::Cuda(_) => Err(Error::BackendNotBuilt { device, feature: "cuda" }),
+        Device::Vulkan(_) => Err(Error::BackendNotBuilt { device, feature: "vulkan" }),
     }
 }
 

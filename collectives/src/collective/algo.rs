@@ -71,9 +71,7 @@ pub fn choose(devices: &[Device], bytes: usize) -> Algorithm {
 
 /// [`choose`] without NCCL: for calls that have no NCCL form, or where libnccl is absent.
 pub fn choose_native(devices: &[Device], bytes: usize) -> Algorithm {
-    let one_gpu_vendor = devices
-        .iter()
-        .all(|d| d.is_gpu() && d.same_vendor(devices[0]));
+    let one_gpu_vendor = devices.iter().all(|d| d.is_gpu() && d.same_vendor(devices[0]));
     if devices.len() >= 3 && one_gpu_vendor && bytes >= RING_MIN_BYTES {
         Algorithm::Ring
     } else {

@@ -43,33 +43,20 @@ impl DeviceGroup {
         }
     }
 
-    fn ring_all_reduce(
-        &self,
-        hops: &mut Hops,
-        shards: &[Tensor],
-        op: ReduceOp,
-    ) -> Result<Vec<Tensor>> {
+    fn ring_all_reduce(&self, hops: &mut Hops, shards: &[Tensor], op: ReduceOp) -> Result<Vec<Tensor>> {
         let n = self.size();
         let numel = shards[0].numel();
-        let bounds: Vec<(usize, usize)> = (0..n)
-            .map(|c| (c * numel / n, (c + 1) * numel / n))
-            .collect();
+        let bounds: Vec<(usize, usize)> = (0..n).map(|c| (c * numel / n, (c + 1) * numel / n)).collect();
         let parts = shards
             .iter()
             .map(|s| {
                 let flat = s.flatten()?;
-                bounds
-                    .iter()
-                    .map(|&(lo, hi)| flat.narrow(0, lo, hi - lo))
-                    .collect()
+                bounds.iter().map(|&(lo, hi)| flat.narrow(0, lo, hi - lo)).collect()
             })
             .collect::<Result<Vec<Vec<Tensor>>>>()?;
         let reduced = ring::reduce_scatter(hops, self.devices(), &parts, op)?;
         let gathered = ring::all_gather(hops, self.devices(), &reduced)?;
-        gathered
-            .iter()
-            .map(|chunks| Tensor::concat(chunks, 0)?.reshape(shards[0].shape()))
-            .collect()
+        gathered.iter().map(|chunks| Tensor::concat(chunks, 0)?.reshape(shards[0].shape())).collect()
     }
 
     /// `t` copied from its device (a member, the root) to every device; entry i is on device i
@@ -113,29 +100,17 @@ impl DeviceGroup {
 
     /// The shards folded with `op` and cut along `dim` into `size()` equal parts, part i on
     /// device i. `dim` must split evenly ([`Error::Uneven`] otherwise).
-    pub fn reduce_scatter(
-        &self,
-        shards: &[Tensor],
-        op: ReduceOp,
-        dim: usize,
-    ) -> Result<Vec<Tensor>> {
+    pub fn reduce_scatter(&self, shards: &[Tensor], op: ReduceOp, dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("reduce_scatter", shards, Count::All, Shapes::Equal)?;
         op.check("reduce_scatter", shards[0].dtype())?;
         let hint = "pad the dimension to a multiple of the group size";
         let part = even_part("reduce_scatter", shards[0].shape(), dim, self.size(), hint)?;
         let n = self.size();
         let mut hops = Hops::default();
-        match self.pick(
-            "reduce_scatter",
-            shards[0].nbytes(),
-            contiguous_along(&shards[0], dim),
-        )? {
+        match self.pick("reduce_scatter", shards[0].nbytes(), contiguous_along(&shards[0], dim))? {
             Algorithm::Nccl => super::nccl::reduce_scatter(self, shards, op, dim),
             Algorithm::Ring => {
-                let parts = shards
-                    .iter()
-                    .map(|s| split(s, dim, part, n))
-                    .collect::<Result<Vec<_>>>()?;
+                let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
                 ring::reduce_scatter(&mut hops, self.devices(), &parts, op)
             }
             _ => {
@@ -151,13 +126,7 @@ impl DeviceGroup {
         self.check_member("scatter", t)?;
         let hint = "use scatter_sizes to give each device its own length";
         let part = even_part("scatter", t.shape(), dim, self.size(), hint)?;
-        star::scatter(
-            &mut Hops::default(),
-            t,
-            dim,
-            &vec![part; self.size()],
-            self.devices(),
-        )
+        star::scatter(&mut Hops::default(), t, dim, &vec![part; self.size()], self.devices())
     }
 
     /// `t` (on a member device) cut along `dim` into parts of `sizes` (one per device, summing to
@@ -176,13 +145,7 @@ impl DeviceGroup {
         }
         let (sum, len) = (sizes.iter().sum::<usize>(), t.shape().dim(dim));
         if sum != len {
-            return Err(Error::SplitSizes {
-                op: "scatter_sizes",
-                sizes: sizes.to_vec(),
-                sum,
-                dim,
-                len,
-            });
+            return Err(Error::SplitSizes { op: "scatter_sizes", sizes: sizes.to_vec(), sum, dim, len });
         }
         star::scatter(&mut Hops::default(), t, dim, sizes, self.devices())
     }
@@ -192,22 +155,13 @@ impl DeviceGroup {
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";
-        let (n, part) = (
-            self.size(),
-            even_part("all_to_all", shards[0].shape(), dim, self.size(), hint)?,
-        );
-        let parts = shards
-            .iter()
-            .map(|s| split(s, dim, part, n))
-            .collect::<Result<Vec<_>>>()?;
+        let (n, part) = (self.size(), even_part("all_to_all", shards[0].shape(), dim, self.size(), hint)?);
+        let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
         let mut hops = Hops::default();
         (0..n)
             .map(|j| {
                 let to = self.devices()[j];
-                let got = parts
-                    .iter()
-                    .map(|p| hops.hop(&p[j], to))
-                    .collect::<Result<Vec<_>>>()?;
+                let got = parts.iter().map(|p| hops.hop(&p[j], to)).collect::<Result<Vec<_>>>()?;
                 join(&got, dim)
             })
             .collect()
@@ -222,10 +176,8 @@ impl DeviceGroup {
             return Ok(chosen);
         }
         if !self.all_cuda() {
-            let msg = format!(
-                "NCCL needs a group of CUDA devices only; this one is [{}]",
-                self.member_list()
-            );
+            let msg =
+                format!("NCCL needs a group of CUDA devices only; this one is [{}]", self.member_list());
             return Err(Error::InvalidArgument { what: op, msg });
         }
         if nccl_ok {
@@ -241,9 +193,7 @@ impl DeviceGroup {
 
 /// Whether cutting `t` along `dim` gives contiguous pieces (all outer dims are 1).
 fn contiguous_along(t: &Tensor, dim: usize) -> bool {
-    t.shape().dims()[..dim.min(t.shape().rank())]
-        .iter()
-        .all(|&d| d == 1)
+    t.shape().dims()[..dim.min(t.shape().rank())].iter().all(|&d| d == 1)
 }
 
 /// `t` cut along `dim` into `n` parts of `part`.

@@ -41,22 +41,12 @@ impl DeviceGroup {
                 Count::All => "pass exactly one shard per device, shard i on device i",
                 Count::UpToAll => "pass one to size() shards, shard i on device i",
             };
-            return Err(Error::ShardCount {
-                op,
-                got,
-                size,
-                need,
-            });
+            return Err(Error::ShardCount { op, got, size, need });
         }
         for (index, s) in shards.iter().enumerate() {
             let expected = self.devices()[index];
             if s.device() != expected {
-                return Err(Error::ShardDevice {
-                    op,
-                    index,
-                    expected,
-                    got: s.device(),
-                });
+                return Err(Error::ShardDevice { op, index, expected, got: s.device() });
             }
             if s.dtype() != shards[0].dtype() {
                 let (expected, got) = (shards[0].dtype(), s.dtype());
@@ -82,11 +72,7 @@ impl DeviceGroup {
 fn check_equal(op: &'static str, shards: &[Tensor]) -> Result<()> {
     let first = shards[0].shape();
     match shards.iter().find(|s| s.shape() != first) {
-        Some(s) => Err(Error::ShapeMismatch {
-            op,
-            expected: first.clone(),
-            got: s.shape().clone(),
-        }),
+        Some(s) => Err(Error::ShapeMismatch { op, expected: first.clone(), got: s.shape().clone() }),
         None => Ok(()),
     }
 }
@@ -96,14 +82,10 @@ fn check_except(op: &'static str, shards: &[Tensor], dim: usize) -> Result<()> {
     let first = shards[0].shape();
     for s in shards {
         let got = s.shape();
-        let same = got.rank() == first.rank()
-            && (0..first.rank()).all(|d| d == dim || got.dim(d) == first.dim(d));
+        let same =
+            got.rank() == first.rank() && (0..first.rank()).all(|d| d == dim || got.dim(d) == first.dim(d));
         if !same {
-            return Err(Error::ShapeMismatch {
-                op,
-                expected: first.clone(),
-                got: got.clone(),
-            });
+            return Err(Error::ShapeMismatch { op, expected: first.clone(), got: got.clone() });
         }
     }
     Ok(())
@@ -112,11 +94,7 @@ fn check_except(op: &'static str, shards: &[Tensor], dim: usize) -> Result<()> {
 /// Checks `dim < rank`.
 pub(crate) fn check_dim(op: &'static str, shape: &Shape, dim: usize) -> Result<()> {
     if dim >= shape.rank() {
-        return Err(Error::DimOutOfRange {
-            op,
-            dim,
-            rank: shape.rank(),
-        });
+        return Err(Error::DimOutOfRange { op, dim, rank: shape.rank() });
     }
     Ok(())
 }
@@ -132,13 +110,7 @@ pub(crate) fn even_part(
     check_dim(op, shape, dim)?;
     let len = shape.dim(dim);
     if len % parts != 0 {
-        return Err(Error::Uneven {
-            op,
-            dim,
-            len,
-            parts,
-            hint,
-        });
+        return Err(Error::Uneven { op, dim, len, parts, hint });
     }
     Ok(len / parts)
 }

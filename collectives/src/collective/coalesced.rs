@@ -11,34 +11,19 @@ impl DeviceGroup {
     /// [`DeviceGroup::all_reduce`] of many tensors at once: `buckets[i]` holds device i's tensors,
     /// every bucket listing the same shapes and dtypes in the same order. Tensors of one dtype
     /// travel as one flat buffer. Returns the reduced tensors in the same layout.
-    pub fn all_reduce_coalesced(
-        &self,
-        buckets: &[Vec<Tensor>],
-        op: ReduceOp,
-    ) -> Result<Vec<Vec<Tensor>>> {
+    pub fn all_reduce_coalesced(&self, buckets: &[Vec<Tensor>], op: ReduceOp) -> Result<Vec<Vec<Tensor>>> {
         self.check_buckets("all_reduce_coalesced", buckets, Count::All)?;
-        let mut out: Vec<Vec<Option<Tensor>>> =
-            buckets.iter().map(|b| vec![None; b.len()]).collect();
+        let mut out: Vec<Vec<Option<Tensor>>> = buckets.iter().map(|b| vec![None; b.len()]).collect();
         for (dtype, idx) in by_dtype(&buckets[0]) {
             op.check("all_reduce_coalesced", dtype)?;
-            let flats = buckets
-                .iter()
-                .map(|b| flatten(b, &idx))
-                .collect::<Result<Vec<_>>>()?;
+            let flats = buckets.iter().map(|b| flatten(b, &idx)).collect::<Result<Vec<_>>>()?;
             for (dev, reduced) in self.all_reduce(&flats, op)?.iter().enumerate() {
                 for (j, t) in unflatten(reduced, &buckets[0], &idx)? {
                     out[dev][j] = Some(t);
                 }
             }
         }
-        Ok(out
-            .into_iter()
-            .map(|row| {
-                row.into_iter()
-                    .map(|t| t.expect("every position"))
-                    .collect()
-            })
-            .collect())
+        Ok(out.into_iter().map(|row| row.into_iter().map(|t| t.expect("every position")).collect()).collect())
     }
 
     /// [`DeviceGroup::reduce`] of many tensors at once onto the leader: `buckets[i]` holds device
@@ -48,36 +33,23 @@ impl DeviceGroup {
         let mut out: Vec<Option<Tensor>> = vec![None; buckets[0].len()];
         for (dtype, idx) in by_dtype(&buckets[0]) {
             op.check("reduce_coalesced", dtype)?;
-            let flats = buckets
-                .iter()
-                .map(|b| flatten(b, &idx))
-                .collect::<Result<Vec<_>>>()?;
+            let flats = buckets.iter().map(|b| flatten(b, &idx)).collect::<Result<Vec<_>>>()?;
             for (j, t) in unflatten(&self.reduce(&flats, op)?, &buckets[0], &idx)? {
                 out[j] = Some(t);
             }
         }
-        Ok(out
-            .into_iter()
-            .map(|t| t.expect("every position"))
-            .collect())
+        Ok(out.into_iter().map(|t| t.expect("every position")).collect())
     }
 
     /// [`DeviceGroup::broadcast`] of many tensors at once: `tensors` all live on one member.
     /// Returns, per device, the tensors in the same order.
     pub fn broadcast_coalesced(&self, tensors: &[Tensor]) -> Result<Vec<Vec<Tensor>>> {
-        let first = tensors.first().ok_or(Error::NoInputs {
-            op: "broadcast_coalesced",
-        })?;
+        let first = tensors.first().ok_or(Error::NoInputs { op: "broadcast_coalesced" })?;
         self.check_member("broadcast_coalesced", first)?;
         if let Some(t) = tensors.iter().find(|t| t.device() != first.device()) {
             let index = tensors.iter().position(|u| u.same_node(t)).unwrap_or(0);
             let (expected, got) = (first.device(), t.device());
-            return Err(Error::DeviceMismatch {
-                op: "broadcast_coalesced",
-                index,
-                expected,
-                got,
-            });
+            return Err(Error::DeviceMismatch { op: "broadcast_coalesced", index, expected, got });
         }
         let mut out: Vec<Vec<Option<Tensor>>> = vec![vec![None; tensors.len()]; self.size()];
         for (_, idx) in by_dtype(tensors) {
@@ -88,14 +60,7 @@ impl DeviceGroup {
                 }
             }
         }
-        Ok(out
-            .into_iter()
-            .map(|row| {
-                row.into_iter()
-                    .map(|t| t.expect("every position"))
-                    .collect()
-            })
-            .collect())
+        Ok(out.into_iter().map(|row| row.into_iter().map(|t| t.expect("every position")).collect()).collect())
     }
 
     /// Bucket count and residency, and the same shapes and dtypes at each position of each bucket.
@@ -107,11 +72,7 @@ impl DeviceGroup {
         self.check_shards(op, &firsts, count, super::check::Shapes::Equal)?;
         for (i, b) in buckets.iter().enumerate() {
             if b.len() != buckets[0].len() {
-                let msg = format!(
-                    "bucket {i} has {} tensors but bucket 0 has {}",
-                    b.len(),
-                    buckets[0].len()
-                );
+                let msg = format!("bucket {i} has {} tensors but bucket 0 has {}", b.len(), buckets[0].len());
                 return Err(Error::InvalidArgument { what: op, msg });
             }
             for (j, t) in b.iter().enumerate() {
@@ -119,12 +80,7 @@ impl DeviceGroup {
                 crate::graph::check_like(op, like, t)?;
                 if t.device() != self.devices()[i] {
                     let (expected, got) = (self.devices()[i], t.device());
-                    return Err(Error::ShardDevice {
-                        op,
-                        index: i,
-                        expected,
-                        got,
-                    });
+                    return Err(Error::ShardDevice { op, index: i, expected, got });
                 }
             }
         }
@@ -146,10 +102,7 @@ fn by_dtype(tensors: &[Tensor]) -> Vec<(DType, Vec<usize>)> {
 
 /// The tensors at `idx`, flattened and joined into one 1-D tensor.
 fn flatten(tensors: &[Tensor], idx: &[usize]) -> Result<Tensor> {
-    let flats = idx
-        .iter()
-        .map(|&j| tensors[j].flatten())
-        .collect::<Result<Vec<_>>>()?;
+    let flats = idx.iter().map(|&j| tensors[j].flatten()).collect::<Result<Vec<_>>>()?;
     match flats.as_slice() {
         [one] => Ok(one.clone()),
         _ => Tensor::concat(&flats, 0),
@@ -162,11 +115,7 @@ fn unflatten(flat: &Tensor, like: &[Tensor], idx: &[usize]) -> Result<Vec<(usize
     idx.iter()
         .map(|&j| {
             let n = like[j].numel();
-            let piece = if n == flat.numel() {
-                flat.clone()
-            } else {
-                flat.narrow(0, at, n)?
-            };
+            let piece = if n == flat.numel() { flat.clone() } else { flat.narrow(0, at, n)? };
             at += n;
             Ok((j, piece.reshape(like[j].shape())?))
         })

@@ -67,28 +67,17 @@ impl DeviceGroup {
         }
         for (second, d) in devices.iter().enumerate() {
             if let Some(first) = devices[..second].iter().position(|e| e == d) {
-                return Err(Error::DuplicateDevice {
-                    device: *d,
-                    first,
-                    second,
-                });
+                return Err(Error::DuplicateDevice { device: *d, first, second });
             }
         }
-        Ok(DeviceGroup {
-            devices,
-            leader: 0,
-            algorithm: Algorithm::Auto,
-        })
+        Ok(DeviceGroup { devices, leader: 0, algorithm: Algorithm::Auto })
     }
 
     /// The same group with `leader` as its leader. Errors with [`Error::LeaderNotMember`].
     pub fn with_leader(mut self, leader: Device) -> Result<Self> {
         self.leader = self
             .index_of(leader)
-            .ok_or_else(|| Error::LeaderNotMember {
-                leader,
-                members: self.member_list(),
-            })?;
+            .ok_or_else(|| Error::LeaderNotMember { leader, members: self.member_list() })?;
         Ok(self)
     }
 
@@ -153,11 +142,7 @@ impl DeviceGroup {
     }
 
     pub(crate) fn member_list(&self) -> String {
-        self.devices
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
+        self.devices.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -165,12 +150,7 @@ impl fmt::Display for DeviceGroup {
     /// The members, the leader, the algorithm setting and the route of every member pair.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "DeviceGroup of {} [{}]", self.size(), self.member_list())?;
-        writeln!(
-            f,
-            "  leader: {}   algorithm: {}",
-            self.leader(),
-            self.algorithm
-        )?;
+        writeln!(f, "  leader: {}   algorithm: {}", self.leader(), self.algorithm)?;
         for &from in &self.devices {
             for &to in self.devices.iter().filter(|&&t| t != from) {
                 writeln!(f, "  {from} -> {to}: {}", self.route(from, to))?;

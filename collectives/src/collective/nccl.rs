@@ -7,21 +7,14 @@ use crate::error::{Error, Result};
 use crate::graph::Tensor;
 
 fn unavailable(group: &DeviceGroup) -> Error {
-    Error::DeviceUnavailable {
-        device: group.leader(),
-        reason: "this build has no NCCL path yet".into(),
-    }
+    Error::DeviceUnavailable { device: group.leader(), reason: "this build has no NCCL path yet".into() }
 }
 
 pub(crate) fn reduce(group: &DeviceGroup, _shards: &[Tensor], _op: ReduceOp) -> Result<Tensor> {
     Err(unavailable(group))
 }
 
-pub(crate) fn all_reduce(
-    group: &DeviceGroup,
-    _shards: &[Tensor],
-    _op: ReduceOp,
-) -> Result<Vec<Tensor>> {
+pub(crate) fn all_reduce(group: &DeviceGroup, _shards: &[Tensor], _op: ReduceOp) -> Result<Vec<Tensor>> {
     Err(unavailable(group))
 }
 
@@ -29,11 +22,7 @@ pub(crate) fn broadcast(group: &DeviceGroup, _t: &Tensor, _root: usize) -> Resul
     Err(unavailable(group))
 }
 
-pub(crate) fn all_gather(
-    group: &DeviceGroup,
-    _shards: &[Tensor],
-    _dim: usize,
-) -> Result<Vec<Tensor>> {
+pub(crate) fn all_gather(group: &DeviceGroup, _shards: &[Tensor], _dim: usize) -> Result<Vec<Tensor>> {
     Err(unavailable(group))
 }
 

@@ -98,11 +98,7 @@ impl Plan {
             Op::Copy { to } | Op::Move { to } => {
                 let from = t.inputs()[0].device();
                 if from != *to {
-                    self.hops.push(PlannedHop {
-                        from,
-                        to: *to,
-                        bytes: t.nbytes(),
-                    });
+                    self.hops.push(PlannedHop { from, to: *to, bytes: t.nbytes() });
                 }
             }
             Op::Reshape | Op::Part { .. } => {}
@@ -137,11 +133,7 @@ impl fmt::Display for Plan {
             writeln!(f, "  copy   {} -> {}  {} bytes", h.from, h.to, h.bytes)?;
         }
         for k in &self.kernels {
-            writeln!(
-                f,
-                "  kernel {} on {} ({} inputs, {} bytes out)",
-                k.op, k.device, k.inputs, k.bytes
-            )?;
+            writeln!(f, "  kernel {} on {} ({} inputs, {} bytes out)", k.op, k.device, k.inputs, k.bytes)?;
         }
         Ok(())
     }
@@ -151,18 +143,10 @@ impl DeviceGroup {
     /// The plan of one collective on shards of `shape` and `dtype` (dim 0, `ReduceOp::Sum`, from
     /// the leader where there is a root), built on placeholder shards: nothing runs and no device
     /// is touched, so groups naming absent devices can be planned.
-    pub fn plan(
-        &self,
-        kind: CollectiveKind,
-        shape: impl Into<Shape>,
-        dtype: DType,
-    ) -> Result<Plan> {
+    pub fn plan(&self, kind: CollectiveKind, shape: impl Into<Shape>, dtype: DType) -> Result<Plan> {
         let shape = shape.into();
-        let shards: Vec<Tensor> = self
-            .devices()
-            .iter()
-            .map(|&d| Tensor::placeholder(shape.clone(), dtype, d))
-            .collect();
+        let shards: Vec<Tensor> =
+            self.devices().iter().map(|&d| Tensor::placeholder(shape.clone(), dtype, d)).collect();
         let root = &shards[self.leader_index()];
         let outputs = match kind {
             CollectiveKind::Reduce => vec![self.reduce(&shards, ReduceOp::Sum)?],
@@ -177,9 +161,7 @@ impl DeviceGroup {
         let mut plan = Plan::of(&outputs);
         let bytes = shape.numel() * dtype.size();
         plan.algorithm = Some(match kind {
-            CollectiveKind::Gather | CollectiveKind::Scatter | CollectiveKind::AllToAll => {
-                Algorithm::Star
-            }
+            CollectiveKind::Gather | CollectiveKind::Scatter | CollectiveKind::AllToAll => Algorithm::Star,
             _ => self.algorithm_for(bytes),
         });
         Ok(plan)

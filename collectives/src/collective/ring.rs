@@ -25,7 +25,7 @@ pub(crate) fn reduce_scatter(
             let mut partial = parts[at][c].clone();
             for step in 0..n - 1 {
                 let next = (at + 1) % n;
-                let arrived = hops.hop(&partial, devices[next])?;
+                let arrived = hops.reach(&partial, devices[next])?;
                 let last = step == n - 2;
                 partial = Tensor::reduce(
                     &[arrived, parts[next][c].clone()],
@@ -44,11 +44,7 @@ pub(crate) fn reduce_scatter(
 
 /// `chunks[c]` lives on `devices[c]`. Returns `out[d][c]`: every chunk on every device, each chunk
 /// hopping once per link around the ring `c → c+1 → …`.
-pub(crate) fn all_gather(
-    hops: &mut Hops,
-    devices: &[Device],
-    chunks: &[Tensor],
-) -> Result<Vec<Vec<Tensor>>> {
+pub(crate) fn all_gather(hops: &mut Hops, devices: &[Device], chunks: &[Tensor]) -> Result<Vec<Vec<Tensor>>> {
     let n = devices.len();
     let mut out: Vec<Vec<Option<Tensor>>> = vec![vec![None; n]; n];
     for (c, chunk) in chunks.iter().enumerate() {
@@ -60,19 +56,11 @@ pub(crate) fn all_gather(
             out[d][c] = Some(cur.clone());
         }
     }
-    Ok(out
-        .into_iter()
-        .map(|row| row.into_iter().map(|t| t.expect("filled")).collect())
-        .collect())
+    Ok(out.into_iter().map(|row| row.into_iter().map(|t| t.expect("filled")).collect()).collect())
 }
 
 /// `t` passed along the ring from its device: each device forwards what it received.
-pub(crate) fn broadcast(
-    hops: &mut Hops,
-    t: &Tensor,
-    devices: &[Device],
-    root: usize,
-) -> Result<Vec<Tensor>> {
+pub(crate) fn broadcast(hops: &mut Hops, t: &Tensor, devices: &[Device], root: usize) -> Result<Vec<Tensor>> {
     let n = devices.len();
     let mut out: Vec<Option<Tensor>> = vec![None; n];
     let mut cur = t.clone();
@@ -98,13 +86,9 @@ pub(crate) fn reduce_to(
     let order: Vec<usize> = (1..=k).map(|s| (root + s) % k).collect();
     let mut partial = shards[order[0]].clone();
     for (i, &next) in order.iter().enumerate().skip(1) {
-        let arrived = hops.hop(&partial, devices[next])?;
+        let arrived = hops.reach(&partial, devices[next])?;
         let last = i == k - 1;
-        partial = Tensor::reduce(
-            &[arrived, shards[next].clone()],
-            kind,
-            if last { scale } else { None },
-        )?;
+        partial = Tensor::reduce(&[arrived, shards[next].clone()], kind, if last { scale } else { None })?;
     }
     match (k, scale) {
         (1, Some(s)) => Tensor::reduce(&[partial], kind, Some(s)),

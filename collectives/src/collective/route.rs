@@ -61,6 +61,15 @@ pub(crate) struct Hops {
 }
 
 impl Hops {
+    /// `t` readable by a kernel on `to`: `t` itself where `to` reads it in place (the same device,
+    /// or host devices reading one another), else `t` hopped there.
+    pub fn reach(&mut self, t: &Tensor, to: Device) -> Result<Tensor> {
+        if crate::graph::opt::readable(to, t.device()) {
+            return Ok(t.clone());
+        }
+        self.hop(t, to)
+    }
+
     /// `t` on `to`, by its route.
     pub fn hop(&mut self, t: &Tensor, to: Device) -> Result<Tensor> {
         if t.device() == to {

@@ -6,21 +6,14 @@ use crate::device::Device;
 use crate::error::Result;
 use crate::graph::Tensor;
 
-/// Every shard hopped to `root` and folded there in one n-ary pass.
-pub(crate) fn reduce_to(
-    hops: &mut Hops,
-    shards: &[Tensor],
-    op: ReduceOp,
-    root: Device,
-) -> Result<Tensor> {
-    let on_root = shards
-        .iter()
-        .map(|s| hops.hop(s, root))
-        .collect::<Result<Vec<_>>>()?;
+/// Every shard brought to `root` (read in place where `root` can) and folded there in one
+/// n-ary pass.
+pub(crate) fn reduce_to(hops: &mut Hops, shards: &[Tensor], op: ReduceOp, root: Device) -> Result<Tensor> {
     let (kind, scale) = op.lower(shards.len());
-    if on_root.len() == 1 && scale.is_none() {
-        return Ok(on_root[0].clone());
+    if let ([one], None) = (shards, scale) {
+        return hops.hop(one, root);
     }
+    let on_root = shards.iter().map(|s| hops.reach(s, root)).collect::<Result<Vec<_>>>()?;
     Tensor::reduce(&on_root, kind, scale)
 }
 
@@ -29,20 +22,12 @@ pub(crate) fn broadcast(hops: &mut Hops, t: &Tensor, devices: &[Device]) -> Resu
     devices.iter().map(|&d| hops.hop(t, d)).collect()
 }
 
-/// Every shard hopped to `root` and joined there along `dim`.
-pub(crate) fn gather_to(
-    hops: &mut Hops,
-    shards: &[Tensor],
-    dim: usize,
-    root: Device,
-) -> Result<Tensor> {
-    let on_root = shards
-        .iter()
-        .map(|s| hops.hop(s, root))
-        .collect::<Result<Vec<_>>>()?;
-    if on_root.len() == 1 {
-        return Ok(on_root[0].clone());
+/// Every shard brought to `root` (read in place where `root` can) and joined there along `dim`.
+pub(crate) fn gather_to(hops: &mut Hops, shards: &[Tensor], dim: usize, root: Device) -> Result<Tensor> {
+    if let [one] = shards {
+        return hops.hop(one, root);
     }
+    let on_root = shards.iter().map(|s| hops.reach(s, root)).collect::<Result<Vec<_>>>()?;
     Tensor::concat(&on_root, dim)
 }
 
@@ -57,11 +42,7 @@ pub(crate) fn scatter(
     let mut start = 0;
     let mut out = Vec::with_capacity(sizes.len());
     for (&len, &d) in sizes.iter().zip(devices) {
-        let part = if len == t.shape().dim(dim) {
-            t.clone()
-        } else {
-            t.narrow(dim, start, len)?
-        };
+        let part = if len == t.shape().dim(dim) { t.clone() } else { t.narrow(dim, start, len)? };
         out.push(hops.hop(&part, d)?);
         start += len;
     }

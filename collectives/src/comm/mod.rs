@@ -62,12 +62,7 @@ impl IdentityComm {
     fn check(&self, op: &'static str, t: &Tensor) -> Result<()> {
         if t.device() != self.device {
             let (expected, got) = (self.device, t.device());
-            return Err(Error::DeviceMismatch {
-                op,
-                index: 0,
-                expected,
-                got,
-            });
+            return Err(Error::DeviceMismatch { op, index: 0, expected, got });
         }
         Ok(())
     }

@@ -32,11 +32,7 @@ use crate::graph::{Tensor, opt};
 /// Returns once every target's data is complete. On error nothing new is cached and no input is
 /// changed; the first failure is returned.
 pub fn realize(targets: &[Tensor]) -> Result<()> {
-    let pending: Vec<Tensor> = targets
-        .iter()
-        .filter(|t| !t.is_realized())
-        .cloned()
-        .collect();
+    let pending: Vec<Tensor> = targets.iter().filter(|t| !t.is_realized()).cloned().collect();
     if pending.is_empty() {
         return Ok(());
     }

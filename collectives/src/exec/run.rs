@@ -37,11 +37,7 @@ pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
         remaining: sched.steps.iter().map(|s| s.consumers).collect(),
         failed: None,
     };
-    let shared = Shared {
-        sched,
-        state: Mutex::new(state),
-        cv: Condvar::new(),
-    };
+    let shared = Shared { sched, state: Mutex::new(state), cv: Condvar::new() };
     let mut queues: Vec<(Device, Vec<usize>)> = Vec::new();
     for i in (0..n).filter(|&i| sched.steps[i].ready.is_none()) {
         let q = sched.steps[i].queue;
@@ -64,11 +60,7 @@ pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
     if let Some(e) = st.failed.take() {
         return Err(e);
     }
-    Ok(sched
-        .targets
-        .iter()
-        .map(|&t| st.values[t].clone().expect("target realized"))
-        .collect())
+    Ok(sched.targets.iter().map(|&t| st.values[t].clone().expect("target realized")).collect())
 }
 
 impl Shared<'_> {
@@ -102,12 +94,7 @@ impl Shared<'_> {
                 return None;
             }
             if step.inputs.iter().all(|&i| st.done[i]) {
-                return Some(
-                    step.inputs
-                        .iter()
-                        .map(|&i| st.values[i].clone().expect("issued"))
-                        .collect(),
-                );
+                return Some(step.inputs.iter().map(|&i| st.values[i].clone().expect("issued")).collect());
             }
             self.cv.wait(&mut st);
         }

@@ -33,13 +33,8 @@ pub(crate) fn issue(step: &Step, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> 
         op => {
             let kernel = lower(op, t)?;
             let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
-            let out = OutSpec {
-                dtype: t.dtype(),
-                len: t.numel(),
-            };
-            Ok(Arc::new(
-                backend::get(t.device())?.compute(&kernel, &refs, out)?,
-            ))
+            let out = OutSpec { dtype: t.dtype(), len: t.numel() };
+            Ok(Arc::new(backend::get(t.device())?.compute(&kernel, &refs, out)?))
         }
     }
 }
@@ -50,19 +45,13 @@ fn part(call: &Buffer, index: usize, t: &Tensor) -> Result<Arc<Buffer>> {
         crate::backend::Mem::Parts(p) if index < p.len() && p[index].device == t.device() => {
             Ok(p[index].clone())
         }
-        _ => Err(Error::driver(
-            t.device(),
-            "part",
-            format!("collective call has no output {index} here"),
-        )),
+        _ => Err(Error::driver(t.device(), "part", format!("collective call has no output {index} here"))),
     }
 }
 
 /// An input whose data is still on the host: upload it and cache it on its device.
 fn upload(t: &Tensor) -> Result<Arc<Buffer>> {
-    let host = t
-        .value()
-        .ok_or_else(|| Error::driver(t.device(), "input", "input tensor has no data"))?;
+    let host = t.value().ok_or_else(|| Error::driver(t.device(), "input", "input tensor has no data"))?;
     if host.device == t.device() {
         return Ok(host);
     }
@@ -95,33 +84,19 @@ pub(crate) fn copy(src: &Buffer, to: Device) -> Result<Buffer> {
 fn lower(op: &Op, t: &Tensor) -> Result<Kernel> {
     Ok(match op {
         Op::Binary(b) => Kernel::Binary(*b),
-        Op::Reduce { kind, scale } => Kernel::Reduce {
-            kind: *kind,
-            scale: *scale,
-        },
+        Op::Reduce { kind, scale } => Kernel::Reduce { kind: *kind, scale: *scale },
         Op::Scale(s) => Kernel::Scale(*s),
         Op::Cast(_) => Kernel::Cast,
         Op::Slice { dim, start, len } => {
             let (outer, in_mid, inner) = t.inputs()[0].shape().split_at_dim(*dim);
-            Kernel::Slice {
-                outer,
-                in_mid,
-                start: *start,
-                len: *len,
-                inner,
-            }
+            Kernel::Slice { outer, in_mid, start: *start, len: *len, inner }
         }
         Op::Concat { dim } => {
             let (outer, _, inner) = t.shape().split_at_dim(*dim);
             let mids = t.inputs().iter().map(|i| i.shape().dim(*dim)).collect();
             Kernel::Concat { outer, mids, inner }
         }
-        Op::Input
-        | Op::Copy { .. }
-        | Op::Move { .. }
-        | Op::Reshape
-        | Op::Collective(_)
-        | Op::Part { .. } => {
+        Op::Input | Op::Copy { .. } | Op::Move { .. } | Op::Reshape | Op::Collective(_) | Op::Part { .. } => {
             return Err(Error::driver(t.device(), op.name(), "not a compute op"));
         }
     })

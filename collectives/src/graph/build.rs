@@ -24,10 +24,7 @@ impl Tensor {
 
     fn transfer(&self, op: Op, to: Device) -> Result<Tensor> {
         if self.device().needs_staging(to) {
-            return Err(Error::CrossVendorCopy {
-                from: self.device(),
-                to,
-            });
+            return Err(Error::CrossVendorCopy { from: self.device(), to });
         }
         Ok(self.unary(op, to, self.dtype(), self.shape().clone()))
     }
@@ -85,26 +82,14 @@ impl Tensor {
             check_scale("reduce", s, first.dtype())?;
         }
         let (d, t, s) = (first.device(), first.dtype(), first.shape().clone());
-        Ok(Tensor::new_node(
-            Op::Reduce { kind, scale },
-            inputs.to_vec(),
-            d,
-            t,
-            s,
-            None,
-        ))
+        Ok(Tensor::new_node(Op::Reduce { kind, scale }, inputs.to_vec(), d, t, s, None))
     }
 
     /// Elementwise scale (`Scale::Mul(s)` or `Scale::Div(s)`). On integer dtypes the factor must
     /// be an integer (and non-zero for `Div`), else [`Error::NonIntegerScale`].
     pub fn scale(&self, s: Scale) -> Result<Tensor> {
         check_scale("scale", s, self.dtype())?;
-        Ok(self.unary(
-            Op::Scale(s),
-            self.device(),
-            self.dtype(),
-            self.shape().clone(),
-        ))
+        Ok(self.unary(Op::Scale(s), self.device(), self.dtype(), self.shape().clone()))
     }
 
     /// Elementwise conversion to `dtype` (floats to integers truncate toward zero and saturate;
@@ -117,27 +102,13 @@ impl Tensor {
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
         let rank = self.shape().rank();
         if dim >= rank {
-            return Err(Error::DimOutOfRange {
-                op: "narrow",
-                dim,
-                rank,
-            });
+            return Err(Error::DimOutOfRange { op: "narrow", dim, rank });
         }
         let size = self.shape().dim(dim);
         let end = start.checked_add(len).filter(|&e| e <= size);
-        let end = end.ok_or(Error::SliceOutOfRange {
-            dim,
-            start,
-            end: start.saturating_add(len),
-            size,
-        })?;
+        let end = end.ok_or(Error::SliceOutOfRange { dim, start, end: start.saturating_add(len), size })?;
         let shape = self.shape().with_dim(dim, end - start);
-        Ok(self.unary(
-            Op::Slice { dim, start, len },
-            self.device(),
-            self.dtype(),
-            shape,
-        ))
+        Ok(self.unary(Op::Slice { dim, start, len }, self.device(), self.dtype(), shape))
     }
 
     /// The sub-tensor `range` along `dim` (a copy); as [`Tensor::narrow`].
@@ -145,12 +116,7 @@ impl Tensor {
         if range.end < range.start {
             let size = self.shape().dims().get(dim).copied().unwrap_or(0);
             let (start, end) = (range.start, range.end);
-            return Err(Error::SliceOutOfRange {
-                dim,
-                start,
-                end,
-                size,
-            });
+            return Err(Error::SliceOutOfRange { dim, start, end, size });
         }
         self.narrow(dim, range.start, range.end - range.start)
     }
@@ -161,39 +127,21 @@ impl Tensor {
         let first = inputs.first().ok_or(Error::NoInputs { op: "concat" })?;
         let rank = first.shape().rank();
         if dim >= rank {
-            return Err(Error::DimOutOfRange {
-                op: "concat",
-                dim,
-                rank,
-            });
+            return Err(Error::DimOutOfRange { op: "concat", dim, rank });
         }
         let mut total = 0;
         for (index, t) in inputs.iter().enumerate() {
             check_dtype("concat", first.dtype(), t.dtype())?;
             let got = t.shape();
-            if got.rank() != rank
-                || (0..rank).any(|d| d != dim && got.dim(d) != first.shape().dim(d))
-            {
+            if got.rank() != rank || (0..rank).any(|d| d != dim && got.dim(d) != first.shape().dim(d)) {
                 let (expected, got) = (first.shape().clone(), got.clone());
-                return Err(Error::ConcatMismatch {
-                    dim,
-                    index,
-                    expected,
-                    got,
-                });
+                return Err(Error::ConcatMismatch { dim, index, expected, got });
             }
             total += got.dim(dim);
         }
         let shape = first.shape().with_dim(dim, total);
         let (d, t) = (first.device(), first.dtype());
-        Ok(Tensor::new_node(
-            Op::Concat { dim },
-            inputs.to_vec(),
-            d,
-            t,
-            shape,
-            None,
-        ))
+        Ok(Tensor::new_node(Op::Concat { dim }, inputs.to_vec(), d, t, shape, None))
     }
 
     /// The same elements with another shape of equal element count (no data moves).
@@ -243,11 +191,7 @@ pub(crate) fn check_scale(op: &'static str, s: Scale, dtype: DType) -> Result<()
         return Err(Error::InvalidArgument { what: op, msg });
     }
     if dtype.is_int() && !integral {
-        return Err(Error::NonIntegerScale {
-            op,
-            factor: f,
-            dtype,
-        });
+        return Err(Error::NonIntegerScale { op, factor: f, dtype });
     }
     Ok(())
 }

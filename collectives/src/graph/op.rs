@@ -173,10 +173,7 @@ impl Op {
     /// Whether the op takes inputs on other devices as they are: transfers, collective calls and
     /// their parts. The copy pass leaves such nodes' inputs alone.
     pub fn spans_devices(&self) -> bool {
-        matches!(
-            self,
-            Op::Copy { .. } | Op::Move { .. } | Op::Collective(_) | Op::Part { .. }
-        )
+        matches!(self, Op::Copy { .. } | Op::Move { .. } | Op::Collective(_) | Op::Part { .. })
     }
 
     /// A short name for messages and plans.

@@ -1,7 +1,8 @@
 //! Graph passes run before execution.
 //!
-//! [`insert_cross_device_copies`] makes every compute op's inputs local to it. It follows the
-//! seed's rules: a consumer that is itself `Op::Copy`/`Op::Move` is skipped (inserting a copy on a
+//! [`insert_cross_device_copies`] makes every compute op's inputs readable by it: local, or — for
+//! an op on a host device — on another host device, which shares the host's memory and is read in
+//! place (as a GPU with peer access reads its peer's memory). It follows the seed's rules: a consumer that is itself `Op::Copy`/`Op::Move` is skipped (inserting a copy on a
 //! copy's input would regress forever, and a user-authored copy is taken as written), and an edge
 //! between GPUs of different vendors becomes two hops through [`super::STAGING_HOST`].
 //!
@@ -29,6 +30,12 @@ use crate::device::Device;
 pub fn insert_cross_device_copies(targets: &[Tensor]) -> Vec<Tensor> {
     let mut pass = Pass::default();
     targets.iter().map(|t| pass.rewrite(t)).collect()
+}
+
+/// Whether an op on `on` reads a buffer of `from` in place: the same device, or two virtual host
+/// devices (one memory system).
+pub fn readable(on: Device, from: Device) -> bool {
+    on == from || (on.is_host() && from.is_host())
 }
 
 #[derive(Default)]
@@ -67,25 +74,14 @@ impl Pass {
             .iter()
             .map(|i| {
                 let i = self.done[&i.id()].clone();
-                if local && i.device() != t.device() {
-                    self.hop(&i, t.device())
-                } else {
-                    i
-                }
+                if local && !readable(t.device(), i.device()) { self.hop(&i, t.device()) } else { i }
             })
             .collect();
         if inputs.iter().zip(t.inputs()).all(|(a, b)| a.same_node(b)) {
             return t.clone();
         }
         let n = &t.0;
-        Tensor::new_node(
-            n.op.clone(),
-            inputs,
-            n.device,
-            n.dtype,
-            n.shape.clone(),
-            None,
-        )
+        Tensor::new_node(n.op.clone(), inputs, n.device, n.dtype, n.shape.clone(), None)
     }
 
     /// `src` copied to `to`: one copy, or two through the host across GPU vendors. Shared when
@@ -94,19 +90,8 @@ impl Pass {
         if let Some(c) = self.copies.get(&(src.id(), to)) {
             return c.clone();
         }
-        let via = if src.device().needs_staging(to) {
-            self.hop(src, STAGING_HOST)
-        } else {
-            src.clone()
-        };
-        let copy = Tensor::new_node(
-            Op::Copy { to },
-            vec![via],
-            to,
-            src.dtype(),
-            src.shape().clone(),
-            None,
-        );
+        let via = if src.device().needs_staging(to) { self.hop(src, STAGING_HOST) } else { src.clone() };
+        let copy = Tensor::new_node(Op::Copy { to }, vec![via], to, src.dtype(), src.shape().clone(), None);
         self.copies.insert((src.id(), to), copy.clone());
         copy
     }
@@ -133,12 +118,7 @@ mod tests {
         let s = t(Device::Cuda(0)).add(&t(Device::Cuda(1))).unwrap();
         let out = insert_cross_device_copies(&[s]).remove(0);
         let hop = &out.inputs()[1];
-        assert_eq!(
-            hop.op(),
-            &Op::Copy {
-                to: Device::Cuda(0)
-            }
-        );
+        assert_eq!(hop.op(), &Op::Copy { to: Device::Cuda(0) });
         assert_eq!(hop.inputs()[0].device(), Device::Cuda(1));
         assert!(out.inputs()[0].inputs().is_empty(), "local input untouched");
     }
@@ -148,12 +128,7 @@ mod tests {
         let s = t(Device::Vulkan(0)).mul(&t(Device::Cuda(2))).unwrap();
         let out = insert_cross_device_copies(&[s]).remove(0);
         let second = &out.inputs()[1];
-        assert_eq!(
-            second.op(),
-            &Op::Copy {
-                to: Device::Vulkan(0)
-            }
-        );
+        assert_eq!(second.op(), &Op::Copy { to: Device::Vulkan(0) });
         let first = &second.inputs()[0];
         assert_eq!(first.op(), &Op::Copy { to: STAGING_HOST });
         assert_eq!(first.inputs()[0].device(), Device::Cuda(2));
@@ -168,9 +143,16 @@ mod tests {
     }
 
     #[test]
+    fn host_devices_read_each_other_in_place() {
+        let s = t(Device::Cpu(0)).add(&t(Device::Cpu(3))).unwrap();
+        let out = insert_cross_device_copies(std::slice::from_ref(&s));
+        assert!(out[0].same_node(&s));
+    }
+
+    #[test]
     fn a_source_used_twice_is_copied_once() {
-        let x = t(Device::Cpu(1));
-        let y = t(Device::Cpu(0));
+        let x = t(Device::Cuda(1));
+        let y = t(Device::Cuda(0));
         let s = Tensor::reduce(&[y, x.clone(), x], crate::ReduceKind::Sum, None).unwrap();
         let out = insert_cross_device_copies(&[s]).remove(0);
         assert!(out.inputs()[1].same_node(&out.inputs()[2]));

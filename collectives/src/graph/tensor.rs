@@ -65,41 +65,18 @@ impl Tensor {
     /// tensor is first realized on a GPU device, then lives there.
     ///
     /// Errors with [`Error::DataLength`] if `data.len()` is not the shape's element count.
-    pub fn from_vec<T: Element>(
-        data: Vec<T>,
-        shape: impl Into<Shape>,
-        device: Device,
-    ) -> Result<Tensor> {
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>, device: Device) -> Result<Tensor> {
         let shape = shape.into();
         if data.len() != shape.numel() {
-            return Err(Error::DataLength {
-                expected: shape.numel(),
-                got: data.len(),
-                shape,
-            });
+            return Err(Error::DataLength { expected: shape.numel(), got: data.len(), shape });
         }
-        let host = if device.is_host() {
-            device
-        } else {
-            crate::graph::STAGING_HOST
-        };
+        let host = if device.is_host() { device } else { crate::graph::STAGING_HOST };
         let buf = Buffer::from_vec(host, data);
-        Ok(Tensor::new_node(
-            Op::Input,
-            vec![],
-            device,
-            T::DTYPE,
-            shape,
-            Some(Arc::new(buf)),
-        ))
+        Ok(Tensor::new_node(Op::Input, vec![], device, T::DTYPE, shape, Some(Arc::new(buf))))
     }
 
     /// As [`Tensor::from_vec`], copying from a slice.
-    pub fn from_slice<T: Element>(
-        data: &[T],
-        shape: impl Into<Shape>,
-        device: Device,
-    ) -> Result<Tensor> {
+    pub fn from_slice<T: Element>(data: &[T], shape: impl Into<Shape>, device: Device) -> Result<Tensor> {
         Tensor::from_vec(data.to_vec(), shape, device)
     }
 
@@ -161,11 +138,7 @@ impl Tensor {
 
     /// Whether the tensor's buffer is computed and cached on its device.
     pub fn is_realized(&self) -> bool {
-        self.0
-            .value
-            .lock()
-            .as_ref()
-            .is_some_and(|b| b.device == self.0.device)
+        self.0.value.lock().as_ref().is_some_and(|b| b.device == self.0.device)
     }
 
     /// The cached buffer, if any (for an input not yet uploaded, the host copy).
@@ -191,9 +164,9 @@ impl Tensor {
             });
         }
         self.realize()?;
-        let buf = self.value().ok_or_else(|| {
-            Error::driver(self.device(), "to_vec", "realized tensor has no buffer")
-        })?;
+        let buf = self
+            .value()
+            .ok_or_else(|| Error::driver(self.device(), "to_vec", "realized tensor has no buffer"))?;
         crate::exec::read_host::<T>(&buf)
     }
 }

@@ -18,55 +18,85 @@ fn for_chunks<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send)
     if out.len() < PAR_MIN_ELEMS {
         f(0, out);
     } else {
-        out.par_chunks_mut(PAR_CHUNK)
-            .enumerate()
-            .for_each(|(c, o)| f(c * PAR_CHUNK, o));
+        out.par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(c, o)| f(c * PAR_CHUNK, o));
     }
+}
+
+/// Runs `$body` with `$f` bound to a closure computing `op` on the compute type `$A`, one arm per
+/// op, so the op is a constant inside each loop and the loop vectorizes.
+macro_rules! with_op {
+    ($op:expr, $A:ty, |$f:ident| $body:expr) => {
+        match $op {
+            BinaryOp::Add => {
+                let $f = |a: $A, b: $A| <$A as Acc>::bin(BinaryOp::Add, a, b);
+                $body
+            }
+            BinaryOp::Sub => {
+                let $f = |a: $A, b: $A| <$A as Acc>::bin(BinaryOp::Sub, a, b);
+                $body
+            }
+            BinaryOp::Mul => {
+                let $f = |a: $A, b: $A| <$A as Acc>::bin(BinaryOp::Mul, a, b);
+                $body
+            }
+            BinaryOp::Div => {
+                let $f = |a: $A, b: $A| <$A as Acc>::bin(BinaryOp::Div, a, b);
+                $body
+            }
+            BinaryOp::Max => {
+                let $f = |a: $A, b: $A| <$A as Acc>::bin(BinaryOp::Max, a, b);
+                $body
+            }
+            BinaryOp::Min => {
+                let $f = |a: $A, b: $A| <$A as Acc>::bin(BinaryOp::Min, a, b);
+                $body
+            }
+        }
+    };
 }
 
 /// `out = a op b`.
 pub(crate) fn binary<T: Num>(op: BinaryOp, a: &[T], b: &[T], out: &mut [T]) {
-    for_chunks(out, |off, o| {
+    with_op!(op, T::A, |f| for_chunks(out, |off, o| {
         let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
         for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
-            *o = T::narrow(T::A::bin(op, x.widen(), y.widen()));
+            *o = T::narrow(f(x.widen(), y.widen()));
         }
-    });
+    }))
 }
 
 /// `out = scale(fold(inputs))`, one pass, folding in the compute type.
-pub(crate) fn reduce<T: Num>(
-    kind: ReduceKind,
+pub(crate) fn reduce<T: Num>(kind: ReduceKind, scale: Option<Scale>, inputs: &[&[T]], out: &mut [T]) {
+    with_op!(kind.binary(), T::A, |f| for_chunks(out, |off, o| reduce_chunk(f, scale, inputs, off, o)))
+}
+
+/// One chunk of the n-ary reduce, folded block by block so the accumulator stays in L1.
+#[inline(always)]
+fn reduce_chunk<T: Num>(
+    f: impl Fn(T::A, T::A) -> T::A,
     scale: Option<Scale>,
     inputs: &[&[T]],
-    out: &mut [T],
+    off: usize,
+    o: &mut [T],
 ) {
-    let op = kind.binary();
-    for_chunks(out, |off, o| {
-        let mut acc = [inputs[0].first().copied().unwrap_or_else(T::zeroed).widen(); BLOCK];
-        for (b, ob) in o.chunks_mut(BLOCK).enumerate() {
-            let start = off + b * BLOCK;
-            let acc = &mut acc[..ob.len()];
-            for (a, &x) in acc.iter_mut().zip(&inputs[0][start..start + ob.len()]) {
-                *a = x.widen();
-            }
-            for inp in &inputs[1..] {
-                for (a, &x) in acc.iter_mut().zip(&inp[start..start + ob.len()]) {
-                    *a = T::A::bin(op, *a, x.widen());
-                }
-            }
-            match scale {
-                Some(s) => ob
-                    .iter_mut()
-                    .zip(acc.iter())
-                    .for_each(|(o, &a)| *o = T::narrow(T::A::scale(s, a))),
-                None => ob
-                    .iter_mut()
-                    .zip(acc.iter())
-                    .for_each(|(o, &a)| *o = T::narrow(a)),
+    let Some(&seed) = inputs[0].get(off) else { return };
+    let mut acc = [seed.widen(); BLOCK];
+    for (b, ob) in o.chunks_mut(BLOCK).enumerate() {
+        let start = off + b * BLOCK;
+        let acc = &mut acc[..ob.len()];
+        for (a, &x) in acc.iter_mut().zip(&inputs[0][start..start + ob.len()]) {
+            *a = x.widen();
+        }
+        for inp in &inputs[1..] {
+            for (a, &x) in acc.iter_mut().zip(&inp[start..start + ob.len()]) {
+                *a = f(*a, x.widen());
             }
         }
-    });
+        match scale {
+            Some(s) => ob.iter_mut().zip(acc.iter()).for_each(|(o, &a)| *o = T::narrow(T::A::scale(s, a))),
+            None => ob.iter_mut().zip(acc.iter()).for_each(|(o, &a)| *o = T::narrow(a)),
+        }
+    }
 }
 
 /// `out = scale(x)`.

@@ -58,13 +58,11 @@ pub(crate) struct CpuBackend {
 
 impl CpuBackend {
     pub fn new(ordinal: u32) -> Self {
-        CpuBackend {
-            device: Device::Cpu(ordinal),
-        }
+        CpuBackend { device: Device::Cpu(ordinal) }
     }
 
     fn alloc(&self, out: OutSpec) -> Buffer {
-        let mem = OwnedHost::zeroed(out.len * out.dtype.size());
+        let mem = OwnedHost::uninit(out.len * out.dtype.size());
         Buffer::host(self.device, out.dtype, out.len, Box::new(mem))
     }
 }
@@ -112,13 +110,7 @@ impl Backend for CpuBackend {
             Kernel::Cast => {
                 with_type!(in_dtype, T => with_type!(spec.dtype, U => kernels::cast::<T, U>(typed(ins[0]), typed_mut(o))))
             }
-            Kernel::Slice {
-                outer,
-                in_mid,
-                start,
-                len,
-                inner,
-            } => {
+            Kernel::Slice { outer, in_mid, start, len, inner } => {
                 let sz = spec.dtype.size();
                 kernels::slice(ins[0], o, *outer, *in_mid, *start, *len, inner * sz)
             }
@@ -131,20 +123,13 @@ impl Backend for CpuBackend {
 
     fn htod(&self, src: &Buffer) -> Result<Buffer> {
         src.wait()?;
-        let mut out = self.alloc(OutSpec {
-            dtype: src.dtype,
-            len: src.len,
-        });
+        let mut out = self.alloc(OutSpec { dtype: src.dtype, len: src.len });
         kernels::copy_bytes(src.host_bytes("cpu copy")?, out_bytes(&mut out));
         Ok(out)
     }
 
     fn dtoh(&self, src: &Buffer, to: Device) -> Result<Buffer> {
-        Err(Error::driver(
-            src.device,
-            format!("copy to {to}"),
-            "the CPU backend has no device memory",
-        ))
+        Err(Error::driver(src.device, format!("copy to {to}"), "the CPU backend has no device memory"))
     }
 
     fn dtod(&self, src: &Buffer, to: Device) -> Result<Buffer> {

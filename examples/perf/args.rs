@@ -1,0 +1,87 @@
+//! Command-line arguments of the perf tool.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// nccl-tests-style bandwidth sweep of the collectives.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "perf", about = "Bandwidth of collectives over a device group (nccl-tests columns)")]
+pub struct Args {
+    /// Collectives to run, comma separated: all_reduce, all_gather, reduce_scatter, broadcast,
+    /// reduce, all_to_all.
+    #[arg(long, default_value = "all_reduce")]
+    pub op: String,
+    /// Devices, comma separated (first is the leader), e.g. cpu:0,cpu:1 or cuda:0,cuda:1.
+    #[arg(long, default_value = "cpu:0,cpu:1,cpu:2,cpu:3")]
+    pub devices: String,
+    /// Sizes in bytes (nccl-tests' size column): a list `1M,16M` or a range `1K..1G` (doubling;
+    /// `1K..1G:4` multiplies by 4).
+    #[arg(long, default_value = "1K..64M")]
+    pub sizes: String,
+    /// Element types, comma separated: f32, f64, f16, bf16, i32, i64, u8.
+    #[arg(long, default_value = "f32")]
+    pub dtype: String,
+    /// Reduction: sum, prod, max, min, avg, premulsum[:scalar].
+    #[arg(long, default_value = "sum")]
+    pub redop: String,
+    /// Algorithms, comma separated: auto, star, ring, nccl.
+    #[arg(long, default_value = "auto")]
+    pub algo: String,
+    /// Timed iterations per size (the median is reported).
+    #[arg(long, default_value_t = 20)]
+    pub iters: usize,
+    /// Untimed iterations before timing.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: usize,
+    /// Also time a plain host memcpy of each size and report the all_reduce floor beside it.
+    #[arg(long)]
+    pub floor: bool,
+    /// Skip the correctness check (#wrong is then -1).
+    #[arg(long)]
+    pub no_check: bool,
+    /// Write every row as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Draw bus bandwidth against size as an SVG here.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+}
+
+/// Parses `4K`, `16M`, `1G` or a plain number of bytes.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&s[..s.len() - 1], 1usize << 10),
+        Some('M') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<usize>().map(|n| n * mult).map_err(|_| format!("bad size {s:?}"))
+}
+
+/// Parses the `--sizes` argument.
+pub fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
+    if let Some((lo, rest)) = s.split_once("..") {
+        let (hi, factor) = match rest.split_once(':') {
+            Some((hi, f)) => (hi, f.parse::<usize>().map_err(|_| format!("bad factor {f:?}"))?),
+            None => (rest, 2),
+        };
+        let (mut at, hi) = (parse_size(lo)?, parse_size(hi)?);
+        if factor < 2 || at == 0 {
+            return Err("a range needs a start above 0 and a factor of at least 2".into());
+        }
+        let mut out = vec![];
+        while at <= hi {
+            out.push(at);
+            at *= factor;
+        }
+        return Ok(out);
+    }
+    s.split(',').map(parse_size).collect()
+}
+
+/// Splits a comma-separated list.
+pub fn list(s: &str) -> Vec<String> {
+    s.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
+}

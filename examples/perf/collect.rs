@@ -1,0 +1,174 @@
+//! One collective at one size: inputs, the timed runs, and the check against an f64 reference.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use collectives::{DeviceGroup, Element, ReduceOp, Tensor};
+use collectives_examples::{fold, random_data, tolerance};
+
+/// The collectives the tool measures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Coll {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    Broadcast,
+    Reduce,
+    AllToAll,
+}
+
+impl Coll {
+    pub fn parse(s: &str) -> Result<Coll, String> {
+        Ok(match s {
+            "all_reduce" => Coll::AllReduce,
+            "all_gather" => Coll::AllGather,
+            "reduce_scatter" => Coll::ReduceScatter,
+            "broadcast" => Coll::Broadcast,
+            "reduce" => Coll::Reduce,
+            "all_to_all" => Coll::AllToAll,
+            _ => return Err(format!("unknown op {s:?}")),
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Coll::AllReduce => "all_reduce",
+            Coll::AllGather => "all_gather",
+            Coll::ReduceScatter => "reduce_scatter",
+            Coll::Broadcast => "broadcast",
+            Coll::Reduce => "reduce",
+            Coll::AllToAll => "all_to_all",
+        }
+    }
+
+    /// nccl-tests' bus-bandwidth factor for `n` ranks.
+    pub fn bus_factor(self, n: usize) -> f64 {
+        let n = n as f64;
+        match self {
+            Coll::AllReduce => 2.0 * (n - 1.0) / n,
+            Coll::AllGather | Coll::ReduceScatter | Coll::AllToAll => (n - 1.0) / n,
+            Coll::Broadcast | Coll::Reduce => 1.0,
+        }
+    }
+
+    /// Elements per device input for nccl-tests' `size` (bytes): all_gather's size is its
+    /// output; reduce_scatter and all_to_all need a multiple of n.
+    pub fn input_count(self, size: usize, esize: usize, n: usize) -> usize {
+        let count = size / esize;
+        match self {
+            Coll::AllGather => count / n,
+            Coll::ReduceScatter | Coll::AllToAll => count / n * n,
+            _ => count,
+        }
+    }
+
+    fn reduces(self) -> bool {
+        matches!(self, Coll::AllReduce | Coll::ReduceScatter | Coll::Reduce)
+    }
+
+    /// The lazy outputs of the collective on `shards`.
+    pub fn build(self, g: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> collectives::Result<Vec<Tensor>> {
+        match self {
+            Coll::AllReduce => g.all_reduce(shards, op),
+            Coll::AllGather => g.all_gather(shards, 0),
+            Coll::ReduceScatter => g.reduce_scatter(shards, op, 0),
+            Coll::Broadcast => g.broadcast(&shards[g.leader_index()]),
+            Coll::Reduce => g.reduce(shards, op).map(|t| vec![t]),
+            Coll::AllToAll => g.all_to_all(shards, 0),
+        }
+    }
+}
+
+/// Median seconds of `iters` runs after `warmup`, and the outputs of the last run.
+pub fn time_runs(
+    coll: Coll,
+    g: &DeviceGroup,
+    shards: &[Tensor],
+    op: ReduceOp,
+    warmup: usize,
+    iters: usize,
+    tick: &dyn Fn(),
+) -> collectives::Result<(f64, Vec<Tensor>)> {
+    let run = || -> collectives::Result<Vec<Tensor>> {
+        let outs = coll.build(g, shards, op)?;
+        collectives::realize(&outs)?;
+        Ok(outs)
+    };
+    for _ in 0..warmup {
+        run()?;
+    }
+    let mut times = Vec::with_capacity(iters);
+    let mut last = vec![];
+    for _ in 0..iters.max(1) {
+        let t0 = Instant::now();
+        last = run()?;
+        times.push(t0.elapsed().as_secs_f64());
+        tick();
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((times[times.len() / 2], last))
+}
+
+/// Host data for every device: `data[i]` is device i's shard.
+pub fn make_data<T: Element>(n: usize, count: usize, coll: Coll, op: ReduceOp) -> Vec<Vec<T>> {
+    let mut rng = rand::rng();
+    let prod = coll.reduces() && op == ReduceOp::Prod;
+    (0..n).map(|_| random_data::<T>(count, prod, &mut rng)).collect()
+}
+
+/// How many output elements differ from the f64 reference beyond rounding.
+pub fn count_wrong<T: Element>(
+    coll: Coll,
+    g: &DeviceGroup,
+    data: &[Vec<T>],
+    outs: &[Tensor],
+    op: ReduceOp,
+) -> collectives::Result<usize> {
+    let n = data.len();
+    let got: Vec<Vec<T>> = outs.iter().map(|t| t.to_vec::<T>()).collect::<Result<_, _>>()?;
+    let count = data[0].len();
+    let x = |i: usize, j: usize| data[i][j].to_f64();
+    let reduced = |j: usize| {
+        let want = fold(T::DTYPE, op, (0..n).map(|i| x(i, j)));
+        let mag = if op == ReduceOp::Prod {
+            want.abs()
+        } else {
+            (0..n).map(|i| x(i, j).abs()).sum::<f64>() * scale_of(op)
+        };
+        (want, tolerance(T::DTYPE, n, mag))
+    };
+    let bad = |v: T, (w, tol): (f64, f64)| {
+        let v = v.to_f64();
+        !(v == w || (v - w).abs() <= tol || (v.is_nan() && w.is_nan()))
+    };
+    let part = count / n.max(1);
+    let root = g.leader_index();
+    let mut wrong = 0;
+    for (d, out) in got.iter().enumerate() {
+        let check = |len: usize, want: &(dyn Fn(usize) -> (f64, f64) + Sync)| {
+            (0..len.min(out.len())).into_par_iter().filter(|&k| bad(out[k], want(k))).count()
+        };
+        wrong += match coll {
+            Coll::AllReduce | Coll::Reduce => check(count, &reduced),
+            Coll::Broadcast => check(count, &|j| (x(root, j), 0.0)),
+            Coll::AllGather => check(n * count, &|k| (x(k / count, k % count), 0.0)),
+            Coll::ReduceScatter => check(part, &|j| reduced(d * part + j)),
+            Coll::AllToAll => check(count, &|k| (x(k / part, d * part + k % part), 0.0)),
+        };
+        let expect_len = match coll {
+            Coll::AllGather => n * count,
+            Coll::ReduceScatter => part,
+            _ => count,
+        };
+        wrong += expect_len.abs_diff(out.len());
+    }
+    Ok(wrong)
+}
+
+fn scale_of(op: ReduceOp) -> f64 {
+    match op {
+        ReduceOp::PreMulSum(s) => s.abs().max(1.0),
+        _ => 1.0,
+    }
+}
