@@ -99,7 +99,8 @@ proptest! {
         for (i, (t, &d)) in got.iter().zip(g.devices()).enumerate() {
             let parts: Vec<Vec<f64>> = s.vals.iter().map(|v| ref_narrow(v, &shape, c.dim, i * part, part)).collect();
             let inputs: Vec<&[f64]> = parts.iter().map(Vec::as_slice).collect();
-            prop_assert_eq!(t.shape().dims(), with_dim(&shape, c.dim, part).as_slice());
+            let part_shape = with_dim(&shape, c.dim, part);
+            prop_assert_eq!(t.shape().dims(), part_shape.as_slice());
             check_reduced(t, d, op, &inputs, &format!("{c:?} {op} part {i}"));
         }
     }
