@@ -212,3 +212,29 @@ fn realizing_together_equals_realizing_one_by_one() {
         }
     }
 }
+
+#[test]
+fn f16_averages_stay_in_range_on_every_algorithm() {
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    for n in 2..=8 {
+        let group = cpu_group(n);
+        // Each value is near f16's largest (65504), so any partial sum of two overflows f16.
+        let vals: Vec<Vec<f64>> = (0..n).map(|_| (0..4 * n).map(|_| round_to(DType::F16, r.random_range(35000.0..60000.0))).collect()).collect();
+        let shards: Vec<Tensor> = vals.iter().zip(group.devices()).map(|(v, &d)| tensor(DType::F16, v, [4 * n], d)).collect();
+        let inputs: Vec<&[f64]> = vals.iter().map(Vec::as_slice).collect();
+        for algo in ALGORITHMS {
+            for op in [ReduceOp::Avg, ReduceOp::PreMulSum(1.0 / n as f64)] {
+                let g = group.using(algo);
+                let ctx = format!("seed {seed}: n={n} {algo} {op}");
+                for (t, &d) in g.all_reduce(&shards, op).expect(&ctx).iter().zip(g.devices()) {
+                    check_reduced(t, d, op, &inputs, &ctx);
+                }
+                check_reduced(&g.reduce(&shards, op).expect(&ctx), Device::Cpu(0), op, &inputs, &ctx);
+                let parts = g.reduce_scatter(&shards, op, 0).expect(&ctx);
+                let whole: Vec<f64> = parts.iter().flat_map(values).collect();
+                assert!(whole.iter().all(|v| v.is_finite()), "{ctx}: reduce_scatter overflowed: {whole:?}");
+            }
+        }
+    }
+}

@@ -23,8 +23,9 @@ pub enum ReduceOp {
     /// Sum divided by the number of shards (integers truncate toward zero, as NCCL's `ncclAvg`).
     Avg,
     /// `scalar * x_i` summed over shards (`ncclRedOpCreatePreMulSum`). The scalar multiplies the
-    /// f32/f64 accumulator once, which equals pre-multiplying every input up to rounding. On
-    /// integer dtypes the scalar must be an integer.
+    /// f32/f64 accumulator once, which equals pre-multiplying every input up to rounding (the
+    /// ring pre-multiplies f16 contributions instead, so its f16 partials cannot overflow where
+    /// the result would not). On integer dtypes the scalar must be an integer.
     PreMulSum(f64),
 }
 
