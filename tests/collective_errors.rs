@@ -22,7 +22,11 @@ fn each_group(mut f: impl FnMut(&DeviceGroup, &mut StdRng, &str)) {
     let mut r = rng(seed);
     for n in 2..=8 {
         for algo in ALGORITHMS {
-            f(&cpu_group(n).using(algo), &mut r, &format!("seed {seed}: n={n} {algo}"));
+            f(
+                &cpu_group(n).using(algo),
+                &mut r,
+                &format!("seed {seed}: n={n} {algo}"),
+            );
         }
     }
 }
@@ -39,9 +43,18 @@ fn an_empty_group_is_an_error() {
 
 #[test]
 fn a_duplicate_device_is_an_error() {
-    let devices = vec![Device::Cpu(0), Device::Cuda(1), Device::Cpu(2), Device::Cuda(1)];
+    let devices = vec![
+        Device::Cpu(0),
+        Device::Cuda(1),
+        Device::Cpu(2),
+        Device::Cuda(1),
+    ];
     let e = err(DeviceGroup::new(devices), "duplicate");
-    let want = Error::DuplicateDevice { device: Device::Cuda(1), first: 1, second: 3 };
+    let want = Error::DuplicateDevice {
+        device: Device::Cuda(1),
+        first: 1,
+        second: 3,
+    };
     assert_eq!(e, want);
 }
 
@@ -49,7 +62,10 @@ fn a_duplicate_device_is_an_error() {
 fn a_leader_outside_the_group_is_an_error() {
     for leader in [Device::Cpu(8), Device::Cuda(0), Device::Vulkan(0)] {
         let e = err(cpu_group(3).with_leader(leader), "leader");
-        assert!(matches!(e, Error::LeaderNotMember { leader: l, .. } if l == leader), "{e:?}");
+        assert!(
+            matches!(e, Error::LeaderNotMember { leader: l, .. } if l == leader),
+            "{e:?}"
+        );
     }
 }
 
@@ -70,7 +86,10 @@ fn a_shard_on_the_wrong_device_is_an_error() {
         ];
         for e in errors {
             let want = (0, Device::Cpu(0), Device::Cpu(1));
-            assert!(matches!(e, Error::ShardDevice { index, expected, got, .. } if (index, expected, got) == want), "{ctx}: {e:?}");
+            assert!(
+                matches!(e, Error::ShardDevice { index, expected, got, .. } if (index, expected, got) == want),
+                "{ctx}: {e:?}"
+            );
         }
         s.assert_untouched(ctx);
     });
@@ -83,8 +102,15 @@ fn a_root_outside_the_group_is_an_error() {
         let s = Shards::even(DType::F32, &[g.size()], &[outside], Range::General, r);
         let t = &s.tensors[0];
         let sizes = vec![1; g.size()];
-        for e in [err(g.broadcast(t), "broadcast"), err(g.scatter(t, 0), "scatter"), err(g.scatter_sizes(t, 0, &sizes), "scatter_sizes")] {
-            assert!(matches!(e, Error::NotMember { device, .. } if device == outside), "{ctx}: {e:?}");
+        for e in [
+            err(g.broadcast(t), "broadcast"),
+            err(g.scatter(t, 0), "scatter"),
+            err(g.scatter_sizes(t, 0, &sizes), "scatter_sizes"),
+        ] {
+            assert!(
+                matches!(e, Error::NotMember { device, .. } if device == outside),
+                "{ctx}: {e:?}"
+            );
         }
         s.assert_untouched(ctx);
     });
@@ -106,7 +132,10 @@ fn more_shards_than_devices_is_an_error() {
             err(g.all_to_all(t, 0), "all_to_all"),
         ];
         for e in errors {
-            assert!(matches!(e, Error::ShardCount { got, size, .. } if (got, size) == (n + 1, n)), "{ctx}: {e:?}");
+            assert!(
+                matches!(e, Error::ShardCount { got, size, .. } if (got, size) == (n + 1, n)),
+                "{ctx}: {e:?}"
+            );
         }
         s.assert_untouched(ctx);
     });
@@ -116,7 +145,13 @@ fn more_shards_than_devices_is_an_error() {
 fn fewer_shards_than_devices_is_an_error_where_every_device_takes_part() {
     each_group(|g, r, ctx| {
         let n = g.size();
-        let s = Shards::even(DType::F64, &[2 * n], &g.devices()[..n - 1], Range::General, r);
+        let s = Shards::even(
+            DType::F64,
+            &[2 * n],
+            &g.devices()[..n - 1],
+            Range::General,
+            r,
+        );
         let t = &s.tensors;
         let errors = [
             err(g.all_reduce(t, ReduceOp::Sum), "all_reduce"),
@@ -125,10 +160,19 @@ fn fewer_shards_than_devices_is_an_error_where_every_device_takes_part() {
             err(g.all_to_all(t, 0), "all_to_all"),
         ];
         for e in errors {
-            assert!(matches!(e, Error::ShardCount { got, size, .. } if (got, size) == (n - 1, n)), "{ctx}: {e:?}");
+            assert!(
+                matches!(e, Error::ShardCount { got, size, .. } if (got, size) == (n - 1, n)),
+                "{ctx}: {e:?}"
+            );
         }
-        for e in [err(g.reduce(&[], ReduceOp::Sum), "reduce"), err(g.gather(&[], 0), "gather")] {
-            assert!(matches!(e, Error::ShardCount { got: 0, .. }), "{ctx}: {e:?}");
+        for e in [
+            err(g.reduce(&[], ReduceOp::Sum), "reduce"),
+            err(g.gather(&[], 0), "gather"),
+        ] {
+            assert!(
+                matches!(e, Error::ShardCount { got: 0, .. }),
+                "{ctx}: {e:?}"
+            );
         }
         s.assert_untouched(ctx);
     });
@@ -139,7 +183,13 @@ fn a_dtype_mismatch_across_shards_is_an_error() {
     each_group(|g, r, ctx| {
         let n = g.size();
         let mut s = shards(g, &[2 * n], r);
-        let odd = Shards::even(DType::I32, &[2 * n], &g.devices()[n - 1..], Range::General, r);
+        let odd = Shards::even(
+            DType::I32,
+            &[2 * n],
+            &g.devices()[n - 1..],
+            Range::General,
+            r,
+        );
         s.tensors[n - 1] = odd.tensors[0].clone();
         s.vals[n - 1] = odd.vals[0].clone();
         let t = &s.tensors;
@@ -153,7 +203,10 @@ fn a_dtype_mismatch_across_shards_is_an_error() {
         ];
         for e in errors {
             let want = (DType::F32, DType::I32);
-            assert!(matches!(e, Error::DTypeMismatch { expected, got, .. } if (expected, got) == want), "{ctx}: {e:?}");
+            assert!(
+                matches!(e, Error::DTypeMismatch { expected, got, .. } if (expected, got) == want),
+                "{ctx}: {e:?}"
+            );
         }
         s.assert_untouched(ctx);
     });
@@ -176,7 +229,10 @@ fn a_shape_mismatch_across_shards_is_an_error() {
             err(g.all_to_all(t, 1), "all_to_all"),
         ];
         for e in errors {
-            assert!(matches!(&e, Error::ShapeMismatch { got, .. } if got.dims() == [3, n]), "{ctx}: {e:?}");
+            assert!(
+                matches!(&e, Error::ShapeMismatch { got, .. } if got.dims() == [3, n]),
+                "{ctx}: {e:?}"
+            );
         }
         s.assert_untouched(ctx);
     });
@@ -189,7 +245,10 @@ fn a_rank_mismatch_across_uneven_shards_is_an_error() {
         let mut shapes = vec![vec![2, 3]; n];
         shapes[1] = vec![2, 3, 1];
         let s = Shards::of_shapes(DType::U8, &shapes, g.devices(), Range::General, r);
-        for e in [err(g.gather(&s.tensors, 0), "gather"), err(g.all_gather(&s.tensors, 0), "all_gather")] {
+        for e in [
+            err(g.gather(&s.tensors, 0), "gather"),
+            err(g.all_gather(&s.tensors, 0), "all_gather"),
+        ] {
             assert!(matches!(e, Error::ShapeMismatch { .. }), "{ctx}: {e:?}");
         }
         s.assert_untouched(ctx);
@@ -211,7 +270,10 @@ fn a_dim_out_of_range_is_an_error() {
             err(g.scatter_sizes(root, 3, &vec![1; n]), "scatter_sizes"),
         ];
         for e in errors {
-            assert!(matches!(e, Error::DimOutOfRange { rank: 2, dim, .. } if dim >= 2), "{ctx}: {e:?}");
+            assert!(
+                matches!(e, Error::DimOutOfRange { rank: 2, dim, .. } if dim >= 2),
+                "{ctx}: {e:?}"
+            );
         }
         s.assert_untouched(ctx);
     });
@@ -228,11 +290,20 @@ fn scatter_sizes_must_sum_to_the_length_one_per_device() {
         under[n - 1] = 1;
         for (sizes, sum) in [(over, 2 * n + 1), (under, 2 * n - 1)] {
             let e = err(g.scatter_sizes(root, 1, &sizes), "sizes");
-            let want = Error::SplitSizes { op: "scatter_sizes", sizes, sum, dim: 1, len: 2 * n };
+            let want = Error::SplitSizes {
+                op: "scatter_sizes",
+                sizes,
+                sum,
+                dim: 1,
+                len: 2 * n,
+            };
             assert_eq!(e, want, "{ctx}");
         }
         let e = err(g.scatter_sizes(root, 1, &vec![1; n + 1]), "count");
-        assert!(matches!(e, Error::ShardCount { got, size, .. } if (got, size) == (n + 1, n)), "{ctx}: {e:?}");
+        assert!(
+            matches!(e, Error::ShardCount { got, size, .. } if (got, size) == (n + 1, n)),
+            "{ctx}: {e:?}"
+        );
         s.assert_untouched(ctx);
     });
 }
@@ -244,12 +315,18 @@ fn uneven_lengths_are_an_error_where_the_op_splits_evenly() {
         let len = 2 * n + 1;
         let s = shards(g, &[2, len], r);
         let errors = [
-            err(g.reduce_scatter(&s.tensors, ReduceOp::Sum, 1), "reduce_scatter"),
+            err(
+                g.reduce_scatter(&s.tensors, ReduceOp::Sum, 1),
+                "reduce_scatter",
+            ),
             err(g.all_to_all(&s.tensors, 1), "all_to_all"),
             err(g.scatter(&s.tensors[1], 1), "scatter"),
         ];
         for e in errors {
-            assert!(matches!(e, Error::Uneven { dim: 1, len: l, parts, .. } if (l, parts) == (len, n)), "{ctx}: {e:?}");
+            assert!(
+                matches!(e, Error::Uneven { dim: 1, len: l, parts, .. } if (l, parts) == (len, n)),
+                "{ctx}: {e:?}"
+            );
         }
         s.assert_untouched(ctx);
     });
@@ -269,7 +346,10 @@ fn a_fractional_pre_mul_sum_on_an_integer_dtype_is_an_error() {
                 err(g.reduce_scatter(t, op, 0), "reduce_scatter"),
             ];
             for e in errors {
-                assert!(matches!(e, Error::BadReduceOp { dtype: d, .. } if d == dtype), "{ctx}: {e:?}");
+                assert!(
+                    matches!(e, Error::BadReduceOp { dtype: d, .. } if d == dtype),
+                    "{ctx}: {e:?}"
+                );
             }
             s.assert_untouched(ctx);
         }
@@ -281,7 +361,10 @@ fn a_non_finite_pre_mul_sum_scalar_is_an_error() {
     each_group(|g, r, ctx| {
         let s = shards(g, &[g.size()], r);
         for scalar in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-            let e = err(g.all_reduce(&s.tensors, ReduceOp::PreMulSum(scalar)), "scalar");
+            let e = err(
+                g.all_reduce(&s.tensors, ReduceOp::PreMulSum(scalar)),
+                "scalar",
+            );
             assert!(matches!(e, Error::BadReduceOp { .. }), "{ctx}: {e:?}");
         }
         s.assert_untouched(ctx);
@@ -298,7 +381,10 @@ fn forcing_nccl_on_a_cpu_group_is_an_error() {
         err(g.reduce(&s.tensors, ReduceOp::Sum), "reduce"),
         err(g.broadcast(&s.tensors[0]), "broadcast"),
         err(g.all_gather(&s.tensors, 0), "all_gather"),
-        err(g.reduce_scatter(&s.tensors, ReduceOp::Sum, 0), "reduce_scatter"),
+        err(
+            g.reduce_scatter(&s.tensors, ReduceOp::Sum, 0),
+            "reduce_scatter",
+        ),
     ];
     for e in errors {
         assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");

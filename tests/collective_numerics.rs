@@ -31,7 +31,13 @@ fn lost_in_low_precision(dtype: DType, len: usize, r: &mut StdRng) -> (Vec<Vec<f
         let at = r.random_range(0..8);
         let whole = (at + 1 + r.random_range(0..7)) % 8;
         for (d, v) in vals.iter_mut().enumerate() {
-            v[e] = if d == at { big } else if d == whole { 2.0 * half_ulp } else { half_ulp };
+            v[e] = if d == at {
+                big
+            } else if d == whole {
+                2.0 * half_ulp
+            } else {
+                half_ulp
+            };
         }
         sums.push(big + 8.0 * half_ulp);
     }
@@ -53,9 +59,17 @@ fn low_precision_sums_accumulate_in_f32_on_the_star() {
     let group = cpu_group(8).using(Algorithm::Star);
     for dtype in [DType::BF16, DType::F16] {
         let (vals, sums) = lost_in_low_precision(dtype, 16, &mut r);
-        assert_ne!(rounded_every_add(dtype, &vals), sums, "the data must tell the two apart");
+        assert_ne!(
+            rounded_every_add(dtype, &vals),
+            sums,
+            "the data must tell the two apart"
+        );
         assert!(sums.iter().all(|&s| round_to(dtype, s) == s), "exact sums");
-        let shards: Vec<Tensor> = vals.iter().zip(group.devices()).map(|(v, &d)| tensor(dtype, v, [16], d)).collect();
+        let shards: Vec<Tensor> = vals
+            .iter()
+            .zip(group.devices())
+            .map(|(v, &d)| tensor(dtype, v, [16], d))
+            .collect();
         let ctx = format!("seed {seed}: {dtype}");
         let reduced = group.reduce(&shards, ReduceOp::Sum).expect(&ctx);
         check_all(&values(&reduced), &sums, |_| 0.0, &format!("{ctx} reduce"));
@@ -64,7 +78,12 @@ fn low_precision_sums_accumulate_in_f32_on_the_star() {
         }
         let parts = group.reduce_scatter(&shards, ReduceOp::Sum, 0).expect(&ctx);
         for (i, t) in parts.iter().enumerate() {
-            check_all(&values(t), &sums[2 * i..2 * i + 2], |_| 0.0, &format!("{ctx} reduce_scatter {i}"));
+            check_all(
+                &values(t),
+                &sums[2 * i..2 * i + 2],
+                |_| 0.0,
+                &format!("{ctx} reduce_scatter {i}"),
+            );
         }
     }
 }
@@ -76,7 +95,11 @@ fn low_precision_ring_sums_round_once_per_hop() {
     let group = cpu_group(8).using(Algorithm::Ring);
     for dtype in [DType::BF16, DType::F16] {
         let (vals, sums) = lost_in_low_precision(dtype, 16, &mut r);
-        let shards: Vec<Tensor> = vals.iter().zip(group.devices()).map(|(v, &d)| tensor(dtype, v, [16], d)).collect();
+        let shards: Vec<Tensor> = vals
+            .iter()
+            .zip(group.devices())
+            .map(|(v, &d)| tensor(dtype, v, [16], d))
+            .collect();
         let ctx = format!("seed {seed}: {dtype}");
         // Seven hops each round the partial (magnitude below 1.1·|sum|) to half a unit.
         let tol = |i: usize| 8.0 * 0.5 * eps(dtype) * sums[i].abs() * 1.1;
@@ -95,7 +118,12 @@ fn shards_with_nans(dtype: DType, group: &DeviceGroup, len: usize, r: &mut StdRn
         let (i, e) = (r.random_range(0..group.size()), r.random_range(0..len));
         s.vals[i][e] = f64::NAN;
     }
-    s.tensors = s.vals.iter().zip(group.devices()).map(|(v, &d)| tensor(dtype, v, [len], d)).collect();
+    s.tensors = s
+        .vals
+        .iter()
+        .zip(group.devices())
+        .map(|(v, &d)| tensor(dtype, v, [len], d))
+        .collect();
     s
 }
 
@@ -112,7 +140,10 @@ fn nan_propagates_through_max_and_min() {
                     let ctx = format!("seed {seed}: n={n} {dtype} {algo} {op}");
                     let got = group.all_reduce(&s.tensors, op).expect(&ctx);
                     for (t, &d) in got.iter().zip(group.devices()) {
-                        assert!(values(t).iter().any(|v| v.is_nan()), "{ctx}: a NaN must survive");
+                        assert!(
+                            values(t).iter().any(|v| v.is_nan()),
+                            "{ctx}: a NaN must survive"
+                        );
                         check_reduced(t, d, op, &s.slices(), &ctx);
                     }
                     let on_leader = group.reduce(&s.tensors, op).expect(&ctx);
@@ -134,9 +165,21 @@ fn i64_results_are_exact_beyond_f64_precision() {
     for n in 1..=8 {
         for algo in ALGORITHMS {
             let group = cpu_group(n).using(algo);
-            let data: Vec<Vec<i64>> = (0..n).map(|_| (0..9).map(|_| (1i64 << 59) + r.random_range(-999..=999) * 2 + 1).collect()).collect();
-            let shards: Vec<Tensor> = data.iter().zip(group.devices()).map(|(v, &d)| Tensor::from_slice(v, [9], d).unwrap()).collect();
-            let sum: Vec<i64> = (0..9).map(|e| data.iter().fold(0i64, |a, v| a.wrapping_add(v[e]))).collect();
+            let data: Vec<Vec<i64>> = (0..n)
+                .map(|_| {
+                    (0..9)
+                        .map(|_| (1i64 << 59) + r.random_range(-999..=999) * 2 + 1)
+                        .collect()
+                })
+                .collect();
+            let shards: Vec<Tensor> = data
+                .iter()
+                .zip(group.devices())
+                .map(|(v, &d)| Tensor::from_slice(v, [9], d).unwrap())
+                .collect();
+            let sum: Vec<i64> = (0..9)
+                .map(|e| data.iter().fold(0i64, |a, v| a.wrapping_add(v[e])))
+                .collect();
             let ctx = format!("seed {seed}: n={n} {algo}");
             for t in group.all_reduce(&shards, ReduceOp::Sum).expect(&ctx) {
                 assert_eq!(t.to_vec::<i64>().unwrap(), sum, "{ctx} sum");
@@ -145,7 +188,9 @@ fn i64_results_are_exact_beyond_f64_precision() {
             for t in group.all_reduce(&shards, ReduceOp::Avg).expect(&ctx) {
                 assert_eq!(t.to_vec::<i64>().unwrap(), avg, "{ctx} avg");
             }
-            let max: Vec<i64> = (0..9).map(|e| data.iter().map(|v| v[e]).max().unwrap()).collect();
+            let max: Vec<i64> = (0..9)
+                .map(|e| data.iter().map(|v| v[e]).max().unwrap())
+                .collect();
             let got = group.reduce(&shards, ReduceOp::Max).expect(&ctx);
             assert_eq!(got.to_vec::<i64>().unwrap(), max, "{ctx} max");
         }
@@ -220,20 +265,44 @@ fn f16_averages_stay_in_range_on_every_algorithm() {
     for n in 2..=8 {
         let group = cpu_group(n);
         // Each value is near f16's largest (65504), so any partial sum of two overflows f16.
-        let vals: Vec<Vec<f64>> = (0..n).map(|_| (0..4 * n).map(|_| round_to(DType::F16, r.random_range(35000.0..60000.0))).collect()).collect();
-        let shards: Vec<Tensor> = vals.iter().zip(group.devices()).map(|(v, &d)| tensor(DType::F16, v, [4 * n], d)).collect();
+        let vals: Vec<Vec<f64>> = (0..n)
+            .map(|_| {
+                (0..4 * n)
+                    .map(|_| round_to(DType::F16, r.random_range(35000.0..60000.0)))
+                    .collect()
+            })
+            .collect();
+        let shards: Vec<Tensor> = vals
+            .iter()
+            .zip(group.devices())
+            .map(|(v, &d)| tensor(DType::F16, v, [4 * n], d))
+            .collect();
         let inputs: Vec<&[f64]> = vals.iter().map(Vec::as_slice).collect();
         for algo in ALGORITHMS {
             for op in [ReduceOp::Avg, ReduceOp::PreMulSum(1.0 / n as f64)] {
                 let g = group.using(algo);
                 let ctx = format!("seed {seed}: n={n} {algo} {op}");
-                for (t, &d) in g.all_reduce(&shards, op).expect(&ctx).iter().zip(g.devices()) {
+                for (t, &d) in g
+                    .all_reduce(&shards, op)
+                    .expect(&ctx)
+                    .iter()
+                    .zip(g.devices())
+                {
                     check_reduced(t, d, op, &inputs, &ctx);
                 }
-                check_reduced(&g.reduce(&shards, op).expect(&ctx), Device::Cpu(0), op, &inputs, &ctx);
+                check_reduced(
+                    &g.reduce(&shards, op).expect(&ctx),
+                    Device::Cpu(0),
+                    op,
+                    &inputs,
+                    &ctx,
+                );
                 let parts = g.reduce_scatter(&shards, op, 0).expect(&ctx);
                 let whole: Vec<f64> = parts.iter().flat_map(values).collect();
-                assert!(whole.iter().all(|v| v.is_finite()), "{ctx}: reduce_scatter overflowed: {whole:?}");
+                assert!(
+                    whole.iter().all(|v| v.is_finite()),
+                    "{ctx}: reduce_scatter overflowed: {whole:?}"
+                );
             }
         }
     }

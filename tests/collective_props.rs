@@ -4,8 +4,8 @@
 
 use collectives::{Algorithm, DType, DeviceGroup, ReduceOp};
 use collectives_tests::collective::{
-    ALGORITHMS, DTYPES, Shards, all_ops, check_exact, check_reduced, cpu_group, range_for, ref_concat, ref_narrow,
-    with_dim,
+    ALGORITHMS, DTYPES, Shards, all_ops, check_exact, check_reduced, cpu_group, range_for,
+    ref_concat, ref_narrow, with_dim,
 };
 use collectives_tests::{Range, random, rng, tensor};
 use proptest::prelude::*;
@@ -47,12 +47,30 @@ impl Case {
 
 fn cases() -> impl Strategy<Value = Case> {
     let shape = prop::collection::vec(0usize..=9, 1..=3);
-    (1usize..=8, shape, any::<prop::sample::Index>(), prop::sample::select(DTYPES.to_vec()), 0usize..6)
+    (
+        1usize..=8,
+        shape,
+        any::<prop::sample::Index>(),
+        prop::sample::select(DTYPES.to_vec()),
+        0usize..6,
+    )
         .prop_flat_map(|(n, shape, dim, dtype, op)| {
             let dim = dim.index(shape.len());
-            (Just((n, shape, dim, dtype, op)), prop::sample::select(ALGORITHMS.to_vec()), any::<u64>())
+            (
+                Just((n, shape, dim, dtype, op)),
+                prop::sample::select(ALGORITHMS.to_vec()),
+                any::<u64>(),
+            )
         })
-        .prop_map(|((n, shape, dim, dtype, op), algo, seed)| Case { n, shape, dim, dtype, op, algo, seed })
+        .prop_map(|((n, shape, dim, dtype, op), algo, seed)| Case {
+            n,
+            shape,
+            dim,
+            dtype,
+            op,
+            algo,
+            seed,
+        })
 }
 
 fn config() -> Config {

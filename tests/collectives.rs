@@ -68,7 +68,13 @@ fn reduce_onto_any_member_named_leader() {
         assert_eq!(group.leader(), leader);
         let s = Shards::even(c.dtype, &[4, 5], group.devices(), range_for(c.op), c.rng);
         let got = group.reduce(&s.tensors, c.op).expect(&c.ctx);
-        check_reduced(&got, leader, c.op, &s.slices(), &format!("{} leader {leader}", c.ctx));
+        check_reduced(
+            &got,
+            leader,
+            c.op,
+            &s.slices(),
+            &format!("{} leader {leader}", c.ctx),
+        );
     });
 }
 
@@ -135,7 +141,11 @@ fn reduce_scatter_puts_part_i_on_device_i() {
         assert_eq!(got.len(), n, "{ctx}");
         for (i, (t, &d)) in got.iter().zip(c.group.devices()).enumerate() {
             assert_eq!(t.shape().dims(), with_dim(&shape, dim, part), "{ctx}");
-            let parts: Vec<Vec<f64>> = s.vals.iter().map(|v| part_of(v, &shape, dim, i, part)).collect();
+            let parts: Vec<Vec<f64>> = s
+                .vals
+                .iter()
+                .map(|v| part_of(v, &shape, dim, i, part))
+                .collect();
             let inputs: Vec<&[f64]> = parts.iter().map(Vec::as_slice).collect();
             check_reduced(t, d, c.op, &inputs, &format!("{ctx} part {i}"));
         }
@@ -149,9 +159,17 @@ fn reduce_scatter_with_a_zero_length_dim() {
     for n in 1..=8 {
         for algo in ALGORITHMS {
             let group = cpu_group(n).using(algo);
-            let s = Shards::even(DType::F32, &[3, 0], group.devices(), range_for(ReduceOp::Sum), &mut r);
+            let s = Shards::even(
+                DType::F32,
+                &[3, 0],
+                group.devices(),
+                range_for(ReduceOp::Sum),
+                &mut r,
+            );
             let ctx = format!("seed {seed}: n={n} {algo}");
-            let got = group.reduce_scatter(&s.tensors, ReduceOp::Sum, 1).expect(&ctx);
+            let got = group
+                .reduce_scatter(&s.tensors, ReduceOp::Sum, 1)
+                .expect(&ctx);
             for (t, &d) in got.iter().zip(group.devices()) {
                 assert_eq!((t.device(), t.shape().dims()), (d, &[3, 0][..]), "{ctx}");
                 assert!(collectives_tests::values(t).is_empty(), "{ctx}");
@@ -164,10 +182,22 @@ fn reduce_scatter_with_a_zero_length_dim() {
 fn results_of_a_leader_reduce_are_lazy_until_realized() {
     let group = cpu_group(4);
     let mut r = rng(fresh_seed());
-    let s = Shards::even(DType::F32, &[6], group.devices(), range_for(ReduceOp::Sum), &mut r);
+    let s = Shards::even(
+        DType::F32,
+        &[6],
+        group.devices(),
+        range_for(ReduceOp::Sum),
+        &mut r,
+    );
     let got: Tensor = group.reduce(&s.tensors, ReduceOp::Sum).expect("reduce");
     assert!(!got.is_realized(), "building a collective must not run it");
     got.realize().expect("realize");
     assert!(got.is_realized());
-    check_reduced(&got, Device::Cpu(0), ReduceOp::Sum, &s.slices(), "lazy reduce");
+    check_reduced(
+        &got,
+        Device::Cpu(0),
+        ReduceOp::Sum,
+        &s.slices(),
+        "lazy reduce",
+    );
 }

@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 
 use collectives::collective::{PlannedHop, RING_MIN_BYTES, choose, nccl_available};
-use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
+use collectives::{
+    Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor,
+};
 
 const CUDA0: Device = Device::Cuda(0);
 const CUDA1: Device = Device::Cuda(1);
@@ -29,7 +31,11 @@ fn shards(g: &DeviceGroup) -> Vec<Tensor> {
 
 /// The hops of `plan` as sorted `(from, to, bytes)`.
 fn hops(plan: &Plan) -> Vec<(Device, Device, usize)> {
-    let mut v: Vec<_> = plan.hops.iter().map(|h: &PlannedHop| (h.from, h.to, h.bytes)).collect();
+    let mut v: Vec<_> = plan
+        .hops
+        .iter()
+        .map(|h: &PlannedHop| (h.from, h.to, h.bytes))
+        .collect();
     v.sort();
     v
 }
@@ -58,7 +64,14 @@ fn routes_between_members() {
     ] {
         assert_eq!(g.route(from, to), route, "{from} -> {to}");
     }
-    assert_eq!((staged.copies(), Route::Direct.copies(), Route::Local.copies()), (2, 1, 0));
+    assert_eq!(
+        (
+            staged.copies(),
+            Route::Direct.copies(),
+            Route::Local.copies()
+        ),
+        (2, 1, 0)
+    );
 }
 
 #[test]
@@ -67,11 +80,23 @@ fn a_staged_broadcast_hop_is_two_copies_through_the_host() {
     let root = &shards(&g)[0];
     let out = g.broadcast(root).unwrap();
     assert!(out[0].same_node(root));
-    assert!(copy_to(&out[1], CUDA1).same_node(root), "same vendor: one copy");
+    assert!(
+        copy_to(&out[1], CUDA1).same_node(root),
+        "same vendor: one copy"
+    );
     let via = copy_to(&out[2], VK0);
-    assert!(copy_to(&via, CPU0).same_node(root), "cuda -> cpu:0 -> vulkan");
-    assert!(copy_to(&out[3], CPU0).same_node(root), "to the host: one copy");
-    assert!(out[3].same_node(&via), "the staged hop shares the host copy");
+    assert!(
+        copy_to(&via, CPU0).same_node(root),
+        "cuda -> cpu:0 -> vulkan"
+    );
+    assert!(
+        copy_to(&out[3], CPU0).same_node(root),
+        "to the host: one copy"
+    );
+    assert!(
+        out[3].same_node(&via),
+        "the staged hop shares the host copy"
+    );
 }
 
 #[test]
@@ -84,7 +109,10 @@ fn a_staged_reduce_hop_is_two_copies_into_the_leader() {
     assert!(ins[0].same_node(&s[0]));
     assert!(copy_to(&ins[1], CUDA0).same_node(&s[1]));
     let via = copy_to(&ins[2], CUDA0);
-    assert!(copy_to(&via, CPU0).same_node(&s[2]), "vulkan -> cpu:0 -> cuda");
+    assert!(
+        copy_to(&via, CPU0).same_node(&s[2]),
+        "vulkan -> cpu:0 -> cuda"
+    );
     assert!(copy_to(&ins[3], CUDA0).same_node(&s[3]));
 }
 
@@ -93,7 +121,12 @@ fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
     let g = mixed();
     let b = 64 * 4;
     let want = {
-        let mut v = vec![(CUDA1, CUDA0, b), (VK0, CPU0, b), (CPU0, CUDA0, b), (CPU0, CUDA0, b)];
+        let mut v = vec![
+            (CUDA1, CUDA0, b),
+            (VK0, CPU0, b),
+            (CPU0, CUDA0, b),
+            (CPU0, CUDA0, b),
+        ];
         v.extend([(CUDA0, CUDA1, b), (CUDA0, CPU0, b), (CPU0, VK0, b)]);
         v.sort();
         v
@@ -104,9 +137,16 @@ fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
     assert_eq!(hops(&plan), want, "{plan}");
     assert_eq!(plan.algorithm, Some(Algorithm::Star));
     assert_eq!(plan.bytes_moved(), 7 * b);
-    let reduce: Vec<_> = plan.kernels.iter().filter(|k| k.op.starts_with("reduce")).collect();
+    let reduce: Vec<_> = plan
+        .kernels
+        .iter()
+        .filter(|k| k.op.starts_with("reduce"))
+        .collect();
     assert_eq!(reduce.len(), 1, "{plan}");
-    assert_eq!((reduce[0].device, reduce[0].inputs, reduce[0].bytes), (CUDA0, 4, b));
+    assert_eq!(
+        (reduce[0].device, reduce[0].inputs, reduce[0].bytes),
+        (CUDA0, 4, b)
+    );
 }
 
 #[test]
@@ -114,11 +154,24 @@ fn no_plan_has_a_direct_cross_vendor_hop() {
     use CollectiveKind::*;
     for leader in [CUDA0, CUDA1, VK0, CPU0] {
         let g = mixed().with_leader(leader).unwrap();
-        for kind in [Reduce, AllReduce, Broadcast, Gather, AllGather, ReduceScatter, Scatter, AllToAll] {
+        for kind in [
+            Reduce,
+            AllReduce,
+            Broadcast,
+            Gather,
+            AllGather,
+            ReduceScatter,
+            Scatter,
+            AllToAll,
+        ] {
             let plan = g.plan(kind, [8, 3], DType::BF16).unwrap();
             assert!(!plan.hops.is_empty(), "{kind:?} from {leader}: {plan}");
             for h in &plan.hops {
-                assert_ne!(g.route(h.from, h.to), Route::Staged { via: CPU0 }, "{kind:?}: {plan}");
+                assert_ne!(
+                    g.route(h.from, h.to),
+                    Route::Staged { via: CPU0 },
+                    "{kind:?}: {plan}"
+                );
                 assert!(h.bytes > 0 && h.bytes % (3 * 2) == 0, "{kind:?}: {plan}");
             }
         }
@@ -127,8 +180,13 @@ fn no_plan_has_a_direct_cross_vendor_hop() {
 
 #[test]
 fn a_same_vendor_plan_has_one_hop_per_member() {
-    for devices in [vec![CUDA0, CUDA1, Device::Cuda(2)], vec![VK0, Device::Vulkan(1), Device::Vulkan(2)]] {
-        let g = DeviceGroup::new(devices.clone()).unwrap().with_algorithm(Algorithm::Star);
+    for devices in [
+        vec![CUDA0, CUDA1, Device::Cuda(2)],
+        vec![VK0, Device::Vulkan(1), Device::Vulkan(2)],
+    ] {
+        let g = DeviceGroup::new(devices.clone())
+            .unwrap()
+            .with_algorithm(Algorithm::Star);
         let plan = g.plan(CollectiveKind::Reduce, [5, 5], DType::F64).unwrap();
         let want: Vec<_> = devices[1..].iter().map(|&d| (d, devices[0], 200)).collect();
         assert_eq!(hops(&plan), want, "{plan}");
@@ -140,11 +198,17 @@ fn a_same_vendor_plan_has_one_hop_per_member() {
 #[test]
 fn the_plan_shows_the_documented_choice() {
     let vk3 = vec![VK0, Device::Vulkan(1), Device::Vulkan(2)];
-    let groups = [mixed(), DeviceGroup::new(vk3.clone()).unwrap(), DeviceGroup::new(vk3[..2].to_vec()).unwrap()];
+    let groups = [
+        mixed(),
+        DeviceGroup::new(vk3.clone()).unwrap(),
+        DeviceGroup::new(vk3[..2].to_vec()).unwrap(),
+    ];
     for g in &groups {
         for numel in [4, RING_MIN_BYTES / 4 - 3, RING_MIN_BYTES / 4 + 3] {
             let bytes = numel * 4;
-            let plan = g.plan(CollectiveKind::AllReduce, [numel], DType::F32).unwrap();
+            let plan = g
+                .plan(CollectiveKind::AllReduce, [numel], DType::F32)
+                .unwrap();
             assert_eq!(plan.algorithm, Some(choose(g.devices(), bytes)), "{g}");
             assert_eq!(g.algorithm_for(bytes), choose(g.devices(), bytes));
         }
@@ -156,14 +220,38 @@ fn choose_is_the_documented_expression() {
     let (vk, cuda, cpu) = (Device::Vulkan, Device::Cuda, Device::Cpu);
     let big = RING_MIN_BYTES;
     assert_eq!(choose(&[vk(0), vk(1), vk(2)], big), Algorithm::Ring);
-    assert_eq!(choose(&[vk(0), vk(1), vk(2)], big - 1), Algorithm::Star, "small messages");
-    assert_eq!(choose(&[vk(0), vk(1)], big * 8), Algorithm::Star, "two devices");
-    assert_eq!(choose(&[vk(0), vk(1), cpu(0)], big * 8), Algorithm::Star, "a host member");
-    assert_eq!(choose(&[cuda(0), vk(0), vk(1)], big * 8), Algorithm::Star, "mixed vendors");
+    assert_eq!(
+        choose(&[vk(0), vk(1), vk(2)], big - 1),
+        Algorithm::Star,
+        "small messages"
+    );
+    assert_eq!(
+        choose(&[vk(0), vk(1)], big * 8),
+        Algorithm::Star,
+        "two devices"
+    );
+    assert_eq!(
+        choose(&[vk(0), vk(1), cpu(0)], big * 8),
+        Algorithm::Star,
+        "a host member"
+    );
+    assert_eq!(
+        choose(&[cuda(0), vk(0), vk(1)], big * 8),
+        Algorithm::Star,
+        "mixed vendors"
+    );
     let cpus: Vec<Device> = (0..8).map(cpu).collect();
-    assert_eq!(choose(&cpus, big * 8), Algorithm::Star, "virtual CPU devices");
+    assert_eq!(
+        choose(&cpus, big * 8),
+        Algorithm::Star,
+        "virtual CPU devices"
+    );
     let cudas = [cuda(0), cuda(1), cuda(2)];
-    let want = if nccl_available() { Algorithm::Nccl } else { Algorithm::Ring };
+    let want = if nccl_available() {
+        Algorithm::Nccl
+    } else {
+        Algorithm::Ring
+    };
     assert_eq!(choose(&cudas, big), want);
     assert_eq!(choose(&[cuda(0)], big), Algorithm::Star, "one device");
 }
@@ -172,31 +260,72 @@ fn choose_is_the_documented_expression() {
 fn overrides_per_group_and_per_call_change_the_plan() {
     let vk3 = DeviceGroup::new(vec![VK0, Device::Vulkan(1), Device::Vulkan(2)]).unwrap();
     let small = [30];
-    let auto = vk3.plan(CollectiveKind::AllReduce, small, DType::F32).unwrap();
+    let auto = vk3
+        .plan(CollectiveKind::AllReduce, small, DType::F32)
+        .unwrap();
     let ring = vk3.clone().with_algorithm(Algorithm::Ring);
     assert_eq!(ring.algorithm(), Algorithm::Ring);
-    let forced = ring.plan(CollectiveKind::AllReduce, small, DType::F32).unwrap();
-    assert_eq!((auto.algorithm, forced.algorithm), (Some(Algorithm::Star), Some(Algorithm::Ring)));
+    let forced = ring
+        .plan(CollectiveKind::AllReduce, small, DType::F32)
+        .unwrap();
+    assert_eq!(
+        (auto.algorithm, forced.algorithm),
+        (Some(Algorithm::Star), Some(Algorithm::Ring))
+    );
     assert_eq!(auto.hops.len(), 4, "star: 2 in, 2 out\n{auto}");
-    assert_eq!(forced.hops.len(), 12, "ring: 2 per chunk to reduce, 2 to gather\n{forced}");
-    assert!(forced.hops.iter().all(|h| h.bytes == 40), "a third of the shard per hop\n{forced}");
-    let back = ring.using(Algorithm::Star).plan(CollectiveKind::AllReduce, small, DType::F32).unwrap();
+    assert_eq!(
+        forced.hops.len(),
+        12,
+        "ring: 2 per chunk to reduce, 2 to gather\n{forced}"
+    );
+    assert!(
+        forced.hops.iter().all(|h| h.bytes == 40),
+        "a third of the shard per hop\n{forced}"
+    );
+    let back = ring
+        .using(Algorithm::Star)
+        .plan(CollectiveKind::AllReduce, small, DType::F32)
+        .unwrap();
     assert_eq!(back, auto, "per call overrides the group's setting");
-    assert_eq!(ring.algorithm(), Algorithm::Ring, "using() leaves the group as it was");
-    let restored = ring.with_algorithm(Algorithm::Auto).plan(CollectiveKind::AllReduce, small, DType::F32);
+    assert_eq!(
+        ring.algorithm(),
+        Algorithm::Ring,
+        "using() leaves the group as it was"
+    );
+    let restored =
+        ring.with_algorithm(Algorithm::Auto)
+            .plan(CollectiveKind::AllReduce, small, DType::F32);
     assert_eq!(restored.unwrap(), auto);
 }
 
 #[test]
 fn display_names_members_leader_routes_and_algorithm() {
-    let g = mixed().with_leader(VK0).unwrap().with_algorithm(Algorithm::Star);
+    let g = mixed()
+        .with_leader(VK0)
+        .unwrap()
+        .with_algorithm(Algorithm::Star);
     let text = g.to_string();
-    for needle in ["cuda:0", "cuda:1", "vulkan:0", "cpu:0", "leader: vulkan:0", "star", "cuda:0 -> vulkan:0: staged via cpu:0", "cuda:0 -> cuda:1: direct", "vulkan:0 -> cpu:0: direct"] {
+    for needle in [
+        "cuda:0",
+        "cuda:1",
+        "vulkan:0",
+        "cpu:0",
+        "leader: vulkan:0",
+        "star",
+        "cuda:0 -> vulkan:0: staged via cpu:0",
+        "cuda:0 -> cuda:1: direct",
+        "vulkan:0 -> cpu:0: direct",
+    ] {
         assert!(text.contains(needle), "{needle:?} missing from\n{text}");
     }
     let plan = g.plan(CollectiveKind::Broadcast, [16], DType::F16).unwrap();
     let text = plan.to_string();
-    for needle in ["algorithm star", "copy   vulkan:0 -> cpu:0  32 bytes", "copy   cpu:0 -> cuda:0  32 bytes", "copy   cpu:0 -> cuda:1  32 bytes"] {
+    for needle in [
+        "algorithm star",
+        "copy   vulkan:0 -> cpu:0  32 bytes",
+        "copy   cpu:0 -> cuda:0  32 bytes",
+        "copy   cpu:0 -> cuda:1  32 bytes",
+    ] {
         assert!(text.contains(needle), "{needle:?} missing from\n{text}");
     }
     assert_eq!(plan.hops.len(), 3, "{text}");
@@ -212,12 +341,21 @@ fn realized_outputs_have_nothing_left_to_plan() {
     assert_eq!(seen.len(), 4, "each hop once: {before}");
     collectives::realize(&out).unwrap();
     assert_eq!(Plan::of(&out), Plan::default());
-    assert!(out.iter().all(|t| t.to_vec::<f32>().unwrap() == vec![2.5; 64]));
+    assert!(
+        out.iter()
+            .all(|t| t.to_vec::<f32>().unwrap() == vec![2.5; 64])
+    );
 }
 
 #[test]
 fn a_user_copy_across_vendors_is_refused() {
     let t = Tensor::from_vec(vec![1.0f32; 4], [4], CUDA0).unwrap();
     let e = t.copy_to_device(VK0).unwrap_err();
-    assert_eq!(e, collectives::Error::CrossVendorCopy { from: CUDA0, to: VK0 });
+    assert_eq!(
+        e,
+        collectives::Error::CrossVendorCopy {
+            from: CUDA0,
+            to: VK0
+        }
+    );
 }

@@ -55,7 +55,13 @@ pub struct Shards {
 
 impl Shards {
     /// One shard of `shape` per device.
-    pub fn even(dtype: DType, shape: &[usize], devices: &[Device], range: Range, rng: &mut StdRng) -> Self {
+    pub fn even(
+        dtype: DType,
+        shape: &[usize],
+        devices: &[Device],
+        range: Range,
+        rng: &mut StdRng,
+    ) -> Self {
         let shapes = vec![shape.to_vec(); devices.len()];
         Shards::of_shapes(dtype, &shapes, devices, range, rng)
     }
@@ -118,7 +124,11 @@ pub fn op_tol(dtype: DType, op: ReduceOp, inputs: &[&[f64]], want: &[f64]) -> Ve
         return vec![0.0; want.len()];
     }
     if op == ReduceOp::Prod {
-        let acc = if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 };
+        let acc = if dtype == DType::F64 {
+            f64::EPSILON
+        } else {
+            f32::EPSILON as f64
+        };
         let rel = (k as f64 + 1.0) * eps(dtype).max(acc) * 1.01;
         return want.iter().map(|w| rel * w.abs()).collect();
     }
