@@ -18,7 +18,8 @@ struct Buckets {
 }
 
 impl Buckets {
-    /// `positions` tensors of random shapes alternating between `dtypes`, on each of `devices`.
+    /// `positions` tensors of random shapes (some empty) alternating between `dtypes`, on each of
+    /// `devices`.
     fn new(
         dtypes: [DType; 2],
         positions: usize,
@@ -29,7 +30,7 @@ impl Buckets {
         let shapes: Vec<Vec<usize>> = (0..positions)
             .map(|_| {
                 (0..r.random_range(1..=3))
-                    .map(|_| r.random_range(1..=5))
+                    .map(|_| r.random_range(0..=5))
                     .collect()
             })
             .collect();

@@ -1,11 +1,12 @@
-//! Property tests: random groups of 1 to 8 virtual CPU devices, random shapes (rank 1 to 3, dims
+//! Property tests: random groups of 1 to 8 virtual CPU devices (distinct ordinals below 16 in any
+//! order, so the leader is not always `Cpu(0)`), random shapes (rank 1 to 3, dims
 //! 0 to 9), dims, dtypes, ops and algorithms, every collective against its f64 reference. The
 //! data seed is part of each case, so a failing case prints everything needed to replay it.
 
-use collectives::{Algorithm, DType, DeviceGroup, ReduceOp};
+use collectives::{Algorithm, DType, Device, DeviceGroup, ReduceOp};
 use collectives_tests::collective::{
-    ALGORITHMS, DTYPES, Shards, all_ops, check_exact, check_reduced, cpu_group, range_for,
-    ref_concat, ref_narrow, with_dim,
+    ALGORITHMS, DTYPES, Shards, all_ops, check_exact, check_reduced, range_for, ref_concat,
+    ref_narrow, with_dim,
 };
 use collectives_tests::{Range, random, rng, tensor};
 use proptest::prelude::*;
@@ -17,6 +18,7 @@ use rand::rngs::StdRng;
 #[derive(Clone, Debug)]
 struct Case {
     n: usize,
+    devices: Vec<Device>,
     shape: Vec<usize>,
     dim: usize,
     dtype: DType,
@@ -27,7 +29,8 @@ struct Case {
 
 impl Case {
     fn group(&self) -> DeviceGroup {
-        cpu_group(self.n).using(self.algo)
+        let g = DeviceGroup::new(self.devices.clone()).expect("distinct devices");
+        g.using(self.algo)
     }
 
     fn rng(&self) -> StdRng {
@@ -46,26 +49,27 @@ impl Case {
 }
 
 fn cases() -> impl Strategy<Value = Case> {
+    let ordinals: Vec<u32> = (0..16).collect();
+    let devices = (1usize..=8).prop_flat_map(move |n| {
+        prop::sample::subsequence(ordinals.clone(), n)
+            .prop_shuffle()
+            .prop_map(|v| v.into_iter().map(Device::Cpu).collect::<Vec<_>>())
+    });
     let shape = prop::collection::vec(0usize..=9, 1..=3);
     (
-        1usize..=8,
+        devices,
         shape,
         any::<prop::sample::Index>(),
         prop::sample::select(DTYPES.to_vec()),
         0usize..6,
+        prop::sample::select(ALGORITHMS.to_vec()),
+        any::<u64>(),
     )
-        .prop_flat_map(|(n, shape, dim, dtype, op)| {
-            let dim = dim.index(shape.len());
-            (
-                Just((n, shape, dim, dtype, op)),
-                prop::sample::select(ALGORITHMS.to_vec()),
-                any::<u64>(),
-            )
-        })
-        .prop_map(|((n, shape, dim, dtype, op), algo, seed)| Case {
-            n,
+        .prop_map(|(devices, shape, dim, dtype, op, algo, seed)| Case {
+            n: devices.len(),
+            devices,
+            dim: dim.index(shape.len()),
             shape,
-            dim,
             dtype,
             op,
             algo,

@@ -201,3 +201,34 @@ fn results_of_a_leader_reduce_are_lazy_until_realized() {
         "lazy reduce",
     );
 }
+
+#[test]
+fn rank_zero_shards_reduce_and_broadcast() {
+    each_case(|c| {
+        let n = c.group.size();
+        let s = Shards::even(c.dtype, &[], c.group.devices(), range_for(c.op), c.rng);
+        for (t, &d) in c
+            .group
+            .all_reduce(&s.tensors, c.op)
+            .expect(&c.ctx)
+            .iter()
+            .zip(c.group.devices())
+        {
+            assert_eq!(t.shape().rank(), 0, "{}", c.ctx);
+            check_reduced(t, d, c.op, &s.slices(), &c.ctx);
+        }
+        let on_leader = c.group.reduce(&s.tensors, c.op).expect(&c.ctx);
+        check_reduced(&on_leader, Device::Cpu(0), c.op, &s.slices(), &c.ctx);
+        let root = c.rng.random_range(0..n);
+        for (t, &d) in c
+            .group
+            .broadcast(&s.tensors[root])
+            .expect(&c.ctx)
+            .iter()
+            .zip(c.group.devices())
+        {
+            let want = [s.vals[root].as_slice()];
+            check_reduced(t, d, ReduceOp::Max, &want, &c.ctx);
+        }
+    });
+}
