@@ -92,9 +92,15 @@ impl std::str::FromStr for ReduceOp {
     type Err = Error;
 
     /// Parses `sum`, `prod`, `max`, `min`, `avg`, or `premulsum:<scalar>` (`premulsum` alone
-    /// means a scalar of 2).
+    /// means a scalar of 2). `premulsum(<scalar>)`, as `Display` writes it, parses too.
     fn from_str(s: &str) -> Result<Self> {
-        let lower = s.trim().to_ascii_lowercase();
+        let mut lower = s.trim().to_ascii_lowercase();
+        if let Some(v) = lower
+            .strip_prefix("premulsum(")
+            .and_then(|r| r.strip_suffix(')'))
+        {
+            lower = format!("premulsum:{v}");
+        }
         let bad = || Error::InvalidArgument {
             what: "reduce op",
             msg: format!("{s:?} is not one of sum, prod, max, min, avg, premulsum[:scalar]"),
