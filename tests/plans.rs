@@ -359,3 +359,21 @@ fn a_user_copy_across_vendors_is_refused() {
         }
     );
 }
+
+#[test]
+fn staging_goes_through_cpu0_even_when_it_is_not_a_member() {
+    let g = DeviceGroup::new(vec![VK0, CUDA1]).unwrap();
+    assert_eq!(g.route(CUDA1, VK0), Route::Staged { via: CPU0 });
+    let plan = g.plan(CollectiveKind::AllReduce, [10], DType::I64).unwrap();
+    let want = vec![
+        (CPU0, CUDA1, 80),
+        (CPU0, VK0, 80),
+        (CUDA1, CPU0, 80),
+        (VK0, CPU0, 80),
+    ];
+    assert_eq!(hops(&plan), want, "{plan}");
+    let out = g.all_reduce(&shards(&g), ReduceOp::Min).unwrap();
+    let via = copy_to(&out[1], CUDA1);
+    let reduced = copy_to(&via, CPU0);
+    assert!(reduced.same_node(&out[0]) && reduced.device() == VK0);
+}
