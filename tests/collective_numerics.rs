@@ -307,3 +307,32 @@ fn f16_averages_stay_in_range_on_every_algorithm() {
         }
     }
 }
+
+#[test]
+fn integer_averages_truncate_toward_zero() {
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    for n in 2..=8i64 {
+        for algo in ALGORITHMS {
+            let group = cpu_group(n as usize).using(algo);
+            // Negative sums that n does not divide, so truncation and flooring differ.
+            let mut vals: Vec<i64> = (0..n).map(|_| r.random_range(-1000..=-1)).collect();
+            vals[0] -= vals.iter().sum::<i64>().rem_euclid(n) + 1;
+            let sum: i64 = vals.iter().sum();
+            assert!(sum < 0 && sum % n != 0);
+            let want = sum / n;
+            assert_ne!(want, sum.div_euclid(n));
+            for dtype in [DType::I32, DType::I64] {
+                let shards: Vec<Tensor> = vals
+                    .iter()
+                    .zip(group.devices())
+                    .map(|(&v, &d)| tensor(dtype, &[v as f64; 3], [3], d))
+                    .collect();
+                let ctx = format!("seed {seed}: n={n} {algo} {dtype} {vals:?}");
+                for t in group.all_reduce(&shards, ReduceOp::Avg).expect(&ctx) {
+                    assert_eq!(values(&t), vec![want as f64; 3], "{ctx}");
+                }
+            }
+        }
+    }
+}
