@@ -267,3 +267,6 @@ pub fn vulkan_required() -> bool {
 pub fn cuda_required() -> bool {
     std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1")
 }
+
+/// Helpers of the collective tests (groups, shards, references of every `ReduceOp`).
+pub mod collective;

@@ -4,7 +4,9 @@ use std::fmt;
 
 use crate::device::Device;
 
-/// The algorithm a collective runs.
+/// The algorithm a collective runs. `reduce`, `all_reduce`, `broadcast`, `all_gather` and
+/// `reduce_scatter` take it; `gather`, `scatter`, `scatter_sizes` and `all_to_all` have one form
+/// (each part sent straight to where it goes) and ignore it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// Let [`choose`] decide from the group and the message size.

@@ -17,7 +17,7 @@ impl DeviceGroup {
         let mut hops = Hops::default();
         match self.pick("reduce", shards[0].nbytes(), shards.len() == self.size())? {
             Algorithm::Nccl => Ok(super::nccl::reduce(self, shards, op)?),
-            Algorithm::Ring if shards.len() > 2 => {
+            Algorithm::Ring => {
                 let devs = &self.devices()[..shards.len()];
                 let root = self.leader_index().min(shards.len() - 1);
                 let r = ring::reduce_to(&mut hops, devs, shards, op, root)?;
@@ -35,7 +35,7 @@ impl DeviceGroup {
         let mut hops = Hops::default();
         match self.pick("all_reduce", shards[0].nbytes(), true)? {
             Algorithm::Nccl => super::nccl::all_reduce(self, shards, op),
-            Algorithm::Ring if self.size() > 1 => self.ring_all_reduce(&mut hops, shards, op),
+            Algorithm::Ring => self.ring_all_reduce(&mut hops, shards, op),
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
                 star::broadcast(&mut hops, &r, self.devices())

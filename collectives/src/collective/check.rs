@@ -109,7 +109,7 @@ pub(crate) fn even_part(
 ) -> Result<usize> {
     check_dim(op, shape, dim)?;
     let len = shape.dim(dim);
-    if len % parts != 0 {
+    if !len.is_multiple_of(parts) {
         return Err(Error::Uneven { op, dim, len, parts, hint });
     }
     Ok(len / parts)

@@ -23,8 +23,9 @@ pub enum ReduceOp {
     /// Sum divided by the number of shards (integers truncate toward zero, as NCCL's `ncclAvg`).
     Avg,
     /// `scalar * x_i` summed over shards (`ncclRedOpCreatePreMulSum`). The scalar multiplies the
-    /// f32/f64 accumulator once, which equals pre-multiplying every input up to rounding. On
-    /// integer dtypes the scalar must be an integer.
+    /// f32/f64 accumulator once, which equals pre-multiplying every input up to rounding (the
+    /// ring pre-multiplies f16 contributions instead, so its f16 partials cannot overflow where
+    /// the result would not). On integer dtypes the scalar must be an integer.
     PreMulSum(f64),
 }
 
@@ -91,9 +92,12 @@ impl std::str::FromStr for ReduceOp {
     type Err = Error;
 
     /// Parses `sum`, `prod`, `max`, `min`, `avg`, or `premulsum:<scalar>` (`premulsum` alone
-    /// means a scalar of 2).
+    /// means a scalar of 2). `premulsum(<scalar>)`, as `Display` writes it, parses too.
     fn from_str(s: &str) -> Result<Self> {
-        let lower = s.trim().to_ascii_lowercase();
+        let mut lower = s.trim().to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("premulsum(").and_then(|r| r.strip_suffix(')')) {
+            lower = format!("premulsum:{v}");
+        }
         let bad = || Error::InvalidArgument {
             what: "reduce op",
             msg: format!("{s:?} is not one of sum, prod, max, min, avg, premulsum[:scalar]"),

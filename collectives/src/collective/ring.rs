@@ -4,13 +4,14 @@
 use super::redop::ReduceOp;
 use super::route::Hops;
 use crate::device::Device;
+use crate::dtype::DType;
 use crate::error::Result;
-use crate::graph::Tensor;
+use crate::graph::{ReduceKind, Scale, Tensor};
 
 /// `parts[i][c]` is chunk `c` of device `i`'s shard (on `devices[i]`). Returns chunk `c` reduced
 /// over all devices, on `devices[c]`. Chunk `c` starts at device `c+1` and travels the ring
 /// `c+1 → c+2 → … → c`, each device folding its own part in; the scale (avg, pre-mul) is applied
-/// once, in the last fold.
+/// once, in the last fold (per contribution on f16: see [`Fold`]).
 pub(crate) fn reduce_scatter(
     hops: &mut Hops,
     devices: &[Device],
@@ -18,28 +19,62 @@ pub(crate) fn reduce_scatter(
     op: ReduceOp,
 ) -> Result<Vec<Tensor>> {
     let n = devices.len();
-    let (kind, scale) = op.lower(n);
+    let fold = Fold::new(op, n, parts[0][0].dtype());
     (0..n)
         .map(|c| {
             let mut at = (c + 1) % n;
-            let mut partial = parts[at][c].clone();
+            let mut partial = fold.own(&parts[at][c])?;
             for step in 0..n - 1 {
                 let next = (at + 1) % n;
                 let arrived = hops.reach(&partial, devices[next])?;
-                let last = step == n - 2;
-                partial = Tensor::reduce(
-                    &[arrived, parts[next][c].clone()],
-                    kind,
-                    if last { scale } else { None },
-                )?;
+                partial = fold.step(arrived, &parts[next][c], step == n - 2)?;
                 at = next;
             }
-            match (n, scale) {
-                (1, Some(s)) => Tensor::reduce(&[partial], kind, Some(s)),
-                _ => Ok(partial),
-            }
+            fold.finish(partial, n)
         })
         .collect()
+}
+
+/// How the ring folds one contribution into a partial that has travelled from the previous
+/// device. The partial is stored (and sent) in the dtype after every fold, so where the dtype's
+/// range is narrower than its f32 accumulator's (f16, largest 65504) a sum of in-range values can
+/// overflow on the way although the scaled result would not: there Avg and PreMulSum multiply
+/// each contribution by their scalar before it is folded in (NCCL's PreMulSum). Elsewhere the
+/// scale is applied once, to the accumulator of the last fold.
+struct Fold {
+    kind: ReduceKind,
+    scale: Option<Scale>,
+    pre: bool,
+}
+
+impl Fold {
+    fn new(op: ReduceOp, contributors: usize, dtype: DType) -> Fold {
+        let (kind, scale) = op.lower(contributors);
+        let pre = scale.is_some() && dtype == DType::F16;
+        Fold { kind, scale, pre }
+    }
+
+    /// A device's own contribution, pre-multiplied where the partials need it.
+    fn own(&self, t: &Tensor) -> Result<Tensor> {
+        match self.scale {
+            Some(s) if self.pre => t.scale(s),
+            _ => Ok(t.clone()),
+        }
+    }
+
+    /// `arrived` folded with `own`; the scale applied to the accumulator in the `last` fold.
+    fn step(&self, arrived: Tensor, own: &Tensor, last: bool) -> Result<Tensor> {
+        let scale = if last && !self.pre { self.scale } else { None };
+        Tensor::reduce_on(own.device(), &[arrived, self.own(own)?], self.kind, scale)
+    }
+
+    /// The partial after the last fold; a lone contribution still takes its scale.
+    fn finish(&self, partial: Tensor, contributors: usize) -> Result<Tensor> {
+        match self.scale {
+            Some(s) if contributors == 1 && !self.pre => Tensor::reduce(&[partial], self.kind, Some(s)),
+            _ => Ok(partial),
+        }
+    }
 }
 
 /// `chunks[c]` lives on `devices[c]`. Returns `out[d][c]`: every chunk on every device, each chunk
@@ -82,16 +117,12 @@ pub(crate) fn reduce_to(
     root: usize,
 ) -> Result<Tensor> {
     let k = shards.len();
-    let (kind, scale) = op.lower(k);
+    let fold = Fold::new(op, k, shards[0].dtype());
     let order: Vec<usize> = (1..=k).map(|s| (root + s) % k).collect();
-    let mut partial = shards[order[0]].clone();
+    let mut partial = fold.own(&shards[order[0]])?;
     for (i, &next) in order.iter().enumerate().skip(1) {
         let arrived = hops.reach(&partial, devices[next])?;
-        let last = i == k - 1;
-        partial = Tensor::reduce(&[arrived, shards[next].clone()], kind, if last { scale } else { None })?;
+        partial = fold.step(arrived, &shards[next], i == k - 1)?;
     }
-    match (k, scale) {
-        (1, Some(s)) => Tensor::reduce(&[partial], kind, Some(s)),
-        _ => Ok(partial),
-    }
+    fold.finish(partial, k)
 }

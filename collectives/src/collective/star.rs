@@ -14,7 +14,7 @@ pub(crate) fn reduce_to(hops: &mut Hops, shards: &[Tensor], op: ReduceOp, root: 
         return hops.hop(one, root);
     }
     let on_root = shards.iter().map(|s| hops.reach(s, root)).collect::<Result<Vec<_>>>()?;
-    Tensor::reduce(&on_root, kind, scale)
+    Tensor::reduce_on(root, &on_root, kind, scale)
 }
 
 /// `t` hopped from its device to each of `devices`.
@@ -28,7 +28,7 @@ pub(crate) fn gather_to(hops: &mut Hops, shards: &[Tensor], dim: usize, root: De
         return hops.hop(one, root);
     }
     let on_root = shards.iter().map(|s| hops.reach(s, root)).collect::<Result<Vec<_>>>()?;
-    Tensor::concat(&on_root, dim)
+    Tensor::concat_on(root, &on_root, dim)
 }
 
 /// `t` cut along `dim` into consecutive parts of `sizes`, part i hopped to `devices[i]`.

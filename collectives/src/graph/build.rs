@@ -75,14 +75,26 @@ impl Tensor {
     /// accumulator. Runs on the first input's device; f16/bf16 accumulate in f32.
     pub fn reduce(inputs: &[Tensor], kind: ReduceKind, scale: Option<Scale>) -> Result<Tensor> {
         let first = inputs.first().ok_or(Error::NoInputs { op: "reduce" })?;
+        Tensor::reduce_on(first.device(), inputs, kind, scale)
+    }
+
+    /// As [`Tensor::reduce`], run on `device`: inputs it can read in place (its own, or other
+    /// host devices' for a host device) are read there, others are copied to it.
+    pub fn reduce_on(
+        device: Device,
+        inputs: &[Tensor],
+        kind: ReduceKind,
+        scale: Option<Scale>,
+    ) -> Result<Tensor> {
+        let first = inputs.first().ok_or(Error::NoInputs { op: "reduce" })?;
         for t in &inputs[1..] {
             check_like("reduce", first, t)?;
         }
         if let Some(s) = scale {
             check_scale("reduce", s, first.dtype())?;
         }
-        let (d, t, s) = (first.device(), first.dtype(), first.shape().clone());
-        Ok(Tensor::new_node(Op::Reduce { kind, scale }, inputs.to_vec(), d, t, s, None))
+        let (t, s) = (first.dtype(), first.shape().clone());
+        Ok(Tensor::new_node(Op::Reduce { kind, scale }, inputs.to_vec(), device, t, s, None))
     }
 
     /// Elementwise scale (`Scale::Mul(s)` or `Scale::Div(s)`). On integer dtypes the factor must
@@ -125,6 +137,13 @@ impl Tensor {
     /// on the first input's device.
     pub fn concat(inputs: &[Tensor], dim: usize) -> Result<Tensor> {
         let first = inputs.first().ok_or(Error::NoInputs { op: "concat" })?;
+        Tensor::concat_on(first.device(), inputs, dim)
+    }
+
+    /// As [`Tensor::concat`], run on `device` (inputs elsewhere are read in place where `device`
+    /// can, else copied to it).
+    pub fn concat_on(device: Device, inputs: &[Tensor], dim: usize) -> Result<Tensor> {
+        let first = inputs.first().ok_or(Error::NoInputs { op: "concat" })?;
         let rank = first.shape().rank();
         if dim >= rank {
             return Err(Error::DimOutOfRange { op: "concat", dim, rank });
@@ -140,8 +159,7 @@ impl Tensor {
             total += got.dim(dim);
         }
         let shape = first.shape().with_dim(dim, total);
-        let (d, t) = (first.device(), first.dtype());
-        Ok(Tensor::new_node(Op::Concat { dim }, inputs.to_vec(), d, t, shape, None))
+        Ok(Tensor::new_node(Op::Concat { dim }, inputs.to_vec(), device, first.dtype(), shape, None))
     }
 
     /// The same elements with another shape of equal element count (no data moves).

@@ -1,0 +1,253 @@
+//! Routes and plans of groups naming CUDA and Vulkan devices, built without hardware: a
+//! CUDA↔Vulkan hop is two `Op::Copy` nodes through `Cpu(0)`, a same-vendor or host hop is one;
+//! bytes per hop are the shard's bytes; the algorithm shown is `choose(..)` unless overridden per
+//! group or per call; `Display` of a group and of a plan names routes and algorithm.
+
+use std::collections::HashSet;
+
+use collectives::collective::{PlannedHop, RING_MIN_BYTES, choose, nccl_available};
+use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
+
+const CUDA0: Device = Device::Cuda(0);
+const CUDA1: Device = Device::Cuda(1);
+const VK0: Device = Device::Vulkan(0);
+const CPU0: Device = Device::Cpu(0);
+
+/// Cuda(0) (leader), Cuda(1), Vulkan(0), Cpu(0).
+fn mixed() -> DeviceGroup {
+    DeviceGroup::new(vec![CUDA0, CUDA1, VK0, CPU0]).unwrap()
+}
+
+/// `n` f32 shards of 64 elements on the group's devices (no device is touched to build them).
+fn shards(g: &DeviceGroup) -> Vec<Tensor> {
+    g.devices()
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| Tensor::from_vec(vec![i as f32 + 0.5; 64], [64], d).unwrap())
+        .collect()
+}
+
+/// The hops of `plan` as sorted `(from, to, bytes)`.
+fn hops(plan: &Plan) -> Vec<(Device, Device, usize)> {
+    let mut v: Vec<_> = plan.hops.iter().map(|h: &PlannedHop| (h.from, h.to, h.bytes)).collect();
+    v.sort();
+    v
+}
+
+/// Asserts `t` is an `Op::Copy` to `to` and returns its input.
+fn copy_to(t: &Tensor, to: Device) -> Tensor {
+    assert_eq!(t.op(), &Op::Copy { to }, "{t:?}");
+    assert_eq!(t.device(), to);
+    assert_eq!(t.inputs().len(), 1);
+    t.inputs()[0].clone()
+}
+
+#[test]
+fn routes_between_members() {
+    let g = mixed();
+    let staged = Route::Staged { via: CPU0 };
+    for (from, to, route) in [
+        (CUDA0, VK0, staged),
+        (VK0, CUDA1, staged),
+        (CUDA0, CUDA1, Route::Direct),
+        (VK0, Device::Vulkan(1), Route::Direct),
+        (VK0, CPU0, Route::Direct),
+        (CPU0, CUDA1, Route::Direct),
+        (Device::Cpu(1), CPU0, Route::Direct),
+        (CUDA1, CUDA1, Route::Local),
+    ] {
+        assert_eq!(g.route(from, to), route, "{from} -> {to}");
+    }
+    assert_eq!((staged.copies(), Route::Direct.copies(), Route::Local.copies()), (2, 1, 0));
+}
+
+#[test]
+fn a_staged_broadcast_hop_is_two_copies_through_the_host() {
+    let g = mixed();
+    let root = &shards(&g)[0];
+    let out = g.broadcast(root).unwrap();
+    assert!(out[0].same_node(root));
+    assert!(copy_to(&out[1], CUDA1).same_node(root), "same vendor: one copy");
+    let via = copy_to(&out[2], VK0);
+    assert!(copy_to(&via, CPU0).same_node(root), "cuda -> cpu:0 -> vulkan");
+    assert!(copy_to(&out[3], CPU0).same_node(root), "to the host: one copy");
+    assert!(out[3].same_node(&via), "the staged hop shares the host copy");
+}
+
+#[test]
+fn a_staged_reduce_hop_is_two_copies_into_the_leader() {
+    let g = mixed();
+    let s = shards(&g);
+    let r = g.using(Algorithm::Star).reduce(&s, ReduceOp::Sum).unwrap();
+    assert!(matches!(r.op(), Op::Reduce { .. }) && r.device() == CUDA0);
+    let ins = r.inputs();
+    assert!(ins[0].same_node(&s[0]));
+    assert!(copy_to(&ins[1], CUDA0).same_node(&s[1]));
+    let via = copy_to(&ins[2], CUDA0);
+    assert!(copy_to(&via, CPU0).same_node(&s[2]), "vulkan -> cpu:0 -> cuda");
+    assert!(copy_to(&ins[3], CUDA0).same_node(&s[3]));
+}
+
+#[test]
+fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
+    let g = mixed();
+    let b = 64 * 4;
+    let want = {
+        let mut v = vec![(CUDA1, CUDA0, b), (VK0, CPU0, b), (CPU0, CUDA0, b), (CPU0, CUDA0, b)];
+        v.extend([(CUDA0, CUDA1, b), (CUDA0, CPU0, b), (CPU0, VK0, b)]);
+        v.sort();
+        v
+    };
+    let outputs = g.all_reduce(&shards(&g), ReduceOp::Sum).unwrap();
+    assert_eq!(hops(&Plan::of(&outputs)), want);
+    let plan = g.plan(CollectiveKind::AllReduce, [64], DType::F32).unwrap();
+    assert_eq!(hops(&plan), want, "{plan}");
+    assert_eq!(plan.algorithm, Some(Algorithm::Star));
+    assert_eq!(plan.bytes_moved(), 7 * b);
+    let reduce: Vec<_> = plan.kernels.iter().filter(|k| k.op.starts_with("reduce")).collect();
+    assert_eq!(reduce.len(), 1, "{plan}");
+    assert_eq!((reduce[0].device, reduce[0].inputs, reduce[0].bytes), (CUDA0, 4, b));
+}
+
+#[test]
+fn no_plan_has_a_direct_cross_vendor_hop() {
+    use CollectiveKind::*;
+    for leader in [CUDA0, CUDA1, VK0, CPU0] {
+        let g = mixed().with_leader(leader).unwrap();
+        for kind in [Reduce, AllReduce, Broadcast, Gather, AllGather, ReduceScatter, Scatter, AllToAll] {
+            let plan = g.plan(kind, [8, 3], DType::BF16).unwrap();
+            assert!(!plan.hops.is_empty(), "{kind:?} from {leader}: {plan}");
+            for h in &plan.hops {
+                assert_ne!(g.route(h.from, h.to), Route::Staged { via: CPU0 }, "{kind:?}: {plan}");
+                assert!(h.bytes > 0 && h.bytes % (3 * 2) == 0, "{kind:?}: {plan}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_same_vendor_plan_has_one_hop_per_member() {
+    for devices in [vec![CUDA0, CUDA1, Device::Cuda(2)], vec![VK0, Device::Vulkan(1), Device::Vulkan(2)]] {
+        let g = DeviceGroup::new(devices.clone()).unwrap().with_algorithm(Algorithm::Star);
+        let plan = g.plan(CollectiveKind::Reduce, [5, 5], DType::F64).unwrap();
+        let want: Vec<_> = devices[1..].iter().map(|&d| (d, devices[0], 200)).collect();
+        assert_eq!(hops(&plan), want, "{plan}");
+        let plan = g.plan(CollectiveKind::Gather, [5, 5], DType::F64).unwrap();
+        assert_eq!(hops(&plan), want, "{plan}");
+    }
+}
+
+#[test]
+fn the_plan_shows_the_documented_choice() {
+    let vk3 = vec![VK0, Device::Vulkan(1), Device::Vulkan(2)];
+    let groups =
+        [mixed(), DeviceGroup::new(vk3.clone()).unwrap(), DeviceGroup::new(vk3[..2].to_vec()).unwrap()];
+    for g in &groups {
+        for numel in [4, RING_MIN_BYTES / 4 - 3, RING_MIN_BYTES / 4 + 3] {
+            let bytes = numel * 4;
+            let plan = g.plan(CollectiveKind::AllReduce, [numel], DType::F32).unwrap();
+            assert_eq!(plan.algorithm, Some(choose(g.devices(), bytes)), "{g}");
+            assert_eq!(g.algorithm_for(bytes), choose(g.devices(), bytes));
+        }
+    }
+}
+
+#[test]
+fn choose_is_the_documented_expression() {
+    let (vk, cuda, cpu) = (Device::Vulkan, Device::Cuda, Device::Cpu);
+    let big = RING_MIN_BYTES;
+    assert_eq!(choose(&[vk(0), vk(1), vk(2)], big), Algorithm::Ring);
+    assert_eq!(choose(&[vk(0), vk(1), vk(2)], big - 1), Algorithm::Star, "small messages");
+    assert_eq!(choose(&[vk(0), vk(1)], big * 8), Algorithm::Star, "two devices");
+    assert_eq!(choose(&[vk(0), vk(1), cpu(0)], big * 8), Algorithm::Star, "a host member");
+    assert_eq!(choose(&[cuda(0), vk(0), vk(1)], big * 8), Algorithm::Star, "mixed vendors");
+    let cpus: Vec<Device> = (0..8).map(cpu).collect();
+    assert_eq!(choose(&cpus, big * 8), Algorithm::Star, "virtual CPU devices");
+    let cudas = [cuda(0), cuda(1), cuda(2)];
+    let want = if nccl_available() { Algorithm::Nccl } else { Algorithm::Ring };
+    assert_eq!(choose(&cudas, big), want);
+    assert_eq!(choose(&[cuda(0)], big), Algorithm::Star, "one device");
+}
+
+#[test]
+fn overrides_per_group_and_per_call_change_the_plan() {
+    let vk3 = DeviceGroup::new(vec![VK0, Device::Vulkan(1), Device::Vulkan(2)]).unwrap();
+    let small = [30];
+    let auto = vk3.plan(CollectiveKind::AllReduce, small, DType::F32).unwrap();
+    let ring = vk3.clone().with_algorithm(Algorithm::Ring);
+    assert_eq!(ring.algorithm(), Algorithm::Ring);
+    let forced = ring.plan(CollectiveKind::AllReduce, small, DType::F32).unwrap();
+    assert_eq!((auto.algorithm, forced.algorithm), (Some(Algorithm::Star), Some(Algorithm::Ring)));
+    assert_eq!(auto.hops.len(), 4, "star: 2 in, 2 out\n{auto}");
+    assert_eq!(forced.hops.len(), 12, "ring: 2 per chunk to reduce, 2 to gather\n{forced}");
+    assert!(forced.hops.iter().all(|h| h.bytes == 40), "a third of the shard per hop\n{forced}");
+    let back = ring.using(Algorithm::Star).plan(CollectiveKind::AllReduce, small, DType::F32).unwrap();
+    assert_eq!(back, auto, "per call overrides the group's setting");
+    assert_eq!(ring.algorithm(), Algorithm::Ring, "using() leaves the group as it was");
+    let restored = ring.with_algorithm(Algorithm::Auto).plan(CollectiveKind::AllReduce, small, DType::F32);
+    assert_eq!(restored.unwrap(), auto);
+}
+
+#[test]
+fn display_names_members_leader_routes_and_algorithm() {
+    let g = mixed().with_leader(VK0).unwrap().with_algorithm(Algorithm::Star);
+    let text = g.to_string();
+    for needle in [
+        "cuda:0",
+        "cuda:1",
+        "vulkan:0",
+        "cpu:0",
+        "leader: vulkan:0",
+        "star",
+        "cuda:0 -> vulkan:0: staged via cpu:0",
+        "cuda:0 -> cuda:1: direct",
+        "vulkan:0 -> cpu:0: direct",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from\n{text}");
+    }
+    let plan = g.plan(CollectiveKind::Broadcast, [16], DType::F16).unwrap();
+    let text = plan.to_string();
+    for needle in [
+        "algorithm star",
+        "copy   vulkan:0 -> cpu:0  32 bytes",
+        "copy   cpu:0 -> cuda:0  32 bytes",
+        "copy   cpu:0 -> cuda:1  32 bytes",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from\n{text}");
+    }
+    assert_eq!(plan.hops.len(), 3, "{text}");
+}
+
+#[test]
+fn realized_outputs_have_nothing_left_to_plan() {
+    let g = DeviceGroup::new(vec![CPU0, Device::Cpu(1), Device::Cpu(2)]).unwrap();
+    let out = g.all_reduce(&shards(&g), ReduceOp::Max).unwrap();
+    let before = Plan::of(&out);
+    // The leader reads the other host shards in place; the result hops out twice.
+    assert_eq!(before.hops.len(), 2, "{before}");
+    let seen: HashSet<(Device, Device)> = before.hops.iter().map(|h| (h.from, h.to)).collect();
+    assert_eq!(seen.len(), 2, "each hop once: {before}");
+    collectives::realize(&out).unwrap();
+    assert_eq!(Plan::of(&out), Plan::default());
+    assert!(out.iter().all(|t| t.to_vec::<f32>().unwrap() == vec![2.5; 64]));
+}
+
+#[test]
+fn a_user_copy_across_vendors_is_refused() {
+    let t = Tensor::from_vec(vec![1.0f32; 4], [4], CUDA0).unwrap();
+    let e = t.copy_to_device(VK0).unwrap_err();
+    assert_eq!(e, collectives::Error::CrossVendorCopy { from: CUDA0, to: VK0 });
+}
+
+#[test]
+fn staging_goes_through_cpu0_even_when_it_is_not_a_member() {
+    let g = DeviceGroup::new(vec![VK0, CUDA1]).unwrap();
+    assert_eq!(g.route(CUDA1, VK0), Route::Staged { via: CPU0 });
+    let plan = g.plan(CollectiveKind::AllReduce, [10], DType::I64).unwrap();
+    let want = vec![(CPU0, CUDA1, 80), (CPU0, VK0, 80), (CUDA1, CPU0, 80), (VK0, CPU0, 80)];
+    assert_eq!(hops(&plan), want, "{plan}");
+    let out = g.all_reduce(&shards(&g), ReduceOp::Min).unwrap();
+    let via = copy_to(&out[1], CUDA1);
+    let reduced = copy_to(&via, CPU0);
+    assert!(reduced.same_node(&out[0]) && reduced.device() == VK0);
+}
