@@ -13,6 +13,9 @@
 //! ```
 #![warn(missing_docs)]
 
+// `device_group!` expands to `::collectives::...` paths; this makes them resolve inside the crate too.
+extern crate self as collectives;
+
 mod backend;
 pub mod collective;
 pub mod comm;
@@ -21,6 +24,7 @@ pub mod dtype;
 mod error;
 pub mod exec;
 pub mod graph;
+pub mod typed;
 
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
 pub use comm::{Communicator, IdentityComm};
@@ -29,3 +33,6 @@ pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use exec::realize;
 pub use graph::{BinaryOp, Op, ReduceKind, Scale, Shape, Tensor};
+/// Builds a typed device group: see [`typed`].
+pub use collectives_macros::device_group;
+pub use typed::{Group, Shard};
