@@ -52,7 +52,11 @@ fn group_type(group: &Group) -> TokenStream {
         return quote!(::collectives::typed::Group::<_, _, _>);
     }
     let kinds = group.members.iter().map(kind_type);
-    let leader = kind_type(&group.members[group.leader.unwrap_or(0)]);
+    let leader = match (group.leader, group.leader_kind) {
+        (Some(i), _) => kind_type(&group.members[i]),
+        (None, Some(kind)) => kind_path(kind, Span::call_site()),
+        (None, None) => kind_type(&group.members[0]),
+    };
     let brand = match &group.brand {
         Some(ty) => quote!(#ty),
         None => quote!(::collectives::typed::Unbranded),
@@ -64,12 +68,15 @@ fn group_type(group: &Group) -> TokenStream {
 fn kind_type(member: &Member) -> TokenStream {
     let span = member.spec.kind.span();
     match member.kind {
-        Some(kind) => {
-            let name = syn::Ident::new(kind.name(), span);
-            quote_spanned!(span=> ::collectives::typed::#name)
-        }
+        Some(kind) => kind_path(kind, span),
         None => quote_spanned!(span=> _),
     }
+}
+
+/// `::collectives::typed::Cuda`, at `span`.
+fn kind_path(kind: Kind, span: Span) -> TokenStream {
+    let name = syn::Ident::new(kind.name(), span);
+    quote_spanned!(span=> ::collectives::typed::#name)
 }
 
 /// `::collectives::Device::Cuda(1u32)`.

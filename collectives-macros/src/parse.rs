@@ -44,6 +44,8 @@ pub enum Item {
 /// A member as written: a kind name and maybe an ordinal.
 #[derive(Clone)]
 pub struct MemberSpec {
+    /// The position of its item in the invocation.
+    pub pos: usize,
     /// The kind's name as written (validated later).
     pub kind: Ident,
     /// The parenthesized ordinal, if any.
@@ -60,10 +62,11 @@ impl ToTokens for MemberSpec {
     }
 }
 
-/// The items of `input`, reporting each bad one into `errors`.
-pub fn parse(input: TokenStream, errors: &mut Errors) -> Vec<Item> {
+/// The items of `input` with their positions, reporting each bad one into `errors`.
+pub fn parse(input: TokenStream, errors: &mut Errors) -> Vec<(usize, Item)> {
     let mut items = Vec::new();
-    for (chunk, comma) in split_commas(input) {
+    for (pos, (chunk, comma)) in split_commas(input).into_iter().enumerate() {
+        errors.pos = pos;
         if chunk.is_empty() {
             // Only the last piece has no comma: empty there is a trailing comma or no input.
             if let Some(c) = comma {
@@ -73,7 +76,7 @@ pub fn parse(input: TokenStream, errors: &mut Errors) -> Vec<Item> {
         }
         let parsed = (|stream: ParseStream| parse_item(stream, errors)).parse2(chunk);
         match parsed {
-            Ok(Some(item)) => items.push(item),
+            Ok(Some(item)) => items.push((pos, item)),
             Ok(None) => {}
             Err(e) => errors.push(e),
         }
@@ -161,6 +164,7 @@ fn parse_member_rest(kind: Ident, input: ParseStream, errors: &mut Errors) -> sy
         Some(g) => ordinal(&kind, g, errors),
     };
     Ok(MemberSpec {
+        pos: errors.pos,
         kind,
         parens,
         ordinal,

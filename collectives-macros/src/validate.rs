@@ -88,6 +88,8 @@ pub struct Group {
     pub members: Vec<Member>,
     /// The leader's position among the members, when it was given and found.
     pub leader: Option<usize>,
+    /// The leader's kind, when it was given and known (or guessed).
+    pub leader_kind: Option<Kind>,
     /// The brand type, if given.
     pub brand: Option<syn::Type>,
     /// The `no_staging` token, if given.
@@ -95,15 +97,17 @@ pub struct Group {
 }
 
 /// Checks `items` as a group, recording every error into `errors`.
-pub fn validate(items: Vec<Item>, errors: &mut Errors) -> Group {
+pub fn validate(items: Vec<(usize, Item)>, errors: &mut Errors) -> Group {
     let mut group = Group {
         members: Vec::new(),
         leader: None,
+        leader_kind: None,
         brand: None,
         no_staging: None,
     };
     let mut leaders = Vec::new();
-    for item in items {
+    for (pos, item) in items {
+        errors.pos = pos;
         match item {
             Item::Member(spec) => group.members.push(Member::resolve(spec, errors)),
             Item::Leader { key, member } => leaders.push((key, member)),
@@ -114,11 +118,12 @@ pub fn validate(items: Vec<Item>, errors: &mut Errors) -> Group {
         }
     }
     if group.members.is_empty() {
+        errors.pos = 0;
         let msg = "device_group! needs at least one member, as in `device_group!(Cuda, Cpu)`";
         errors.at(Span::call_site(), msg);
     }
     check_duplicates(&group.members, errors);
-    group.leader = check_leaders(&group.members, leaders, errors);
+    (group.leader, group.leader_kind) = check_leaders(&group.members, leaders, errors);
     if group.no_staging.is_some() {
         check_no_staging(&group.members, errors);
     }
@@ -157,6 +162,7 @@ fn resolve_kind(name: &Ident, errors: &mut Errors) -> (Option<Kind>, bool) {
 /// Reports every member naming a device an earlier member names.
 fn check_duplicates(members: &[Member], errors: &mut Errors) {
     for (i, m) in members.iter().enumerate() {
+        errors.pos = m.spec.pos;
         let Some(device) = m.device() else { continue };
         let Some(first) = members[..i].iter().position(|e| e.device() == Some(device)) else {
             continue;
@@ -178,22 +184,30 @@ fn check_duplicates(members: &[Member], errors: &mut Errors) {
     }
 }
 
-/// Checks the `leader = ...` options: at most one, naming a member. The leader's position.
+/// Checks the `leader = ...` options: at most one, naming a member. The leader's position and
+/// kind.
 fn check_leaders(
     members: &[Member],
     leaders: Vec<(Ident, MemberSpec)>,
     errors: &mut Errors,
-) -> Option<usize> {
+) -> (Option<usize>, Option<Kind>) {
     let mut leaders = leaders.into_iter();
-    let (_, spec) = leaders.next()?;
-    for (key, _) in leaders {
-        let msg = "the leader is given twice: a group has one leader";
-        errors.spanned(&key, msg);
+    let Some((_, spec)) = leaders.next() else {
+        return (None, None);
+    };
+    for (key, second) in leaders {
+        errors.pos = second.pos;
+        errors.spanned(&key, "the leader is given twice: a group has one leader");
     }
+    errors.pos = spec.pos;
     let leader = Member::resolve(spec, errors);
-    let device = leader.device()?;
-    let found = members.iter().position(|m| m.device() == Some(device));
-    if found.is_none() && members.iter().all(|m| m.device().is_some()) {
+    let Some((kind, ordinal)) = leader.device() else {
+        return (None, leader.kind);
+    };
+    let found = members.iter().position(|m| m.device() == Some((kind, ordinal)));
+    // A member whose kind or ordinal did not parse might be the leader: say nothing more then.
+    let maybe = |m: &Member| m.kind.is_none() || (m.kind == Some(kind) && !m.ordinal_ok);
+    if found.is_none() && !members.iter().any(maybe) {
         let list: Vec<String> = members.iter().map(|m| format!("`{}`", m.display())).collect();
         let msg = format!(
             "leader `{}` is not a member of this group; its members are {}",
@@ -202,7 +216,7 @@ fn check_leaders(
         );
         errors.spanned(&leader.spec, msg);
     }
-    found
+    (found, Some(kind))
 }
 
 /// Reports the first member that makes a `no_staging` group mix CUDA and Vulkan.
@@ -212,6 +226,7 @@ fn check_no_staging(members: &[Member], errors: &mut Errors) {
         match (seen, m.kind) {
             (None, Some(Kind::Cuda | Kind::Vulkan)) => seen = Some(m),
             (Some(first), Some(k @ (Kind::Cuda | Kind::Vulkan))) if first.kind != Some(k) => {
+                errors.pos = m.spec.pos;
                 let msg = format!(
                     "`{}` cannot join `{}` in a `no_staging` group: a hop between Cuda and Vulkan \
                      devices is staged through the host; keep the group to one GPU vendor, or drop `no_staging`",

@@ -33,6 +33,16 @@ pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use exec::realize;
 pub use graph::{BinaryOp, Op, ReduceKind, Scale, Shape, Tensor};
-/// Builds a typed device group: see [`typed`].
+/// See [`typed`] for the typed group this makes.
+///
+/// ```
+/// use collectives::{ReduceOp, device_group};
+/// let group = device_group!(Cpu(0), Cpu(1), leader = Cpu(1))?;
+/// let (a, b) = group.members();
+/// let shards = (a.tensor(vec![1i32, 2], [2])?, b.tensor(vec![3i32, 4], [2])?);
+/// let sum = group.reduce(shards, ReduceOp::Sum)?; // on the leader, cpu:1
+/// assert_eq!((sum.device(), sum.to_vec::<i32>()?), (b.device(), vec![4, 6]));
+/// # Ok::<(), collectives::Error>(())
+/// ```
 pub use collectives_macros::device_group;
 pub use typed::{Group, Shard};

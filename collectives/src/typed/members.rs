@@ -41,7 +41,7 @@ impl<M: Members> NoStaging for M where M::Gpus: SingleVendor {}
 /// result of the typed collectives.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not one shard per member of a group of `{M}`",
-    label = "expected one shard per member of `{M}`, in member order",
+    label = "expected one shard per member, in member order",
     note = "shard i must be a `Shard` of member i's kind, e.g. `(Shard<Cuda>, Shard<Cpu>)` for a group of `(Cuda, Cpu)`; an array `[Shard<K>; N]` fits a group of N `K` members",
     note = "shards of a group made with `brand = X` are `Shard<K, X>` and fit only groups branded `X`"
 )]
@@ -58,7 +58,7 @@ pub trait ShardsOf<M: Members, B>: sealed::Shards + Sized {
 /// and result of the coalesced collectives.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not one bucket of shards per member of a group of `{M}`",
-    label = "expected one `Vec<Shard<Kind>>` per member of `{M}`, in member order",
+    label = "expected one `Vec<Shard<Kind>>` per member, in member order",
     note = "bucket i must be a `Vec` of `Shard`s of member i's kind, e.g. `(Vec<Shard<Cuda>>, Vec<Shard<Cpu>>)` for a group of `(Cuda, Cpu)`"
 )]
 pub trait BucketsOf<M: Members, B>: sealed::Buckets + Sized {
