@@ -54,6 +54,36 @@ pub trait ShardsOf<M: Members, B>: sealed::Shards + Sized {
     fn from_tensors(tensors: Vec<Tensor>) -> Result<Self>;
 }
 
+/// A shard of a member of kind `K` in a group branded `B`: `Shard<K, B>` and nothing else. The
+/// typed collectives check each position of their argument with it, so a wrong kind is reported
+/// at the shard that has it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not fit here: this member of the group takes a `Shard<{K}, {B}>`",
+    label = "wrong kind, or another group's brand, for this member",
+    note = "shard i must be a `Shard<K>` of member i's kind `K`, in member order; a group made with `brand = X` takes only `Shard<K, X>`"
+)]
+pub trait ShardOf<K: DeviceKind, B>: sealed::Shard + Sized {
+    /// The shard's tensor.
+    fn as_tensor(&self) -> &Tensor;
+
+    /// `t` as this shard type. Errors if `t` is not on a device of kind `K`.
+    #[doc(hidden)]
+    fn from_tensor(t: Tensor) -> Result<Self>;
+}
+
+impl<K: DeviceKind, B> sealed::Shard for Shard<K, B> {}
+
+impl<K: DeviceKind, B> ShardOf<K, B> for Shard<K, B> {
+    fn as_tensor(&self) -> &Tensor {
+        self.tensor()
+    }
+
+    fn from_tensor(t: Tensor) -> Result<Self> {
+        check_kind::<K>("typed group", t.device())?;
+        Ok(Shard::unchecked(t))
+    }
+}
+
 /// One bucket (a `Vec` of shards) per member of a group of `M`, in member order: the argument
 /// and result of the coalesced collectives.
 #[diagnostic::on_unimplemented(
@@ -71,37 +101,33 @@ pub trait BucketsOf<M: Members, B>: sealed::Buckets + Sized {
 }
 
 /// The next tensor of `it` as a shard of member `index`, of kind `K`.
-fn next_shard<K: DeviceKind, B>(
+fn next_shard<K: DeviceKind, B, S: ShardOf<K, B>>(
     it: &mut impl Iterator<Item = Tensor>,
     index: usize,
     len: usize,
-) -> Result<Shard<K, B>> {
+) -> Result<S> {
     let t = it.next().ok_or(Error::ShardCount {
         op: "typed group",
         got: index,
         size: len,
         need: "give one shard per member",
     })?;
-    check_kind::<K>("typed group", t.device())?;
-    Ok(Shard::unchecked(t))
+    S::from_tensor(t)
 }
 
 /// The next bucket of `it` as shards of member `index`, of kind `K`.
-fn next_bucket<K: DeviceKind, B>(
+fn next_bucket<K: DeviceKind, B, S: ShardOf<K, B>>(
     it: &mut impl Iterator<Item = Vec<Tensor>>,
     index: usize,
     len: usize,
-) -> Result<Vec<Shard<K, B>>> {
+) -> Result<Vec<S>> {
     let bucket = it.next().ok_or(Error::ShardCount {
         op: "typed group",
         got: index,
         size: len,
         need: "give one bucket per member",
     })?;
-    let mut ts = bucket.into_iter();
-    (0..ts.len())
-        .map(|_| next_shard::<K, B>(&mut ts, index, len))
-        .collect()
+    bucket.into_iter().map(S::from_tensor).collect()
 }
 
 /// The next device of `it` as member `index`, of kind `K`.
@@ -152,7 +178,7 @@ macro_rules! gpus {
 }
 
 macro_rules! members {
-    ($k0:ident $i0:tt $(, $k:ident $i:tt)*) => {
+    ($k0:ident $s0:ident $i0:tt $(, $k:ident $s:ident $i:tt)*) => {
         impl<$k0: DeviceKind $(, $k: DeviceKind)*> sealed::Members for ($k0, $($k,)*) {}
 
         impl<$k0: DeviceKind $(, $k: DeviceKind)*> Members for ($k0, $($k,)*) {
@@ -173,44 +199,45 @@ macro_rules! members {
             }
         }
 
-        impl<B: 'static, $k0: DeviceKind $(, $k: DeviceKind)*> sealed::Shards
-            for (Shard<$k0, B>, $(Shard<$k, B>,)*) {}
+        impl<$s0 $(, $s)*> sealed::Shards for ($s0, $($s,)*) {}
 
-        impl<B: 'static, $k0: DeviceKind $(, $k: DeviceKind)*> ShardsOf<($k0, $($k,)*), B>
-            for (Shard<$k0, B>, $(Shard<$k, B>,)*)
+        impl<B, $k0: DeviceKind, $s0: ShardOf<$k0, B> $(, $k: DeviceKind, $s: ShardOf<$k, B>)*>
+            ShardsOf<($k0, $($k,)*), B> for ($s0, $($s,)*)
         {
             fn tensors(&self) -> Vec<Tensor> {
-                vec![self.$i0.tensor().clone() $(, self.$i.tensor().clone())*]
+                vec![self.$i0.as_tensor().clone() $(, self.$i.as_tensor().clone())*]
             }
 
             fn from_tensors(tensors: Vec<Tensor>) -> Result<Self> {
                 const LEN: usize = count!($k0 $($k)*);
                 check_len(tensors.len(), LEN)?;
                 let it = &mut tensors.into_iter();
-                Ok((next_shard(it, $i0, LEN)?, $(next_shard(it, $i, LEN)?,)*))
+                Ok((
+                    next_shard::<$k0, B, $s0>(it, $i0, LEN)?,
+                    $(next_shard::<$k, B, $s>(it, $i, LEN)?,)*
+                ))
             }
         }
 
-        impl<B: 'static, K: DeviceKind> ShardsOf<(same!($k0, K), $(same!($k, K),)*), B>
-            for [Shard<K, B>; count!($k0 $($k)*)]
+        impl<B, K: DeviceKind, S: ShardOf<K, B>>
+            ShardsOf<(same!($k0, K), $(same!($k, K),)*), B> for [S; count!($k0 $($k)*)]
         {
             fn tensors(&self) -> Vec<Tensor> {
-                self.iter().map(|s| s.tensor().clone()).collect()
+                self.iter().map(|s| s.as_tensor().clone()).collect()
             }
 
             fn from_tensors(tensors: Vec<Tensor>) -> Result<Self> {
                 const LEN: usize = count!($k0 $($k)*);
                 check_len(tensors.len(), LEN)?;
                 let it = &mut tensors.into_iter();
-                Ok([next_shard(it, $i0, LEN)?, $(next_shard(it, $i, LEN)?,)*])
+                Ok([next_shard::<K, B, S>(it, $i0, LEN)?, $(next_shard::<K, B, S>(it, $i, LEN)?,)*])
             }
         }
 
-        impl<B: 'static, $k0: DeviceKind $(, $k: DeviceKind)*> sealed::Buckets
-            for (Vec<Shard<$k0, B>>, $(Vec<Shard<$k, B>>,)*) {}
+        impl<$s0 $(, $s)*> sealed::Buckets for (Vec<$s0>, $(Vec<$s>,)*) {}
 
-        impl<B: 'static, $k0: DeviceKind $(, $k: DeviceKind)*> BucketsOf<($k0, $($k,)*), B>
-            for (Vec<Shard<$k0, B>>, $(Vec<Shard<$k, B>>,)*)
+        impl<B, $k0: DeviceKind, $s0: ShardOf<$k0, B> $(, $k: DeviceKind, $s: ShardOf<$k, B>)*>
+            BucketsOf<($k0, $($k,)*), B> for (Vec<$s0>, $(Vec<$s>,)*)
         {
             fn tensors(&self) -> Vec<Vec<Tensor>> {
                 vec![bucket(&self.$i0) $(, bucket(&self.$i))*]
@@ -220,12 +247,15 @@ macro_rules! members {
                 const LEN: usize = count!($k0 $($k)*);
                 check_len(tensors.len(), LEN)?;
                 let it = &mut tensors.into_iter();
-                Ok((next_bucket(it, $i0, LEN)?, $(next_bucket(it, $i, LEN)?,)*))
+                Ok((
+                    next_bucket::<$k0, B, $s0>(it, $i0, LEN)?,
+                    $(next_bucket::<$k, B, $s>(it, $i, LEN)?,)*
+                ))
             }
         }
 
-        impl<B: 'static, K: DeviceKind> BucketsOf<(same!($k0, K), $(same!($k, K),)*), B>
-            for [Vec<Shard<K, B>>; count!($k0 $($k)*)]
+        impl<B, K: DeviceKind, S: ShardOf<K, B>>
+            BucketsOf<(same!($k0, K), $(same!($k, K),)*), B> for [Vec<S>; count!($k0 $($k)*)]
         {
             fn tensors(&self) -> Vec<Vec<Tensor>> {
                 self.iter().map(|b| bucket(b)).collect()
@@ -235,29 +265,29 @@ macro_rules! members {
                 const LEN: usize = count!($k0 $($k)*);
                 check_len(tensors.len(), LEN)?;
                 let it = &mut tensors.into_iter();
-                Ok([next_bucket(it, $i0, LEN)?, $(next_bucket(it, $i, LEN)?,)*])
+                Ok([next_bucket::<K, B, S>(it, $i0, LEN)?, $(next_bucket::<K, B, S>(it, $i, LEN)?,)*])
             }
         }
     };
 }
 
-impl<K, B, const N: usize> sealed::Shards for [Shard<K, B>; N] {}
-impl<K, B, const N: usize> sealed::Buckets for [Vec<Shard<K, B>>; N] {}
+impl<S, const N: usize> sealed::Shards for [S; N] {}
+impl<S, const N: usize> sealed::Buckets for [Vec<S>; N] {}
 
 /// A bucket's tensors.
-fn bucket<K: DeviceKind, B>(shards: &[Shard<K, B>]) -> Vec<Tensor> {
-    shards.iter().map(|s| s.tensor().clone()).collect()
+fn bucket<K: DeviceKind, B, S: ShardOf<K, B>>(shards: &[S]) -> Vec<Tensor> {
+    shards.iter().map(|s| s.as_tensor().clone()).collect()
 }
 
-members!(K0 0);
-members!(K0 0, K1 1);
-members!(K0 0, K1 1, K2 2);
-members!(K0 0, K1 1, K2 2, K3 3);
-members!(K0 0, K1 1, K2 2, K3 3, K4 4);
-members!(K0 0, K1 1, K2 2, K3 3, K4 4, K5 5);
-members!(K0 0, K1 1, K2 2, K3 3, K4 4, K5 5, K6 6);
-members!(K0 0, K1 1, K2 2, K3 3, K4 4, K5 5, K6 6, K7 7);
-members!(K0 0, K1 1, K2 2, K3 3, K4 4, K5 5, K6 6, K7 7, K8 8);
-members!(K0 0, K1 1, K2 2, K3 3, K4 4, K5 5, K6 6, K7 7, K8 8, K9 9);
-members!(K0 0, K1 1, K2 2, K3 3, K4 4, K5 5, K6 6, K7 7, K8 8, K9 9, K10 10);
-members!(K0 0, K1 1, K2 2, K3 3, K4 4, K5 5, K6 6, K7 7, K8 8, K9 9, K10 10, K11 11);
+members!(K0 S0 0);
+members!(K0 S0 0, K1 S1 1);
+members!(K0 S0 0, K1 S1 1, K2 S2 2);
+members!(K0 S0 0, K1 S1 1, K2 S2 2, K3 S3 3);
+members!(K0 S0 0, K1 S1 1, K2 S2 2, K3 S3 3, K4 S4 4);
+members!(K0 S0 0, K1 S1 1, K2 S2 2, K3 S3 3, K4 S4 4, K5 S5 5);
+members!(K0 S0 0, K1 S1 1, K2 S2 2, K3 S3 3, K4 S4 4, K5 S5 5, K6 S6 6);
+members!(K0 S0 0, K1 S1 1, K2 S2 2, K3 S3 3, K4 S4 4, K5 S5 5, K6 S6 6, K7 S7 7);
+members!(K0 S0 0, K1 S1 1, K2 S2 2, K3 S3 3, K4 S4 4, K5 S5 5, K6 S6 6, K7 S7 7, K8 S8 8);
+members!(K0 S0 0, K1 S1 1, K2 S2 2, K3 S3 3, K4 S4 4, K5 S5 5, K6 S6 6, K7 S7 7, K8 S8 8, K9 S9 9);
+members!(K0 S0 0, K1 S1 1, K2 S2 2, K3 S3 3, K4 S4 4, K5 S5 5, K6 S6 6, K7 S7 7, K8 S8 8, K9 S9 9, K10 S10 10);
+members!(K0 S0 0, K1 S1 1, K2 S2 2, K3 S3 3, K4 S4 4, K5 S5 5, K6 S6 6, K7 S7 7, K8 S8 8, K9 S9 9, K10 S10 10, K11 S11 11);

@@ -88,7 +88,7 @@ pub use kind::{
     Cpu, Cuda, CudaAndVulkan, CudaOnly, DeviceKind, GpuSet, HostOnly, SingleVendor, Vulkan,
     VulkanOnly,
 };
-pub use members::{BucketsOf, Members, NoStaging, ShardsOf};
+pub use members::{BucketsOf, Members, NoStaging, ShardOf, ShardsOf};
 pub use route::{Direct, DirectTo, Path, Route, Staged};
 pub use shard::{Member, Shard, Unbranded};
 
@@ -102,6 +102,8 @@ mod sealed {
     pub trait Gpus {}
     /// Sealed [`super::Members`].
     pub trait Members {}
+    /// Sealed [`super::ShardOf`].
+    pub trait Shard {}
     /// Sealed [`super::ShardsOf`].
     pub trait Shards {}
     /// Sealed [`super::BucketsOf`].
