@@ -11,6 +11,7 @@
 //! It asks for `device_group!(Cuda, Vulkan, Cpu)`; where those GPUs are absent it says so and runs
 //! the same model code — generic over the group's kinds — on `device_group!(Cpu(0), Cpu(1), Cpu(2))`.
 
+#[allow(dead_code)] // each example uses some of the shared helpers
 mod model_ops;
 
 use std::process::ExitCode;
@@ -110,7 +111,10 @@ struct Trace {
 }
 
 /// The model code: train on any three-member group, whatever its kinds.
-fn train<K0, K1, K2, L, B>(group: &Group<(K0, K1, K2), L, B>, data: &[(Vec<f64>, Vec<f64>)]) -> Result<Trace>
+fn train<K0, K1, K2, L, B>(
+    group: &Group<(K0, K1, K2), L, B>,
+    data: &[(Vec<f64>, Vec<f64>)],
+) -> Result<Trace>
 where
     K0: DeviceKind,
     K1: DeviceKind,
@@ -125,17 +129,29 @@ where
     );
     let mut losses = Vec::new();
     for step in 0..STEPS {
-        let ((l0, g0), (l1, g1), (l2, g2)) = (r.0.loss_and_grad()?, r.1.loss_and_grad()?, r.2.loss_and_grad()?);
+        let ((l0, g0), (l1, g1), (l2, g2)) = (
+            r.0.loss_and_grad()?,
+            r.1.loss_and_grad()?,
+            r.2.loss_and_grad()?,
+        );
         let (a0, a1, a2) = group.all_reduce((g0, g1, g2), ReduceOp::Avg)?;
         let loss = group.reduce((l0, l1, l2), ReduceOp::Avg)?;
         r = (r.0.update(&a0)?, r.1.update(&a1)?, r.2.update(&a2)?);
         // Realize the new parameters together, so the next step starts from computed buffers.
-        let outs = [r.0.live(), r.1.live(), r.2.live(), vec![loss.tensor().clone()]].concat();
+        let outs = [
+            r.0.live(),
+            r.1.live(),
+            r.2.live(),
+            vec![loss.tensor().clone()],
+        ]
+        .concat();
         collectives::realize(&outs)?;
         losses.push(loss.to_vec::<f32>()?[0] as f64);
         let (p0, p1, p2) = (r.0.params()?, r.1.params()?, r.2.params()?);
         if p0 != p1 || p0 != p2 {
-            return Err(mismatch(format!("step {step}: replicas differ: {p0:?} {p1:?} {p2:?}")));
+            return Err(mismatch(format!(
+                "step {step}: replicas differ: {p0:?} {p1:?} {p2:?}"
+            )));
         }
     }
     let params = r.0.params()?.iter().map(|&p| p as f64).collect();
@@ -167,7 +183,10 @@ fn train_f64(data: &[(Vec<f64>, Vec<f64>)]) -> Trace {
 }
 
 fn mismatch(msg: String) -> Error {
-    Error::InvalidArgument { what: "data_parallel check", msg }
+    Error::InvalidArgument {
+        what: "data_parallel check",
+        msg,
+    }
 }
 
 fn run<K0, K1, K2, L, B>(group: &Group<(K0, K1, K2), L, B>) -> Result<()>
@@ -188,13 +207,18 @@ where
     }
     let f32s: Vec<f32> = got.params.iter().map(|&p| p as f32).collect();
     let (loss_err, param_err) = (
-        max_rel_err(&got.losses.iter().map(|&l| l as f32).collect::<Vec<_>>(), &want.losses),
+        max_rel_err(
+            &got.losses.iter().map(|&l| l as f32).collect::<Vec<_>>(),
+            &want.losses,
+        ),
         max_rel_err(&f32s, &want.params),
     );
     println!("params {f32s:?} (true w {TRUE_W:?}, b {TRUE_B})");
     println!("max relative error vs f64: loss {loss_err:.2e}, params {param_err:.2e}");
     if loss_err > 1e-4 || param_err > 1e-4 {
-        return Err(mismatch(format!("loss error {loss_err:e}, param error {param_err:e}")));
+        return Err(mismatch(format!(
+            "loss error {loss_err:e}, param error {param_err:e}"
+        )));
     }
     let decreasing = got.losses.windows(2).all(|w| w[1] <= w[0]);
     if !decreasing || got.losses[STEPS - 1] > got.losses[0] / 10.0 {

@@ -12,6 +12,7 @@
 //! It asks for `device_group!(Cuda, Vulkan, Cpu)`; where those GPUs are absent it says so and runs
 //! the same model code on `device_group!(Cpu(0), Cpu(1), Cpu(2))`.
 
+#[allow(dead_code)] // each example uses some of the shared helpers
 mod model_ops;
 
 use std::process::ExitCode;
@@ -37,9 +38,15 @@ struct Weights {
 fn weights() -> Weights {
     let mut rng = StdRng::seed_from_u64(11);
     let mut draw = |n: usize| -> Vec<f64> {
-        (0..n).map(|_| rng.random_range(-1.0f32..1.0) as f64).collect()
+        (0..n)
+            .map(|_| rng.random_range(-1.0f32..1.0) as f64)
+            .collect()
     };
-    Weights { x: draw(BATCH * IN), w1: draw(IN * HIDDEN), w2: draw(HIDDEN * OUT) }
+    Weights {
+        x: draw(BATCH * IN),
+        w1: draw(IN * HIDDEN),
+        w2: draw(HIDDEN * OUT),
+    }
 }
 
 fn f32s(v: &[f64]) -> Vec<f32> {
@@ -55,9 +62,15 @@ fn hidden_slice<K: DeviceKind, B>(x: &Shard<K, B>, w1: &Shard<K, B>) -> Result<S
     })
 }
 
+/// The hidden layer and the output, as each member sees them.
+struct Seen {
+    hs: Vec<Vec<f32>>,
+    ys: Vec<Vec<f32>>,
+}
+
 /// The model code: the sharded MLP on any three-member group. Returns the hidden layer and the
 /// output as every member sees them.
-fn forward<K0, K1, K2, L, B>(group: &Group<(K0, K1, K2), L, B>, w: &Weights) -> Result<(Vec<Vec<f32>>, Vec<Vec<f32>>)>
+fn forward<K0, K1, K2, L, B>(group: &Group<(K0, K1, K2), L, B>, w: &Weights) -> Result<Seen>
 where
     K0: DeviceKind,
     K1: DeviceKind,
@@ -70,7 +83,11 @@ where
     let w2 = group.scatter(&leader.tensor(f32s(&w.w2), [HIDDEN, OUT])?, 0)?; // rows
 
     // Column-parallel: member i computes hidden columns 2i..2i+2; all_gather joins them.
-    let h = (hidden_slice(&x.0, &w1.0)?, hidden_slice(&x.1, &w1.1)?, hidden_slice(&x.2, &w1.2)?);
+    let h = (
+        hidden_slice(&x.0, &w1.0)?,
+        hidden_slice(&x.1, &w1.1)?,
+        hidden_slice(&x.2, &w1.2)?,
+    );
     let full_h = group.all_gather(h.clone(), 1)?;
 
     // Row-parallel: member i multiplies its hidden columns by its rows of W2; the partial
@@ -85,7 +102,7 @@ where
 
     let hs = vec![full_h.0.to_vec()?, full_h.1.to_vec()?, full_h.2.to_vec()?];
     let ys = vec![y.0.to_vec()?, y.1.to_vec()?, y.2.to_vec()?];
-    Ok((hs, ys))
+    Ok(Seen { hs, ys })
 }
 
 fn run<K0, K1, K2, L, B>(group: &Group<(K0, K1, K2), L, B>) -> Result<()>
@@ -97,16 +114,28 @@ where
 {
     print!("{group}");
     let w = weights();
-    let (hs, ys) = forward(group, &w)?;
-    let want_h: Vec<f64> = matmul_f64(&w.x, &w.w1, BATCH, IN, HIDDEN).iter().map(|&v| v.max(0.0)).collect();
+    let Seen { hs, ys } = forward(group, &w)?;
+    let want_h: Vec<f64> = matmul_f64(&w.x, &w.w1, BATCH, IN, HIDDEN)
+        .iter()
+        .map(|&v| v.max(0.0))
+        .collect();
     let want_y = matmul_f64(&want_h, &w.w2, BATCH, HIDDEN, OUT);
-    let h_err = hs.iter().map(|h| max_rel_err(h, &want_h)).fold(0.0, f64::max);
-    let y_err = ys.iter().map(|y| max_rel_err(y, &want_y)).fold(0.0, f64::max);
+    let h_err = hs
+        .iter()
+        .map(|h| max_rel_err(h, &want_h))
+        .fold(0.0, f64::max);
+    let y_err = ys
+        .iter()
+        .map(|y| max_rel_err(y, &want_y))
+        .fold(0.0, f64::max);
     println!("y[0] = {:?} (f64 host {:?})", &ys[0][..OUT], &want_y[..OUT]);
     println!("max relative error vs f64 on every member: hidden {h_err:.2e}, output {y_err:.2e}");
     if h_err > 1e-5 || y_err > 1e-5 {
         let msg = format!("hidden error {h_err:e}, output error {y_err:e}");
-        return Err(Error::InvalidArgument { what: "tensor_parallel check", msg });
+        return Err(Error::InvalidArgument {
+            what: "tensor_parallel check",
+            msg,
+        });
     }
     println!("OK: column- and row-parallel layers match the f64 host matmul on every member");
     Ok(())

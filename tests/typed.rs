@@ -37,7 +37,10 @@ impl Inputs {
         Inputs { dtype, shape, vals }
     }
 
-    fn shards<M: Members, L: DeviceKind>(&self, g: &Group<M, L>) -> M::Shards<collectives::typed::Unbranded> {
+    fn shards<M: Members, L: DeviceKind>(
+        &self,
+        g: &Group<M, L>,
+    ) -> M::Shards<collectives::typed::Unbranded> {
         g.make_shards(|i, d| Ok(tensor(self.dtype, &self.vals[i], self.shape.clone(), d)))
             .expect("shards")
     }
@@ -93,7 +96,11 @@ fn reductions<M: Members, L: DeviceKind>(g: &Group<M, L>, rng: &mut StdRng, ctx:
     let rt = g.runtime();
     for dtype in DTYPES {
         for op in OPS {
-            let range = if op == ReduceOp::Prod { Range::Product } else { Range::General };
+            let range = if op == ReduceOp::Prod {
+                Range::Product
+            } else {
+                Range::General
+            };
             let inp = Inputs::new(dtype, g.size(), range, rng);
             let (want, tol) = reference(&inp, op);
             let ctx = format!("{ctx} {dtype} {op}");
@@ -115,7 +122,12 @@ fn reductions<M: Members, L: DeviceKind>(g: &Group<M, L>, rng: &mut StdRng, ctx:
             let runtime = rt.reduce_scatter(&tensors, op, 0).unwrap();
             let parts = same(&typed, &runtime, &format!("{ctx} reduce_scatter"));
             let got: Vec<f64> = parts.concat();
-            check_all(&got, &want, |i| tol[i], &format!("{ctx} reduce_scatter vs f64"));
+            check_all(
+                &got,
+                &want,
+                |i| tol[i],
+                &format!("{ctx} reduce_scatter vs f64"),
+            );
         }
     }
 }
@@ -131,7 +143,12 @@ fn movements<M: Members, L: DeviceKind>(g: &Group<M, L>, rng: &mut StdRng, ctx: 
         let typed = g.all_gather(inp.shards(g), 0).unwrap().tensors();
         let runtime = rt.all_gather(&tensors, 0).unwrap();
         for got in same(&typed, &runtime, &format!("{ctx} all_gather")) {
-            check_all(&got, &joined, |_| 0.0, &format!("{ctx} all_gather vs input"));
+            check_all(
+                &got,
+                &joined,
+                |_| 0.0,
+                &format!("{ctx} all_gather vs input"),
+            );
         }
 
         let typed = g.gather(inp.shards(g), 0).unwrap().into_tensor();
@@ -139,17 +156,30 @@ fn movements<M: Members, L: DeviceKind>(g: &Group<M, L>, rng: &mut StdRng, ctx: 
         let got = same(&[typed], &[runtime], &format!("{ctx} gather"));
         check_all(&got[0], &joined, |_| 0.0, &format!("{ctx} gather vs input"));
 
-        let root = g.leader().shard(tensors[rt.leader_index()].clone()).unwrap();
+        let root = g
+            .leader()
+            .shard(tensors[rt.leader_index()].clone())
+            .unwrap();
         let typed = g.broadcast(&root).unwrap().tensors();
         let runtime = rt.broadcast(root.tensor()).unwrap();
         for got in same(&typed, &runtime, &format!("{ctx} broadcast")) {
-            check_all(&got, &inp.vals[rt.leader_index()], |_| 0.0, &format!("{ctx} broadcast"));
+            check_all(
+                &got,
+                &inp.vals[rt.leader_index()],
+                |_| 0.0,
+                &format!("{ctx} broadcast"),
+            );
         }
 
         let typed = g.scatter(&root, 0).unwrap().tensors();
         let runtime = rt.scatter(root.tensor(), 0).unwrap();
         let got = same(&typed, &runtime, &format!("{ctx} scatter")).concat();
-        check_all(&got, &inp.vals[rt.leader_index()], |_| 0.0, &format!("{ctx} scatter"));
+        check_all(
+            &got,
+            &inp.vals[rt.leader_index()],
+            |_| 0.0,
+            &format!("{ctx} scatter"),
+        );
 
         let typed = g.all_to_all(inp.shards(g), 0).unwrap().tensors();
         let runtime = rt.all_to_all(&tensors, 0).unwrap();
@@ -203,8 +233,13 @@ fn coalesced_buckets_equal_runtime() {
             .iter()
             .map(|s| {
                 let n = s.iter().product();
-                m.shard(tensor(DType::F32, &random(DType::F32, n, Range::General, rng), s.to_vec(), m.device()))
-                    .unwrap()
+                m.shard(tensor(
+                    DType::F32,
+                    &random(DType::F32, n, Range::General, rng),
+                    s.to_vec(),
+                    m.device(),
+                ))
+                .unwrap()
             })
             .collect()
     };
@@ -214,7 +249,10 @@ fn coalesced_buckets_equal_runtime() {
         .map(|b| b.iter().map(|s| s.tensor().clone()).collect())
         .collect();
     let typed = g.all_reduce_coalesced(buckets, ReduceOp::Avg).unwrap();
-    let runtime = g.runtime().all_reduce_coalesced(&tensors, ReduceOp::Avg).unwrap();
+    let runtime = g
+        .runtime()
+        .all_reduce_coalesced(&tensors, ReduceOp::Avg)
+        .unwrap();
     for (member, (t, r)) in [typed.0, typed.1, typed.2].iter().zip(&runtime).enumerate() {
         let t: Vec<Tensor> = t.iter().map(|s| s.tensor().clone()).collect();
         same(&t, r, &format!("coalesced member {member}"));
@@ -223,15 +261,26 @@ fn coalesced_buckets_equal_runtime() {
             let refs: Vec<&[f64]> = inputs.iter().map(Vec::as_slice).collect();
             let want = ref_reduce(DType::F32, ReduceKind::Sum, Some(Scale::Div(3.0)), &refs);
             let mag = magnitude(&refs);
-            check_all(&values(out), &want, |i| fold_tol(DType::F32, 4, mag[i]), "coalesced vs f64");
+            check_all(
+                &values(out),
+                &want,
+                |i| fold_tol(DType::F32, 4, mag[i]),
+                "coalesced vs f64",
+            );
         }
     }
 }
 
 #[test]
 fn mixed_groups_build_the_runtime_graphs_without_the_gpus() {
-    let devices = [Device::Cuda(0), Device::Cuda(1), Device::Vulkan(0), Device::Cpu(0)];
-    let g: Group<(Cuda, Cuda, Vulkan, Cpu)> = Group::from_devices(&devices, Device::Cuda(0)).unwrap();
+    let devices = [
+        Device::Cuda(0),
+        Device::Cuda(1),
+        Device::Vulkan(0),
+        Device::Cpu(0),
+    ];
+    let g: Group<(Cuda, Cuda, Vulkan, Cpu)> =
+        Group::from_devices(&devices, Device::Cuda(0)).unwrap();
     let rt = DeviceGroup::new(devices.to_vec()).unwrap();
     let shards = g
         .make_shards(|_, d| Tensor::from_vec(vec![1.0f32; 64], [64], d))
@@ -240,9 +289,18 @@ fn mixed_groups_build_the_runtime_graphs_without_the_gpus() {
     let typed = g.all_reduce(shards, ReduceOp::Sum).unwrap().tensors();
     let runtime = rt.all_reduce(&tensors, ReduceOp::Sum).unwrap();
     assert_eq!(Plan::of(&typed), Plan::of(&runtime));
-    let staged = Plan::of(&typed).hops.iter().filter(|h| h.to == Device::Vulkan(0)).count();
+    let staged = Plan::of(&typed)
+        .hops
+        .iter()
+        .filter(|h| h.to == Device::Vulkan(0))
+        .count();
     assert!(staged > 0, "the Vulkan member is reached through the host");
-    assert!(Plan::of(&typed).hops.iter().all(|h| !h.from.needs_staging(h.to)));
+    assert!(
+        Plan::of(&typed)
+            .hops
+            .iter()
+            .all(|h| !h.from.needs_staging(h.to))
+    );
 }
 
 #[test]
@@ -250,12 +308,30 @@ fn absent_gpus_are_errors_never_substitutes() {
     let present = available_devices();
     if !present.contains(&Device::Cuda(0)) {
         let err = device_group!(Cuda, Cpu).unwrap_err();
-        assert!(matches!(err, Error::DeviceUnavailable { device: Device::Cuda(0), .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::DeviceUnavailable {
+                    device: Device::Cuda(0),
+                    ..
+                }
+            ),
+            "{err}"
+        );
         println!("no CUDA device: device_group!(Cuda, Cpu) is {err}");
     }
     if !present.contains(&Device::Vulkan(0)) {
         let err = device_group!(Cpu, Vulkan).unwrap_err();
-        assert!(matches!(err, Error::DeviceUnavailable { device: Device::Vulkan(0), .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::DeviceUnavailable {
+                    device: Device::Vulkan(0),
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 }
 
@@ -265,21 +341,32 @@ fn runtime_checks_back_the_types() {
     let b = device_group!(Cpu(2), Cpu(3)).unwrap();
     // Unbranded groups share shard types; the runtime check still catches a foreign shard.
     let (x, y) = a.members();
-    let shards = (x.tensor(vec![1.0f32], [1]).unwrap(), y.tensor(vec![2.0f32], [1]).unwrap());
+    let shards = (
+        x.tensor(vec![1.0f32], [1]).unwrap(),
+        y.tensor(vec![2.0f32], [1]).unwrap(),
+    );
     let err = b.all_reduce(shards, ReduceOp::Sum).unwrap_err();
     assert!(matches!(err, Error::ShardDevice { index: 0, .. }), "{err}");
-    let err = a.make_shards(|_, _| Tensor::from_vec(vec![1.0f32], [1], Device::Cpu(5))).unwrap_err();
+    let err = a
+        .make_shards(|_, _| Tensor::from_vec(vec![1.0f32], [1], Device::Cpu(5)))
+        .unwrap_err();
     assert!(matches!(err, Error::ShardDevice { .. }), "{err}");
     let on_cpu = Tensor::from_vec(vec![1.0f32], [1], Device::Cpu(0)).unwrap();
-    assert!(matches!(Shard::<Cuda>::new(on_cpu.clone()), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        Shard::<Cuda>::new(on_cpu.clone()),
+        Err(Error::InvalidArgument { .. })
+    ));
     assert!(Shard::<Cpu>::new(on_cpu).is_ok());
-    let wrong_kind = Group::<(Cpu, Cuda)>::from_devices(&[Device::Cpu(0), Device::Cpu(1)], Device::Cpu(0));
+    let wrong_kind =
+        Group::<(Cpu, Cuda)>::from_devices(&[Device::Cpu(0), Device::Cpu(1)], Device::Cpu(0));
     assert!(matches!(wrong_kind, Err(Error::InvalidArgument { .. })));
     let wrong_count = Group::<(Cpu, Cpu)>::from_devices(&[Device::Cpu(0)], Device::Cpu(0));
     assert!(matches!(wrong_count, Err(Error::ShardCount { .. })));
-    let twice = Group::<(Cpu, Cpu)>::from_devices(&[Device::Cpu(0), Device::Cpu(0)], Device::Cpu(0));
+    let twice =
+        Group::<(Cpu, Cpu)>::from_devices(&[Device::Cpu(0), Device::Cpu(0)], Device::Cpu(0));
     assert!(matches!(twice, Err(Error::DuplicateDevice { .. })));
-    let outsider = Group::<(Cpu, Cpu)>::from_devices(&[Device::Cpu(0), Device::Cpu(1)], Device::Cpu(7));
+    let outsider =
+        Group::<(Cpu, Cpu)>::from_devices(&[Device::Cpu(0), Device::Cpu(1)], Device::Cpu(7));
     assert!(matches!(outsider, Err(Error::LeaderNotMember { .. })));
 }
 
@@ -287,7 +374,10 @@ fn runtime_checks_back_the_types() {
 fn gpu_group<K: DeviceKind>(label: &str, required: bool) {
     let device = K::device(0);
     if !available_devices().contains(&device) {
-        assert!(!required, "{label} is required (REQUIRE_*=1) but {device} is absent");
+        assert!(
+            !required,
+            "{label} is required (REQUIRE_*=1) but {device} is absent"
+        );
         println!("skipped: no {device} on this machine");
         return;
     }

@@ -144,7 +144,9 @@ fn parse_option(name: Ident, input: ParseStream, errors: &mut Errors) -> syn::Re
                 Some(near) => format!("; did you mean `{near}`?"),
                 None => String::new(),
             };
-            let msg = format!("unknown option `{other}`{hint} (options: `leader = ...`, `brand = ...`, `no_staging`)");
+            let msg = format!(
+                "unknown option `{other}`{hint} (options: `leader = ...`, `brand = ...`, `no_staging`)"
+            );
             errors.spanned(&name, msg);
             let _: TokenStream = input.parse()?;
             Ok(None)
@@ -153,7 +155,11 @@ fn parse_option(name: Ident, input: ParseStream, errors: &mut Errors) -> syn::Re
 }
 
 /// A member whose kind name is parsed: the optional `(ordinal)`.
-fn parse_member_rest(kind: Ident, input: ParseStream, errors: &mut Errors) -> syn::Result<MemberSpec> {
+fn parse_member_rest(
+    kind: Ident,
+    input: ParseStream,
+    errors: &mut Errors,
+) -> syn::Result<MemberSpec> {
     let parens = if input.peek(syn::token::Paren) {
         Some(input.parse::<Group>()?)
     } else {
@@ -191,7 +197,10 @@ fn ordinal(kind: &Ident, parens: &Group, errors: &mut Errors) -> Option<u32> {
             None
         }
         _ => {
-            errors.spanned(inner.clone(), non_integer(&quote!(#inner).to_string(), kind));
+            errors.spanned(
+                inner.clone(),
+                non_integer(&quote!(#inner).to_string(), kind),
+            );
             None
         }
     }
@@ -204,7 +213,10 @@ fn integer(lit: syn::Lit, kind: &Ident, errors: &mut Errors) -> Option<u32> {
         return None;
     };
     if !matches!(int.suffix(), "" | "u32" | "usize") {
-        let msg = format!("ordinal `{int}` has a `{}` suffix: write a plain integer, like `{kind}(1)`", int.suffix());
+        let msg = format!(
+            "ordinal `{int}` has a `{}` suffix: write a plain integer, like `{kind}(1)`",
+            int.suffix()
+        );
         errors.spanned(int, msg);
         return None;
     }

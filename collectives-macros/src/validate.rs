@@ -112,9 +112,13 @@ pub fn validate(items: Vec<(usize, Item)>, errors: &mut Errors) -> Group {
             Item::Member(spec) => group.members.push(Member::resolve(spec, errors)),
             Item::Leader { key, member } => leaders.push((key, member)),
             Item::Brand { key, ty } => once(&mut group.brand, ty, &key, "the brand", errors),
-            Item::NoStaging(key) => {
-                once(&mut group.no_staging, key.clone(), &key, "`no_staging`", errors)
-            }
+            Item::NoStaging(key) => once(
+                &mut group.no_staging,
+                key.clone(),
+                &key,
+                "`no_staging`",
+                errors,
+            ),
         }
     }
     if group.members.is_empty() {
@@ -149,7 +153,10 @@ fn resolve_kind(name: &Ident, errors: &mut Errors) -> (Option<Kind>, bool) {
     let msg = if written.eq_ignore_ascii_case("gpu") {
         format!("`{written}` is not a device kind: name the GPU's API, `Cuda` or `Vulkan`")
     } else if let Some(kind) = near {
-        format!("unknown device kind `{written}`; did you mean `{}`?", kind.name())
+        format!(
+            "unknown device kind `{written}`; did you mean `{}`?",
+            kind.name()
+        )
     } else if let Some(flag) = closest(&written, FLAG_OPTIONS) {
         format!("unknown device kind `{written}`; did you mean the option `{flag}`?")
     } else {
@@ -204,11 +211,16 @@ fn check_leaders(
     let Some((kind, ordinal)) = leader.device() else {
         return (None, leader.kind);
     };
-    let found = members.iter().position(|m| m.device() == Some((kind, ordinal)));
+    let found = members
+        .iter()
+        .position(|m| m.device() == Some((kind, ordinal)));
     // A member whose kind or ordinal did not parse might be the leader: say nothing more then.
     let maybe = |m: &Member| m.kind.is_none() || (m.kind == Some(kind) && !m.ordinal_ok);
     if found.is_none() && !members.iter().any(maybe) {
-        let list: Vec<String> = members.iter().map(|m| format!("`{}`", m.display())).collect();
+        let list: Vec<String> = members
+            .iter()
+            .map(|m| format!("`{}`", m.display()))
+            .collect();
         let msg = format!(
             "leader `{}` is not a member of this group; its members are {}",
             leader.display(),

@@ -27,12 +27,6 @@ pub mod graph;
 pub mod typed;
 
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
-pub use comm::{Communicator, IdentityComm};
-pub use device::{Device, DeviceKind, available_devices, parse_devices};
-pub use dtype::{DType, Element};
-pub use error::{Error, Result};
-pub use exec::realize;
-pub use graph::{BinaryOp, Op, ReduceKind, Scale, Shape, Tensor};
 /// See [`typed`] for the typed group this makes.
 ///
 /// ```
@@ -45,4 +39,10 @@ pub use graph::{BinaryOp, Op, ReduceKind, Scale, Shape, Tensor};
 /// # Ok::<(), collectives::Error>(())
 /// ```
 pub use collectives_macros::device_group;
+pub use comm::{Communicator, IdentityComm};
+pub use device::{Device, DeviceKind, available_devices, parse_devices};
+pub use dtype::{DType, Element};
+pub use error::{Error, Result};
+pub use exec::realize;
+pub use graph::{BinaryOp, Op, ReduceKind, Scale, Shape, Tensor};
 pub use typed::{Group, Shard};

@@ -85,7 +85,12 @@ impl<M: Members, L: DeviceKind, B: 'static> Group<M, L, B> {
 
     /// What a collective of `kind` on shards of `shape` and `dtype` will do, before it runs (as
     /// [`crate::DeviceGroup::plan`]).
-    pub fn plan(&self, kind: CollectiveKind, shape: impl Into<Shape>, dtype: DType) -> Result<Plan> {
+    pub fn plan(
+        &self,
+        kind: CollectiveKind,
+        shape: impl Into<Shape>,
+        dtype: DType,
+    ) -> Result<Plan> {
         self.runtime().plan(kind, shape, dtype)
     }
 }

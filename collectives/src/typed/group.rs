@@ -20,8 +20,12 @@ use crate::graph::Tensor;
 pub struct Group<M: Members, L: DeviceKind = <M as Members>::First, B: 'static = Unbranded> {
     inner: DeviceGroup,
     members: M::Handles<B>,
-    _types: PhantomData<fn() -> (M, L, B)>,
+    _types: Types<M, L, B>,
 }
+
+/// The group's type parameters, held without owning values of them (so `Send` and `Sync`
+/// whatever they are).
+type Types<M, L, B> = PhantomData<fn() -> (M, L, B)>;
 
 impl<M: Members, L: DeviceKind, B: 'static> Group<M, L, B> {
     /// The group of `devices` (one per member, each of its member's kind) led by `leader`,

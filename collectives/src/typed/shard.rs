@@ -47,7 +47,11 @@ impl<K: DeviceKind, B> Member<K, B> {
 
     /// A shard holding `data` with `shape` on this member (as [`Tensor::from_vec`]).
     pub fn tensor<T: Element>(self, data: Vec<T>, shape: impl Into<Shape>) -> Result<Shard<K, B>> {
-        Ok(Shard::unchecked(Tensor::from_vec(data, shape, self.device)?))
+        Ok(Shard::unchecked(Tensor::from_vec(
+            data,
+            shape,
+            self.device,
+        )?))
     }
 
     /// `t` as a shard of this member. Errors with [`Error::DeviceMismatch`] if `t` lives on
