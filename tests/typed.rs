@@ -397,3 +397,27 @@ fn typed_equals_runtime_on_vulkan_where_present() {
 fn typed_equals_runtime_on_cuda_where_present() {
     gpu_group::<Cuda>("cuda", collectives_tests::cuda_required());
 }
+
+#[test]
+fn no_staging_groups_hop_only_between_members() {
+    fn check<M: collectives::typed::NoStaging>(devices: &[Device]) {
+        let g: Group<M> = Group::from_devices(devices, devices[0]).unwrap();
+        let shards = g
+            .make_shards(|_, d| Tensor::from_vec(vec![1.0f32; 64], [64], d))
+            .unwrap();
+        for algorithm in [Algorithm::Star, Algorithm::Ring] {
+            let out = g
+                .using(algorithm)
+                .all_reduce(shards.clone(), ReduceOp::Sum)
+                .unwrap();
+            for hop in Plan::of(&out.tensors()).hops {
+                assert!(
+                    devices.contains(&hop.from) && devices.contains(&hop.to),
+                    "{hop:?}"
+                );
+            }
+        }
+    }
+    check::<(Cuda, Cuda, Cpu)>(&[Device::Cuda(0), Device::Cuda(1), Device::Cpu(1)]);
+    check::<(Vulkan, Vulkan, Cpu)>(&[Device::Vulkan(0), Device::Vulkan(1), Device::Cpu(2)]);
+}

@@ -20,7 +20,7 @@ pub trait Members: sealed::Members + Sized + Send + Sync + 'static {
     /// The GPU vendors among the members.
     type Gpus: GpuSet;
     /// One shard per member, as a tuple: `(Shard<K0, B>, Shard<K1, B>, ...)`.
-    type Shards<B: 'static>: ShardsOf<Self, B>;
+    type Shards<B: 'static>: ShardsOf<Self, B> + Clone;
     /// One typed device per member, as a tuple: `(Member<K0, B>, Member<K1, B>, ...)`.
     type Handles<B: 'static>: Copy;
 
