@@ -13,6 +13,9 @@
 //! ```
 #![warn(missing_docs)]
 
+// `device_group!` expands to `::collectives::...` paths; this makes them resolve inside the crate too.
+extern crate self as collectives;
+
 mod backend;
 pub mod collective;
 pub mod comm;
@@ -21,12 +24,26 @@ pub mod dtype;
 mod error;
 pub mod exec;
 pub mod graph;
+pub mod typed;
 
 pub use backend::HOST_POOL_ENV;
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
+/// See [`typed`] for the typed group this makes.
+///
+/// ```
+/// use collectives::{ReduceOp, device_group};
+/// let group = device_group!(Cpu(0), Cpu(1), leader = Cpu(1))?;
+/// let (a, b) = group.members();
+/// let shards = (a.tensor(vec![1i32, 2], [2])?, b.tensor(vec![3i32, 4], [2])?);
+/// let sum = group.reduce(shards, ReduceOp::Sum)?; // on the leader, cpu:1
+/// assert_eq!((sum.device(), sum.to_vec::<i32>()?), (b.device(), vec![4, 6]));
+/// # Ok::<(), collectives::Error>(())
+/// ```
+pub use collectives_macros::device_group;
 pub use comm::{Communicator, IdentityComm};
 pub use device::{Device, DeviceKind, available_devices, parse_devices};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use exec::realize;
 pub use graph::{BinaryOp, Op, ReduceKind, Scale, Shape, Tensor};
+pub use typed::{Group, Shard};
