@@ -22,7 +22,9 @@ fn host_to_device_and_back_every_dtype() {
             for n in lengths(dtype) {
                 let seed = fresh_seed();
                 let x = random(dtype, n, Range::General, &mut rng(seed));
-                let on_dev = tensor(dtype, &x, [n], Device::Cpu(1)).copy_to_device(dev).unwrap();
+                let on_dev = tensor(dtype, &x, [n], Device::Cpu(1))
+                    .copy_to_device(dev)
+                    .unwrap();
                 let back = on_dev.copy_to_device(Device::Cpu(2)).unwrap();
                 let ctx = format!("cpu:1 -> {dev} -> cpu:2 {dtype} n={n} seed {seed}");
                 check_all(&values(&back), &x, |_| 0.0, &ctx);
@@ -44,7 +46,9 @@ fn within_one_device() {
 
 #[test]
 fn peer_copies_every_dtype() {
-    let Some((d0, d1)) = two_cuda_devices() else { return };
+    let Some((d0, d1)) = two_cuda_devices() else {
+        return;
+    };
     for dtype in DType::ALL {
         for n in lengths(dtype) {
             let seed = fresh_seed();
@@ -63,15 +67,24 @@ fn peer_copies_every_dtype() {
 /// realize, dependencies as events only. Compared exactly with the same graph on CPU devices.
 #[test]
 fn chains_across_devices() {
-    let Some((d0, d1)) = two_cuda_devices() else { return };
+    let Some((d0, d1)) = two_cuda_devices() else {
+        return;
+    };
     let n = (1 << 21) + 11;
     for dtype in [DType::F32, DType::BF16, DType::I64, DType::U8] {
         let seed = fresh_seed();
         let mut r = rng(seed);
-        let (x, y) = (random(dtype, n, Range::General, &mut r), random(dtype, n, Range::General, &mut r));
+        let (x, y) = (
+            random(dtype, n, Range::General, &mut r),
+            random(dtype, n, Range::General, &mut r),
+        );
         let graph = |a: Device, b: Device, h: Device| {
             let t = tensor(dtype, &x, [n], a).scale(Scale::Mul(3.0)).unwrap();
-            let u = t.copy_to_device(b).unwrap().add(&tensor(dtype, &y, [n], b)).unwrap();
+            let u = t
+                .copy_to_device(b)
+                .unwrap()
+                .add(&tensor(dtype, &y, [n], b))
+                .unwrap();
             let v = u.copy_to_device(a).unwrap().maximum(&t).unwrap();
             v.copy_to_device(h).unwrap()
         };
@@ -83,9 +96,13 @@ fn chains_across_devices() {
 
 #[test]
 fn moves_keep_values() {
-    let Some((d0, d1)) = two_cuda_devices() else { return };
+    let Some((d0, d1)) = two_cuda_devices() else {
+        return;
+    };
     let x = random(DType::F16, 4097, Range::General, &mut rng(fresh_seed()));
-    let moved = tensor(DType::F16, &x, [4097], d0).move_to_device(d1).unwrap();
+    let moved = tensor(DType::F16, &x, [4097], d0)
+        .move_to_device(d1)
+        .unwrap();
     check_all(&values(&moved), &x, |_| 0.0, "move cuda -> cuda");
     let home = moved.move_to_device(Device::Cpu(0)).unwrap();
     check_all(&values(&home), &x, |_| 0.0, "move cuda -> cpu");
@@ -114,7 +131,11 @@ fn bandwidth_figures() {
     on_dev.realize().unwrap();
     let h2d = best_of_3(|| host.copy_to_device(d0).unwrap());
     let d2h = best_of_3(|| on_dev.copy_to_device(Device::Cpu(1)).unwrap());
-    println!("figure: htod (pageable, staged) {:.1} GB/s; dtoh (pinned) {:.1} GB/s", gb / h2d, gb / d2h);
+    println!(
+        "figure: htod (pageable, staged) {:.1} GB/s; dtoh (pinned) {:.1} GB/s",
+        gb / h2d,
+        gb / d2h
+    );
     if let Some(&d1) = devs.get(1) {
         let peer = best_of_3(|| on_dev.copy_to_device(d1).unwrap());
         println!("figure: peer {d0} -> {d1} {:.1} GB/s", gb / peer);

@@ -24,12 +24,25 @@ fn allocation_beyond_device_memory_is_out_of_memory() {
             }
             other => panic!("{dev}: expected OutOfMemory, got {other:?}"),
         }
-        assert!(!huge.is_realized(), "{dev}: a failed realize caches nothing");
-        assert!(x.to_vec::<u8>().unwrap() == data, "{dev}: the input changed");
+        assert!(
+            !huge.is_realized(),
+            "{dev}: a failed realize caches nothing"
+        );
+        assert!(
+            x.to_vec::<u8>().unwrap() == data,
+            "{dev}: the input changed"
+        );
         // The device still works: a large allocation that fits, and a small kernel.
-        let big = Tensor::concat(&vec![x.clone(); 8], 0).unwrap().narrow(0, 7 * n, n).unwrap();
+        let big = Tensor::concat(&vec![x.clone(); 8], 0)
+            .unwrap()
+            .narrow(0, 7 * n, n)
+            .unwrap();
         assert!(big.to_vec::<u8>().unwrap() == data, "{dev}: after OOM");
-        let y = x.narrow(0, 0, 1024).unwrap().scale(Scale::Mul(2.0)).unwrap();
+        let y = x
+            .narrow(0, 0, 1024)
+            .unwrap()
+            .scale(Scale::Mul(2.0))
+            .unwrap();
         let want: Vec<u8> = data[..1024].iter().map(|v| v.wrapping_mul(2)).collect();
         assert_eq!(y.to_vec::<u8>().unwrap(), want, "{dev}: after OOM");
     }
@@ -42,6 +55,9 @@ fn absent_ordinal_is_unavailable() {
         return;
     }
     let missing = Device::Cuda(devs.len() as u32 + 7);
-    let err = Tensor::from_vec(vec![1f32], [1], missing).unwrap().to_vec::<f32>().unwrap_err();
+    let err = Tensor::from_vec(vec![1f32], [1], missing)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap_err();
     assert!(matches!(err, Error::DeviceUnavailable { .. }), "{err}");
 }

@@ -14,11 +14,16 @@ pub fn cuda_devices() -> Vec<Device> {
     if std::env::var("COLLECTIVES_TEST_CUDA_AS_CPU").is_ok_and(|v| v == "1") {
         return vec![Device::Cpu(5), Device::Cpu(6)];
     }
-    let devs: Vec<Device> =
-        collectives::available_devices().into_iter().filter(|d| d.kind() == DeviceKind::Cuda).collect();
+    let devs: Vec<Device> = collectives::available_devices()
+        .into_iter()
+        .filter(|d| d.kind() == DeviceKind::Cuda)
+        .collect();
     if devs.is_empty() {
-        let probe = Tensor::from_vec(vec![0f32], [1], Device::Cuda(0)).and_then(|t| t.to_vec::<f32>());
-        let why = probe.err().map_or_else(|| "none listed".to_string(), |e| e.to_string());
+        let probe =
+            Tensor::from_vec(vec![0f32], [1], Device::Cuda(0)).and_then(|t| t.to_vec::<f32>());
+        let why = probe
+            .err()
+            .map_or_else(|| "none listed".to_string(), |e| e.to_string());
         assert!(!cuda_required(), "REQUIRE_CUDA=1 but no CUDA device: {why}");
         println!("skipped: no CUDA device ({why})");
     }

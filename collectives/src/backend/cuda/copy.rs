@@ -56,7 +56,11 @@ pub(crate) fn htod(dev: &CudaDevice, src: &Buffer) -> Result<Buffer> {
 /// Device → host device `to`, into pinned memory from the pool.
 pub(crate) fn dtoh(dev: &CudaDevice, src: &Buffer, to: Device) -> Result<Buffer> {
     if !to.is_host() {
-        return Err(Error::driver(dev.device, format!("copy to {to}"), "dtoh needs a host device"));
+        return Err(Error::driver(
+            dev.device,
+            format!("copy to {to}"),
+            "dtoh needs a host device",
+        ));
     }
     let stream = &dev.copy_out;
     let alloc = alloc_of(src, "copy device to host")?;
@@ -93,7 +97,11 @@ pub(crate) fn dtod(dev: &CudaDevice, src: &Buffer, to: Device) -> Result<Buffer>
     match to {
         Device::Cuda(n) if Device::Cuda(n) == dev.device => within(dev, src),
         Device::Cuda(n) => peer(dev, &*device::get(n)?, src),
-        _ => Err(Error::driver(dev.device, format!("copy to {to}"), "dtod needs a CUDA destination")),
+        _ => Err(Error::driver(
+            dev.device,
+            format!("copy to {to}"),
+            "dtod needs a CUDA destination",
+        )),
     }
 }
 
@@ -128,9 +136,17 @@ pub(crate) fn peer(from: &CudaDevice, to: &CudaDevice, src: &Buffer) -> Result<B
         // SAFETY: both allocations hold `bytes`, belong to the named contexts, and stay alive
         // until the copy has run (the source through `note_use`).
         unsafe {
-            driver::peer_async((dst.ptr(), to.ctx.cu_ctx()), (alloc.ptr(), from.ctx.cu_ctx()), bytes, stream.cu_stream())
+            driver::peer_async(
+                (dst.ptr(), to.ctx.cu_ctx()),
+                (alloc.ptr(), from.ctx.cu_ctx()),
+                bytes,
+                stream.cu_stream(),
+            )
         }
-        .map_err(driver::err(to.device, format!("peer copy from {}", from.device)))?;
+        .map_err(driver::err(
+            to.device,
+            format!("peer copy from {}", from.device),
+        ))?;
     }
     let event = record(stream, to.device)?;
     alloc.note_use(stream, &event);

@@ -58,7 +58,10 @@ fn table() -> &'static Table {
 pub(crate) fn get(ordinal: u32) -> Result<Arc<CudaDevice>> {
     let device = Device::Cuda(ordinal);
     if let Err(reason) = driver::driver_status() {
-        return Err(Error::DeviceUnavailable { device, reason: reason.clone() });
+        return Err(Error::DeviceUnavailable {
+            device,
+            reason: reason.clone(),
+        });
     }
     let count = driver::device_count();
     if ordinal >= count {
@@ -88,7 +91,8 @@ impl CudaDevice {
         let total_mem = ctx.total_mem().map_err(e("query device"))?;
         // SAFETY: the device handle is the context's own, and the context is current (new()
         // binds it to this thread).
-        let pool = unsafe { driver::default_pool(ctx.cu_device()) }.map_err(e("configure memory pool"))?;
+        let pool =
+            unsafe { driver::default_pool(ctx.cu_device()) }.map_err(e("configure memory pool"))?;
         Ok(CudaDevice {
             device,
             sms: sms.max(1) as u32,
@@ -108,7 +112,9 @@ impl CudaDevice {
 
     /// Makes the device's context current on the calling thread.
     pub fn bind(&self) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(driver::err(self.device, "bind context"))
+        self.ctx
+            .bind_to_thread()
+            .map_err(driver::err(self.device, "bind context"))
     }
 
     /// `bytes` of device memory, ordered on (and later freed on) `stream`.
@@ -127,9 +133,11 @@ impl CudaDevice {
             Err(e) if driver::is_oom(e) || bytes > self.total_mem => {
                 self.synchronize()?;
                 // SAFETY: the pool is this device's default pool, live for the process.
-                unsafe { driver::trim_pool(self.pool.0) }.map_err(driver::err(self.device, "trim pool"))?;
+                unsafe { driver::trim_pool(self.pool.0) }
+                    .map_err(driver::err(self.device, "trim pool"))?;
                 // SAFETY: as for the first attempt.
-                unsafe { driver::alloc_async(stream.cu_stream(), bytes) }.map_err(|e| self.oom(bytes, e))?
+                unsafe { driver::alloc_async(stream.cu_stream(), bytes) }
+                    .map_err(|e| self.oom(bytes, e))?
             }
             Err(e) => return Err(driver::err(self.device, "allocate device memory")(e)),
         };
@@ -138,8 +146,16 @@ impl CudaDevice {
 
     fn oom(&self, bytes: usize, e: cudarc::driver::DriverError) -> Error {
         if driver::is_oom(e) || bytes > self.total_mem {
-            let detail = format!("{}; the device has {} bytes", driver::describe(e), self.total_mem);
-            return Error::OutOfMemory { device: self.device, bytes, detail };
+            let detail = format!(
+                "{}; the device has {} bytes",
+                driver::describe(e),
+                self.total_mem
+            );
+            return Error::OutOfMemory {
+                device: self.device,
+                bytes,
+                detail,
+            };
         }
         driver::err(self.device, "allocate device memory")(e)
     }
@@ -147,7 +163,8 @@ impl CudaDevice {
     /// Waits for all work queued on the device's streams.
     pub fn synchronize(&self) -> Result<()> {
         for s in [&self.compute, &self.copy_in, &self.copy_out] {
-            s.synchronize().map_err(driver::err(self.device, "synchronize"))?;
+            s.synchronize()
+                .map_err(driver::err(self.device, "synchronize"))?;
         }
         Ok(())
     }
@@ -158,7 +175,9 @@ impl CudaDevice {
             return Ok(f.clone());
         }
         let module = self.module(nvrtc::group_of(name))?;
-        let f = module.load_function(name).map_err(driver::err(self.device, "load kernel"))?;
+        let f = module
+            .load_function(name)
+            .map_err(driver::err(self.device, "load kernel"))?;
         self.functions.lock().insert(name.to_string(), f.clone());
         Ok(f)
     }
@@ -169,7 +188,10 @@ impl CudaDevice {
             return Ok(m.clone());
         }
         let image = nvrtc::image(group, self.arch, self.device)?;
-        let m = self.ctx.load_module(image.to_ptx()).map_err(driver::err(self.device, "load kernels"))?;
+        let m = self
+            .ctx
+            .load_module(image.to_ptx())
+            .map_err(driver::err(self.device, "load kernels"))?;
         modules.insert(group.to_string(), m.clone());
         Ok(m)
     }

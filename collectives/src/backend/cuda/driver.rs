@@ -17,35 +17,84 @@ use crate::error::{Error, Result};
 
 /// Driver entry points the backend (and the parts of cudarc it uses) calls.
 const DRIVER_SYMBOLS: &[&str] = &[
-    "cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetAttribute", "cuDeviceTotalMem_v2",
-    "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent",
-    "cuCtxGetCurrent", "cuCtxSynchronize", "cuStreamCreate", "cuStreamDestroy_v2",
-    "cuStreamSynchronize", "cuStreamWaitEvent", "cuEventCreate", "cuEventRecord", "cuEventQuery",
-    "cuEventSynchronize", "cuEventDestroy_v2", "cuMemAllocAsync", "cuMemFreeAsync",
-    "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemcpyPeerAsync",
-    "cuMemHostAlloc", "cuMemFreeHost", "cuLaunchKernel", "cuModuleLoadData", "cuModuleGetFunction",
-    "cuModuleUnload", "cuDeviceCanAccessPeer", "cuCtxEnablePeerAccess", "cuDeviceGetDefaultMemPool",
-    "cuMemPoolSetAccess", "cuMemPoolSetAttribute", "cuMemPoolTrimTo", "cuGetErrorString",
+    "cuInit",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxSetCurrent",
+    "cuCtxGetCurrent",
+    "cuCtxSynchronize",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventSynchronize",
+    "cuEventDestroy_v2",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemcpyPeerAsync",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuLaunchKernel",
+    "cuModuleLoadData",
+    "cuModuleGetFunction",
+    "cuModuleUnload",
+    "cuDeviceCanAccessPeer",
+    "cuCtxEnablePeerAccess",
+    "cuDeviceGetDefaultMemPool",
+    "cuMemPoolSetAccess",
+    "cuMemPoolSetAttribute",
+    "cuMemPoolTrimTo",
+    "cuGetErrorString",
     "cuGetErrorName",
 ];
 
 /// NVRTC entry points used to compile the kernels.
 const NVRTC_SYMBOLS: &[&str] = &[
-    "nvrtcCreateProgram", "nvrtcCompileProgram", "nvrtcDestroyProgram", "nvrtcGetCUBINSize",
-    "nvrtcGetCUBIN", "nvrtcGetPTXSize", "nvrtcGetPTX", "nvrtcGetProgramLogSize",
+    "nvrtcCreateProgram",
+    "nvrtcCompileProgram",
+    "nvrtcDestroyProgram",
+    "nvrtcGetCUBINSize",
+    "nvrtcGetCUBIN",
+    "nvrtcGetPTXSize",
+    "nvrtcGetPTX",
+    "nvrtcGetProgramLogSize",
     "nvrtcGetProgramLog",
 ];
 
 /// NCCL entry points used by the clique.
 #[allow(dead_code)] // used by `nccl`, which the collectives wire in
 const NCCL_SYMBOLS: &[&str] = &[
-    "ncclCommInitAll", "ncclCommDestroy", "ncclGroupStart", "ncclGroupEnd", "ncclAllReduce",
-    "ncclReduce", "ncclBroadcast", "ncclAllGather", "ncclReduceScatter",
-    "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclGetErrorString",
+    "ncclCommInitAll",
+    "ncclCommDestroy",
+    "ncclGroupStart",
+    "ncclGroupEnd",
+    "ncclAllReduce",
+    "ncclReduce",
+    "ncclBroadcast",
+    "ncclAllGather",
+    "ncclReduceScatter",
+    "ncclRedOpCreatePreMulSum",
+    "ncclRedOpDestroy",
+    "ncclGetErrorString",
 ];
 
 /// `Ok` when a library loads (`present`) and `has` finds every symbol of `names`, else why not.
-fn check(lib: &str, present: bool, has: impl Fn(&str) -> bool, names: &[&str]) -> Result<(), String> {
+fn check(
+    lib: &str,
+    present: bool,
+    has: impl Fn(&str) -> bool,
+    names: &[&str],
+) -> Result<(), String> {
     if !present {
         return Err(format!("{lib} was not found on the library path"));
     }
@@ -63,7 +112,11 @@ macro_rules! has_symbol {
         |name: &str| {
             // SAFETY: `check` calls this only once `is_culib_present()` said the library loads,
             // so `culib()` does not panic; looking a symbol up does not call it.
-            unsafe { m::culib().get::<unsafe extern "C" fn()>(name.as_bytes()).is_ok() }
+            unsafe {
+                m::culib()
+                    .get::<unsafe extern "C" fn()>(name.as_bytes())
+                    .is_ok()
+            }
         }
     }};
 }
@@ -74,7 +127,12 @@ pub(crate) fn driver_status() -> &'static Result<(), String> {
     S.get_or_init(|| {
         // SAFETY: `is_culib_present` only tries to open the library.
         let present = unsafe { sys::is_culib_present() };
-        check("libcuda", present, has_symbol!(cudarc::driver::sys), DRIVER_SYMBOLS)?;
+        check(
+            "libcuda",
+            present,
+            has_symbol!(cudarc::driver::sys),
+            DRIVER_SYMBOLS,
+        )?;
         result::init().map_err(|e| format!("cuInit failed: {}", describe(e)))
     })
 }
@@ -85,7 +143,12 @@ pub(crate) fn nvrtc_status() -> &'static Result<(), String> {
     S.get_or_init(|| {
         // SAFETY: `is_culib_present` only tries to open the library.
         let present = unsafe { cudarc::nvrtc::sys::is_culib_present() };
-        check("libnvrtc", present, has_symbol!(cudarc::nvrtc::sys), NVRTC_SYMBOLS)
+        check(
+            "libnvrtc",
+            present,
+            has_symbol!(cudarc::nvrtc::sys),
+            NVRTC_SYMBOLS,
+        )
     })
 }
 
@@ -96,7 +159,12 @@ pub(crate) fn nccl_status() -> &'static Result<(), String> {
     S.get_or_init(|| {
         // SAFETY: `is_culib_present` only tries to open the library.
         let present = unsafe { cudarc::nccl::sys::is_culib_present() };
-        check("libnccl", present, has_symbol!(cudarc::nccl::sys), NCCL_SYMBOLS)
+        check(
+            "libnccl",
+            present,
+            has_symbol!(cudarc::nccl::sys),
+            NCCL_SYMBOLS,
+        )
     })
 }
 
@@ -133,7 +201,10 @@ pub(crate) fn device_count() -> u32 {
 ///
 /// # Safety
 /// `stream` must be a live stream of the context current on this thread.
-pub(crate) unsafe fn alloc_async(stream: CUstream, bytes: usize) -> Result<CUdeviceptr, DriverError> {
+pub(crate) unsafe fn alloc_async(
+    stream: CUstream,
+    bytes: usize,
+) -> Result<CUdeviceptr, DriverError> {
     // SAFETY: the caller guarantees the stream; the memory is uninitialised until written.
     unsafe { result::malloc_async(stream, bytes) }
 }
@@ -152,7 +223,12 @@ pub(crate) unsafe fn free_async(ptr: CUdeviceptr, stream: CUstream) -> Result<()
 ///
 /// # Safety
 /// `src` is readable and `dst` writable for `bytes` until the copy has run on `stream`.
-pub(crate) unsafe fn htod_async(dst: CUdeviceptr, src: *const u8, bytes: usize, stream: CUstream) -> Result<(), DriverError> {
+pub(crate) unsafe fn htod_async(
+    dst: CUdeviceptr,
+    src: *const u8,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverError> {
     // SAFETY: as the caller guarantees.
     unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, bytes, stream).result() }
 }
@@ -161,7 +237,12 @@ pub(crate) unsafe fn htod_async(dst: CUdeviceptr, src: *const u8, bytes: usize, 
 ///
 /// # Safety
 /// `dst` is writable and `src` readable for `bytes` until the copy has run on `stream`.
-pub(crate) unsafe fn dtoh_async(dst: *mut u8, src: CUdeviceptr, bytes: usize, stream: CUstream) -> Result<(), DriverError> {
+pub(crate) unsafe fn dtoh_async(
+    dst: *mut u8,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverError> {
     // SAFETY: as the caller guarantees.
     unsafe { sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, bytes, stream).result() }
 }
@@ -170,7 +251,12 @@ pub(crate) unsafe fn dtoh_async(dst: *mut u8, src: CUdeviceptr, bytes: usize, st
 ///
 /// # Safety
 /// Both ranges are valid for `bytes` until the copy has run on `stream`.
-pub(crate) unsafe fn dtod_async(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream) -> Result<(), DriverError> {
+pub(crate) unsafe fn dtod_async(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverError> {
     // SAFETY: as the caller guarantees.
     unsafe { result::memcpy_dtod_async(dst, src, bytes, stream) }
 }
@@ -229,7 +315,13 @@ pub(crate) unsafe fn free_pinned(ptr: *mut u8) -> Result<(), DriverError> {
 /// Both handles are live.
 pub(crate) unsafe fn stream_wait(stream: CUstream, event: sys::CUevent) -> Result<(), DriverError> {
     // SAFETY: as the caller guarantees.
-    unsafe { result::stream::wait_event(stream, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+    unsafe {
+        result::stream::wait_event(
+            stream,
+            event,
+            sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+        )
+    }
 }
 
 /// The device's default memory pool, set to keep freed memory cached (not released at every
@@ -261,9 +353,15 @@ pub(crate) unsafe fn trim_pool(pool: sys::CUmemoryPool) -> Result<(), DriverErro
 ///
 /// # Safety
 /// `pool` is a live pool of another device.
-pub(crate) unsafe fn grant_pool_access(pool: sys::CUmemoryPool, peer: i32) -> Result<(), DriverError> {
+pub(crate) unsafe fn grant_pool_access(
+    pool: sys::CUmemoryPool,
+    peer: i32,
+) -> Result<(), DriverError> {
     let desc = sys::CUmemAccessDesc {
-        location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: peer },
+        location: sys::CUmemLocation {
+            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id: peer,
+        },
         flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
     // SAFETY: `desc` is one valid descriptor, read during the call.
@@ -271,7 +369,10 @@ pub(crate) unsafe fn grant_pool_access(pool: sys::CUmemoryPool, peer: i32) -> Re
 }
 
 /// Whether device `dev` can access device `peer`'s memory directly.
-pub(crate) fn can_access_peer(dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool, DriverError> {
+pub(crate) fn can_access_peer(
+    dev: sys::CUdevice,
+    peer: sys::CUdevice,
+) -> Result<bool, DriverError> {
     let mut can = 0;
     // SAFETY: both are device handles from cuDeviceGet; `can` is written during the call.
     unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, peer).result()? };

@@ -12,8 +12,8 @@ use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
-use super::memory::{DevAlloc, alloc_of, await_on, check_input, device_buffer, record};
 use super::driver;
+use super::memory::{DevAlloc, alloc_of, await_on, check_input, device_buffer, record};
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -61,8 +61,16 @@ impl Launcher<'_> {
         let grid = work.div_ceil(BLOCK as u64).clamp(1, cap) as u32;
         self.dev.bind()?;
         // SAFETY: as the caller guarantees; the function is loaded in this (bound) context.
-        unsafe { driver::launch(f.cu_function(), grid, BLOCK, self.stream.cu_stream(), params) }
-            .map_err(driver::err(self.dev.device, format!("launch {name}")))
+        unsafe {
+            driver::launch(
+                f.cu_function(),
+                grid,
+                BLOCK,
+                self.stream.cu_stream(),
+                params,
+            )
+        }
+        .map_err(driver::err(self.dev.device, format!("launch {name}")))
     }
 }
 
@@ -96,10 +104,18 @@ fn lanes(d: DType) -> u64 {
 }
 
 /// Runs `kernel` on `inputs` (all on `dev`) into a new buffer shaped by `out`.
-pub(crate) fn compute(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer> {
+pub(crate) fn compute(
+    dev: &CudaDevice,
+    kernel: &Kernel,
+    inputs: &[&Buffer],
+    out: OutSpec,
+) -> Result<Buffer> {
     check(dev, kernel, inputs, out)?;
     let stream = &dev.compute;
-    let allocs = inputs.iter().map(|b| alloc_of(b, "kernel")).collect::<Result<Vec<_>>>()?;
+    let allocs = inputs
+        .iter()
+        .map(|b| alloc_of(b, "kernel"))
+        .collect::<Result<Vec<_>>>()?;
     for b in inputs {
         await_on(stream, b, dev.device)?;
     }
@@ -115,7 +131,14 @@ pub(crate) fn compute(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out
     Ok(device_buffer(out.dtype, out.len, dst, event, stream))
 }
 
-fn run(l: &Launcher, kernel: &Kernel, ins: &[CUdeviceptr], in_dtype: DType, dst: &DevAlloc, out: OutSpec) -> Result<()> {
+fn run(
+    l: &Launcher,
+    kernel: &Kernel,
+    ins: &[CUdeviceptr],
+    in_dtype: DType,
+    dst: &DevAlloc,
+    out: OutSpec,
+) -> Result<()> {
     let (n, d, o) = (out.len as u64, out.dtype, dst.ptr());
     // SAFETY (every arm): `check` verified each input holds what the kernel reads, `dst` holds
     // `out.len` elements of `out.dtype`, and all stay alive until the compute stream has run
@@ -124,16 +147,34 @@ fn run(l: &Launcher, kernel: &Kernel, ins: &[CUdeviceptr], in_dtype: DType, dst:
         Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), ins[0], ins[1], o, n) },
         Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n) },
         Kernel::Reduce { kind, scale } => unsafe { reduce(l, d, *kind, *scale, ins, o, n) },
-        Kernel::Cast if in_dtype == d => unsafe { copy2d(l, ins[0], o, 1, n * d.size() as u64, 0, 0) },
+        Kernel::Cast if in_dtype == d => unsafe {
+            copy2d(l, ins[0], o, 1, n * d.size() as u64, 0, 0)
+        },
         Kernel::Cast => {
             let (x, y, n) = (ins[0], o, n);
             let name = format!("cast_{}_{}", in_dtype.name(), d.name());
             unsafe { l.launch(&name, n, &mut args!(x, y, n)) }
         }
-        Kernel::Slice { outer, in_mid, start, len, inner } => {
+        Kernel::Slice {
+            outer,
+            in_mid,
+            start,
+            len,
+            inner,
+        } => {
             let sz = (inner * d.size()) as u64;
             let (rows, w) = (*outer as u64, *len as u64 * sz);
-            unsafe { copy2d(l, ins[0] + *start as u64 * sz, o, rows, w, *in_mid as u64 * sz, w) }
+            unsafe {
+                copy2d(
+                    l,
+                    ins[0] + *start as u64 * sz,
+                    o,
+                    rows,
+                    w,
+                    *in_mid as u64 * sz,
+                    w,
+                )
+            }
         }
         Kernel::Concat { outer, mids, inner } => {
             let sz = (inner * d.size()) as u64;
@@ -152,18 +193,38 @@ fn run(l: &Launcher, kernel: &Kernel, ins: &[CUdeviceptr], in_dtype: DType, dst:
 /// `o = a op b`.
 unsafe fn binary(l: &Launcher, d: DType, op: i32, a: u64, b: u64, o: u64, n: u64) -> Result<()> {
     let flags = if aligned(&[a, b, o]) { F_VEC } else { 0 };
-    let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
+    let work = if flags == F_VEC {
+        n.div_ceil(lanes(d))
+    } else {
+        n
+    };
     // SAFETY: as `run` guarantees.
-    unsafe { l.launch(&format!("binary_{}", d.name()), work, &mut args!(op, a, b, o, n, flags)) }
+    unsafe {
+        l.launch(
+            &format!("binary_{}", d.name()),
+            work,
+            &mut args!(op, a, b, o, n, flags),
+        )
+    }
 }
 
 /// `o = scale(x)`.
 unsafe fn scale(l: &Launcher, d: DType, s: Option<Scale>, x: u64, o: u64, n: u64) -> Result<()> {
     let (kind, f, fi) = scale_args(s);
     let flags = if aligned(&[x, o]) { F_VEC } else { 0 };
-    let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
+    let work = if flags == F_VEC {
+        n.div_ceil(lanes(d))
+    } else {
+        n
+    };
     // SAFETY: as `run` guarantees.
-    unsafe { l.launch(&format!("scale_{}", d.name()), work, &mut args!(x, o, n, flags, kind, f, fi)) }
+    unsafe {
+        l.launch(
+            &format!("scale_{}", d.name()),
+            work,
+            &mut args!(x, o, n, flags, kind, f, fi),
+        )
+    }
 }
 
 /// Bytes of the compute type of `d` (f32 for f16/bf16).
@@ -175,7 +236,15 @@ fn acc_size(d: DType) -> usize {
 }
 
 /// `o = scale(fold(ins))`: one launch per [`MAXK`] inputs, chained through an accumulator.
-unsafe fn reduce(l: &Launcher, d: DType, kind: ReduceKind, s: Option<Scale>, ins: &[u64], o: u64, n: u64) -> Result<()> {
+unsafe fn reduce(
+    l: &Launcher,
+    d: DType,
+    kind: ReduceKind,
+    s: Option<Scale>,
+    ins: &[u64],
+    o: u64,
+    n: u64,
+) -> Result<()> {
     let name = format!("reduce_{}_{}", d.name(), format!("{kind:?}").to_lowercase());
     let chunks: Vec<&[u64]> = ins.chunks(MAXK).collect();
     let tmp = match chunks.len() {
@@ -184,8 +253,16 @@ unsafe fn reduce(l: &Launcher, d: DType, kind: ReduceKind, s: Option<Scale>, ins
     };
     let acc = tmp.as_ref().map_or(0, |t| t.ptr());
     let (kind_i, f, fi) = scale_args(s);
-    let vec = if aligned(ins) && aligned(&[o]) { F_VEC } else { 0 };
-    let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
+    let vec = if aligned(ins) && aligned(&[o]) {
+        F_VEC
+    } else {
+        0
+    };
+    let work = if vec == F_VEC {
+        n.div_ceil(lanes(d))
+    } else {
+        n
+    };
     let last = chunks.len() - 1;
     for (i, chunk) in chunks.into_iter().enumerate() {
         let mut p = Ins { p: [0; MAXK] };
@@ -194,38 +271,65 @@ unsafe fn reduce(l: &Launcher, d: DType, kind: ReduceKind, s: Option<Scale>, ins
         let a = acc;
         let out = if i == last { o } else { acc };
         let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
-        let n = n;
         // SAFETY: as `run` guarantees; the accumulator holds `n` compute-type values and is
         // freed (stream-ordered) after these launches.
-        unsafe { l.launch(&name, work, &mut args!(p, k, a, out, n, flags, kind_i, f, fi))? };
+        unsafe {
+            l.launch(
+                &name,
+                work,
+                &mut args!(p, k, a, out, n, flags, kind_i, f, fi),
+            )?
+        };
     }
     Ok(())
 }
 
 /// Copies `rows` rows of `width` bytes from `src` (row pitch `sp`) to `dst` (row pitch `dp`),
 /// in the widest unit that divides every pointer, width and pitch.
-unsafe fn copy2d(l: &Launcher, src: u64, dst: u64, rows: u64, width: u64, sp: u64, dp: u64) -> Result<()> {
+unsafe fn copy2d(
+    l: &Launcher,
+    src: u64,
+    dst: u64,
+    rows: u64,
+    width: u64,
+    sp: u64,
+    dp: u64,
+) -> Result<()> {
     if rows == 0 || width == 0 {
         return Ok(());
     }
     if rows == 1 || (sp == width && dp == width) {
         l.dev.bind()?;
         // SAFETY: as `run` guarantees, the rows are contiguous here.
-        return unsafe { driver::dtod_async(dst, src, (rows * width) as usize, l.stream.cu_stream()) }
-            .map_err(driver::err(l.dev.device, "copy within device"));
+        return unsafe {
+            driver::dtod_async(dst, src, (rows * width) as usize, l.stream.cu_stream())
+        }
+        .map_err(driver::err(l.dev.device, "copy within device"));
     }
-    let unit = [16u64, 8, 4, 2, 1].into_iter().find(|u| [src, dst, width, sp, dp].iter().all(|v| v % u == 0)).unwrap_or(1);
+    let unit = [16u64, 8, 4, 2, 1]
+        .into_iter()
+        .find(|u| [src, dst, width, sp, dp].iter().all(|v| v % u == 0))
+        .unwrap_or(1);
     let (s, d, rows) = (src, dst, rows);
     let (w, sp, dp) = (width / unit, sp / unit, dp / unit);
     // SAFETY: as `run` guarantees.
-    unsafe { l.launch(&format!("copy2d_{unit}"), rows * w, &mut args!(s, d, rows, w, sp, dp)) }
+    unsafe {
+        l.launch(
+            &format!("copy2d_{unit}"),
+            rows * w,
+            &mut args!(s, d, rows, w, sp, dp),
+        )
+    }
 }
 
 /// Checks that the inputs hold everything `kernel` reads, so no launch reads out of bounds.
 fn check(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<()> {
     let bad = |msg: String| Error::driver(dev.device, "kernel", msg);
     if let Some(b) = inputs.iter().find(|b| b.device != dev.device) {
-        return Err(bad(format!("input on {} given to {}", b.device, dev.device)));
+        return Err(bad(format!(
+            "input on {} given to {}",
+            b.device, dev.device
+        )));
     }
     let arity_ok = match kernel {
         Kernel::Binary(_) => inputs.len() == 2,
@@ -236,25 +340,53 @@ fn check(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) ->
     if !arity_ok {
         return Err(bad(format!("{} inputs for {kernel:?}", inputs.len())));
     }
-    let prod = |xs: &[usize]| xs.iter().try_fold(1usize, |a, &x| a.checked_mul(x)).ok_or_else(|| bad("size overflows".into()));
+    let prod = |xs: &[usize]| {
+        xs.iter()
+            .try_fold(1usize, |a, &x| a.checked_mul(x))
+            .ok_or_else(|| bad("size overflows".into()))
+    };
     match kernel {
         Kernel::Cast => check_input(inputs[0], inputs[0].dtype, out.len, "cast"),
-        Kernel::Slice { outer, in_mid, start, len, inner } => {
-            if start.checked_add(*len).is_none_or(|e| e > *in_mid) || out.len != prod(&[*outer, *len, *inner])? {
-                return Err(bad(format!("bad slice {kernel:?} for {} elements", out.len)));
+        Kernel::Slice {
+            outer,
+            in_mid,
+            start,
+            len,
+            inner,
+        } => {
+            if start.checked_add(*len).is_none_or(|e| e > *in_mid)
+                || out.len != prod(&[*outer, *len, *inner])?
+            {
+                return Err(bad(format!(
+                    "bad slice {kernel:?} for {} elements",
+                    out.len
+                )));
             }
-            check_input(inputs[0], out.dtype, prod(&[*outer, *in_mid, *inner])?, "slice")
+            check_input(
+                inputs[0],
+                out.dtype,
+                prod(&[*outer, *in_mid, *inner])?,
+                "slice",
+            )
         }
         Kernel::Concat { outer, mids, inner } => {
-            let total = mids.iter().try_fold(0usize, |a, &m| a.checked_add(m)).ok_or_else(|| bad("size overflows".into()))?;
+            let total = mids
+                .iter()
+                .try_fold(0usize, |a, &m| a.checked_add(m))
+                .ok_or_else(|| bad("size overflows".into()))?;
             if out.len != prod(&[*outer, total, *inner])? {
-                return Err(bad(format!("bad concat {kernel:?} for {} elements", out.len)));
+                return Err(bad(format!(
+                    "bad concat {kernel:?} for {} elements",
+                    out.len
+                )));
             }
             for (b, &m) in inputs.iter().zip(mids) {
                 check_input(b, out.dtype, prod(&[*outer, m, *inner])?, "concat")?;
             }
             Ok(())
         }
-        _ => inputs.iter().try_for_each(|b| check_input(b, out.dtype, out.len, "kernel")),
+        _ => inputs
+            .iter()
+            .try_for_each(|b| check_input(b, out.dtype, out.len, "kernel")),
     }
 }

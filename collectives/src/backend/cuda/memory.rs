@@ -38,7 +38,12 @@ pub(crate) struct DevAlloc {
 impl DevAlloc {
     /// Wraps `ptr` (from [`driver::alloc_async`] on `home`, or 0 for an empty allocation).
     pub fn new(ptr: CUdeviceptr, device: Device, home: Arc<CudaStream>) -> Self {
-        DevAlloc { ptr, device, home, readers: Mutex::new(Vec::new()) }
+        DevAlloc {
+            ptr,
+            device,
+            home,
+            readers: Mutex::new(Vec::new()),
+        }
     }
 
     /// The device address (0 when empty).
@@ -96,13 +101,19 @@ pub(crate) struct CudaFence {
 impl CudaFence {
     /// A fence for the work issued so far on `stream`.
     pub fn new(event: Arc<CudaEvent>, stream: &CudaStream, device: Device) -> Self {
-        CudaFence { event, stream: stream.cu_stream() as usize, device }
+        CudaFence {
+            event,
+            stream: stream.cu_stream() as usize,
+            device,
+        }
     }
 }
 
 impl Fence for CudaFence {
     fn wait(&self) -> Result<()> {
-        self.event.synchronize().map_err(driver::err(self.device, "wait for device work"))
+        self.event
+            .synchronize()
+            .map_err(driver::err(self.device, "wait for device work"))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -112,7 +123,9 @@ impl Fence for CudaFence {
 
 /// Records an event on `stream` after the work issued so far.
 pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<CudaEvent>> {
-    let e = stream.record_event(None).map_err(driver::err(device, "record event"))?;
+    let e = stream
+        .record_event(None)
+        .map_err(driver::err(device, "record event"))?;
     Ok(Arc::new(e))
 }
 
@@ -123,7 +136,10 @@ pub(crate) fn await_on(stream: &CudaStream, buf: &Buffer, device: Device) -> Res
     match f.as_any().downcast_ref::<CudaFence>() {
         Some(cf) if cf.stream == stream.cu_stream() as usize => Ok(()),
         Some(cf) => {
-            stream.context().bind_to_thread().map_err(driver::err(device, "bind context"))?;
+            stream
+                .context()
+                .bind_to_thread()
+                .map_err(driver::err(device, "bind context"))?;
             // SAFETY: the stream and the event are alive for the call.
             unsafe { driver::stream_wait(stream.cu_stream(), cf.event.cu_event()) }
                 .map_err(driver::err(device, "wait on event"))

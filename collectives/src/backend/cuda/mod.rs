@@ -19,7 +19,8 @@ mod device;
 mod driver;
 mod launch;
 mod memory;
-#[allow(dead_code)] // the collectives of all-CUDA groups use it once wired in (and the unit tests now)
+#[allow(dead_code)]
+// the collectives of all-CUDA groups use it once wired in (and the unit tests now)
 pub(crate) mod nccl;
 mod nvrtc;
 mod pinned;
@@ -46,7 +47,9 @@ pub(crate) struct CudaBackend {
 /// Opens `Cuda(ordinal)`: [`Error::DeviceUnavailable`] when the driver, the library's symbols or
 /// the device are missing.
 pub(crate) fn open(ordinal: u32) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(CudaBackend { dev: device::get(ordinal)? }))
+    Ok(Arc::new(CudaBackend {
+        dev: device::get(ordinal)?,
+    }))
 }
 
 /// How many CUDA devices this machine has (0 without a driver).
@@ -86,7 +89,10 @@ impl Backend for CudaBackend {
 /// The hook for a staged CUDA → host → Vulkan copy: the sink writes each chunk into the Vulkan
 /// side's host-visible staging and submits its upload, so both hops overlap.
 #[allow(dead_code)] // used by the staged cross-vendor chain (exec), and by tests
-pub(crate) fn download_chunked(src: &Buffer, sink: impl FnMut(usize, &[u8]) -> Result<()>) -> Result<()> {
+pub(crate) fn download_chunked(
+    src: &Buffer,
+    sink: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
     let Device::Cuda(n) = src.device else {
         return Err(Error::driver(src.device, "download", "not a CUDA buffer"));
     };

@@ -75,7 +75,13 @@ pub(crate) struct NcclClique {
 
 fn nccl_err(device: Device, what: &str) -> impl Fn(result::NcclError) -> Error + '_ {
     // SAFETY: ncclGetErrorString returns a static string for any code.
-    move |e| Error::driver(device, what, driver::c_text(unsafe { sys::ncclGetErrorString(e.0) }))
+    move |e| {
+        Error::driver(
+            device,
+            what,
+            driver::c_text(unsafe { sys::ncclGetErrorString(e.0) }),
+        )
+    }
 }
 
 fn nccl_type(d: DType) -> sys::ncclDataType_t {
@@ -120,27 +126,51 @@ impl NcclClique {
         let mut ordinals = Vec::with_capacity(members.len());
         for (i, &d) in members.iter().enumerate() {
             let Device::Cuda(n) = d else {
-                return Err(Error::InvalidArgument { what: "nccl", msg: format!("{d} is not a CUDA device") });
+                return Err(Error::InvalidArgument {
+                    what: "nccl",
+                    msg: format!("{d} is not a CUDA device"),
+                });
             };
             if let Some(j) = members[..i].iter().position(|&m| m == d) {
-                return Err(Error::DuplicateDevice { device: d, first: j, second: i });
+                return Err(Error::DuplicateDevice {
+                    device: d,
+                    first: j,
+                    second: i,
+                });
             }
             ordinals.push(n as i32);
         }
-        let devs = ordinals.iter().map(|&n| device::get(n as u32)).collect::<Result<Vec<_>>>()?;
+        let devs = ordinals
+            .iter()
+            .map(|&n| device::get(n as u32))
+            .collect::<Result<Vec<_>>>()?;
         if let Err(reason) = driver::nccl_status() {
-            return Err(Error::DeviceUnavailable { device: first, reason: reason.clone() });
+            return Err(Error::DeviceUnavailable {
+                device: first,
+                reason: reason.clone(),
+            });
         }
         let streams = devs
             .iter()
-            .map(|d| d.ctx.new_stream().map_err(driver::err(d.device, "create stream")))
+            .map(|d| {
+                d.ctx
+                    .new_stream()
+                    .map_err(driver::err(d.device, "create stream"))
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut raw = vec![std::ptr::null_mut(); ordinals.len()];
         // SAFETY: `raw` has one slot per ordinal; the ordinals are distinct existing devices.
-        unsafe { result::comm_init_all(raw.as_mut_ptr(), ordinals.len() as i32, ordinals.as_ptr()) }
-            .map_err(nccl_err(first, "ncclCommInitAll"))?;
+        unsafe {
+            result::comm_init_all(raw.as_mut_ptr(), ordinals.len() as i32, ordinals.as_ptr())
+        }
+        .map_err(nccl_err(first, "ncclCommInitAll"))?;
         let comms = Mutex::new(raw.into_iter().map(Comm).collect());
-        Ok(NcclClique { members: members.to_vec(), devs, streams, comms })
+        Ok(NcclClique {
+            members: members.to_vec(),
+            devs,
+            streams,
+            comms,
+        })
     }
 
     /// The members, in rank order.
@@ -190,16 +220,23 @@ impl NcclClique {
                 _ => self.members[i],
             };
             if b.device != want || b.dtype != dtype || b.len != len {
-                return Err(bad(format!("input {i} is {} x {} on {}, expected {len} x {dtype} on {want}", b.len, b.dtype, b.device)));
+                return Err(bad(format!(
+                    "input {i} is {} x {} on {}, expected {len} x {dtype} on {want}",
+                    b.len, b.dtype, b.device
+                )));
             }
         }
         let out = match coll {
             Coll::Reduce(root, _) | Coll::Broadcast(root) if root >= k => {
                 return Err(bad(format!("root {root} is not a rank of a clique of {k}")));
             }
-            Coll::AllGather => len.checked_mul(k).ok_or_else(|| bad("size overflows".into()))?,
+            Coll::AllGather => len
+                .checked_mul(k)
+                .ok_or_else(|| bad("size overflows".into()))?,
             Coll::ReduceScatter(_) if len % k != 0 => {
-                return Err(bad(format!("{len} elements do not split into {k} equal parts")));
+                return Err(bad(format!(
+                    "{len} elements do not split into {k} equal parts"
+                )));
             }
             Coll::ReduceScatter(_) => len / k,
             _ => len,
@@ -219,9 +256,16 @@ impl NcclClique {
         let mut outs: Vec<Option<Arc<DevAlloc>>> = Vec::with_capacity(self.devs.len());
         for (r, (d, s)) in self.devs.iter().zip(&self.streams).enumerate() {
             await_on(s, inputs[r], d.device)?;
-            outs.push(if receives(r) { Some(d.alloc(out_len * dtype.size(), s)?) } else { None });
+            outs.push(if receives(r) {
+                Some(d.alloc(out_len * dtype.size(), s)?)
+            } else {
+                None
+            });
         }
-        let srcs = inputs.iter().map(|b| alloc_of(b, "nccl")).collect::<Result<Vec<_>>>()?;
+        let srcs = inputs
+            .iter()
+            .map(|b| alloc_of(b, "nccl"))
+            .collect::<Result<Vec<_>>>()?;
         {
             let comms = self.comms.lock();
             let ops = RedOps::create(coll, dtype, &comms, self.members[0])?;
@@ -254,7 +298,9 @@ impl NcclClique {
         let mut first_err = None;
         for r in 0..comms.len() {
             let send = srcs[r].ptr() as *const c_void;
-            let recv = outs[r].as_ref().map_or(std::ptr::null_mut(), |a| a.ptr() as *mut c_void);
+            let recv = outs[r]
+                .as_ref()
+                .map_or(std::ptr::null_mut(), |a| a.ptr() as *mut c_void);
             let stream = self.streams[r].cu_stream() as sys::cudaStream_t;
             // SAFETY: `send` holds the input and `recv` the output sizes `check` computed, both on
             // rank r's device and alive until the stream has run (outputs are returned, inputs
@@ -289,10 +335,16 @@ unsafe fn issue(
     unsafe {
         match coll {
             Coll::AllReduce(_) => result::all_reduce(send, recv, count, t, op, comm, stream),
-            Coll::Reduce(root, _) => result::reduce(send, recv, count, t, op, root as i32, comm, stream),
-            Coll::Broadcast(root) => result::broadcast(send, recv, count, t, root as i32, comm, stream),
+            Coll::Reduce(root, _) => {
+                result::reduce(send, recv, count, t, op, root as i32, comm, stream)
+            }
+            Coll::Broadcast(root) => {
+                result::broadcast(send, recv, count, t, root as i32, comm, stream)
+            }
             Coll::AllGather => result::all_gather(send, recv, count, t, comm, stream),
-            Coll::ReduceScatter(_) => result::reduce_scatter(send, recv, count, t, op, comm, stream),
+            Coll::ReduceScatter(_) => {
+                result::reduce_scatter(send, recv, count, t, op, comm, stream)
+            }
         }
     }
 }
@@ -319,12 +371,18 @@ impl<'a> RedOps<'a> {
             NcclRedOp::Avg => O::ncclAvg,
             NcclRedOp::PreMulSum(s) => return Self::pre_mul_sum(s, dtype, comms, dev),
         };
-        Ok(RedOps { ops: vec![builtin; comms.len()], custom: None })
+        Ok(RedOps {
+            ops: vec![builtin; comms.len()],
+            custom: None,
+        })
     }
 
     fn pre_mul_sum(s: f64, dtype: DType, comms: &'a [Comm], dev: Device) -> Result<Self> {
         let mut scalar = scalar_bytes(s, dtype)?;
-        let mut made = RedOps { ops: Vec::with_capacity(comms.len()), custom: Some(comms) };
+        let mut made = RedOps {
+            ops: Vec::with_capacity(comms.len()),
+            custom: Some(comms),
+        };
         for c in comms {
             let mut op = sys::ncclRedOp_t::ncclSum;
             // SAFETY: `scalar` holds one value of `dtype`, read during the call (host-immediate).
@@ -365,7 +423,12 @@ fn scalar_bytes(s: f64, dtype: DType) -> Result<[u8; 8]> {
     if dtype.is_int() && !(s.is_finite() && s.fract() == 0.0) {
         let redop = format!("PreMulSum({s})");
         let reason = "an integer dtype needs an integral scalar";
-        return Err(Error::BadReduceOp { op: "nccl", redop, dtype, reason });
+        return Err(Error::BadReduceOp {
+            op: "nccl",
+            redop,
+            dtype,
+            reason,
+        });
     }
     let mut b = [0u8; 8];
     let i = s as i64;

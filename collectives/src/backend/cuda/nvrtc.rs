@@ -61,7 +61,10 @@ fn entry_points(group: &str) -> Option<String> {
         "binary" => "FOR_TYPES(BINARY)".into(),
         "scale" => "FOR_TYPES(SCALE)".into(),
         "cast" => "FOR_TYPES(CAST_ROW)".into(),
-        "copy2d" => "COPY2D(u8, 1) COPY2D(unsigned short, 2) COPY2D(u32, 4) COPY2D(u64, 8) COPY2D(w16, 16)".into(),
+        "copy2d" => {
+            "COPY2D(u8, 1) COPY2D(unsigned short, 2) COPY2D(u32, 4) COPY2D(u64, 8) COPY2D(w16, 16)"
+                .into()
+        }
         g => {
             let dtype: DType = g.strip_prefix("reduce_")?.parse().ok()?;
             format!("REDUCE({}, {})", ctype(dtype), dtype.name())
@@ -77,8 +80,13 @@ pub(crate) fn image(group: &str, arch: (i32, i32), device: Device) -> Result<Arc
         let reason = format!("CUDA kernels need NVRTC: {reason}");
         return Err(Error::DeviceUnavailable { device, reason });
     }
-    let entries = entry_points(group)
-        .ok_or_else(|| Error::driver(device, "compile kernels", format!("no kernel group {group:?}")))?;
+    let entries = entry_points(group).ok_or_else(|| {
+        Error::driver(
+            device,
+            "compile kernels",
+            format!("no kernel group {group:?}"),
+        )
+    })?;
     // Held while compiling, so two devices of one architecture compile once.
     let mut cache = CACHE.get_or_init(Default::default).lock();
     if let Some(img) = cache.get(&(group.to_string(), arch)) {
@@ -102,25 +110,48 @@ impl Drop for Program {
 
 fn nvrtc_err(device: Device, what: &str) -> impl Fn(result::NvrtcError) -> Error + '_ {
     // SAFETY: nvrtcGetErrorString returns a static string for any code.
-    move |e| Error::driver(device, what, driver::c_text(unsafe { sys::nvrtcGetErrorString(e.0) }))
+    move |e| {
+        Error::driver(
+            device,
+            what,
+            driver::c_text(unsafe { sys::nvrtcGetErrorString(e.0) }),
+        )
+    }
 }
 
 /// Compiles `src` to a CUBIN for `sm_{arch}`.
 fn compile(src: &str, arch: (i32, i32), device: Device) -> Result<Vec<u8>> {
-    let c_src = CString::new(src).map_err(|_| Error::driver(device, "compile kernels", "source has a NUL byte"))?;
-    let prog = Program(result::create_program(&c_src, Some(c"collectives_kernels.cu")).map_err(nvrtc_err(device, "nvrtc"))?);
-    let opts = [format!("--gpu-architecture=sm_{}{}", arch.0, arch.1), "--std=c++17".into(), "--fmad=false".into()];
+    let c_src = CString::new(src)
+        .map_err(|_| Error::driver(device, "compile kernels", "source has a NUL byte"))?;
+    let prog = Program(
+        result::create_program(&c_src, Some(c"collectives_kernels.cu"))
+            .map_err(nvrtc_err(device, "nvrtc"))?,
+    );
+    let opts = [
+        format!("--gpu-architecture=sm_{}{}", arch.0, arch.1),
+        "--std=c++17".into(),
+        "--fmad=false".into(),
+    ];
     // SAFETY: `prog` is a live program.
     if let Err(e) = unsafe { result::compile_program(prog.0, &opts) } {
         // SAFETY: as above.
         let log = unsafe { result::get_program_log(prog.0) }.unwrap_or_default();
-        let log: Vec<u8> = log.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
-        let msg = format!("{}: {}", nvrtc_err(device, "")(e), String::from_utf8_lossy(&log));
+        let log: Vec<u8> = log
+            .iter()
+            .map(|&c| c as u8)
+            .take_while(|&c| c != 0)
+            .collect();
+        let msg = format!(
+            "{}: {}",
+            nvrtc_err(device, "")(e),
+            String::from_utf8_lossy(&log)
+        );
         return Err(Error::driver(device, "compile kernels", msg));
     }
     let mut size = 0usize;
     // SAFETY: `prog` compiled successfully; `size` is written during the call.
-    unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size).result() }.map_err(nvrtc_err(device, "get cubin"))?;
+    unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size).result() }
+        .map_err(nvrtc_err(device, "get cubin"))?;
     let mut cubin = vec![0u8; size];
     // SAFETY: `cubin` has the size NVRTC reported.
     unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut std::ffi::c_char).result() }
@@ -138,7 +169,14 @@ mod tests {
         assert_eq!(group_of("binary_f32"), "binary");
         assert_eq!(group_of("cast_i64_f16"), "cast");
         assert_eq!(group_of("copy2d_16"), "copy2d");
-        for g in ["binary", "scale", "cast", "copy2d", "reduce_u8", "reduce_f16"] {
+        for g in [
+            "binary",
+            "scale",
+            "cast",
+            "copy2d",
+            "reduce_u8",
+            "reduce_f16",
+        ] {
             assert!(entry_points(g).is_some(), "{g}");
         }
         assert!(entry_points("reduce_f8").is_none());
@@ -153,12 +191,18 @@ mod tests {
             println!("skipped: {why}");
             return;
         }
-        let arch = std::env::var("COLLECTIVES_NVRTC_ARCH").ok().and_then(|s| s.parse::<i32>().ok()).unwrap_or(90);
-        let mut groups: Vec<String> = ["binary", "scale", "cast", "copy2d"].map(String::from).into();
+        let arch = std::env::var("COLLECTIVES_NVRTC_ARCH")
+            .ok()
+            .and_then(|s| s.parse::<i32>().ok())
+            .unwrap_or(90);
+        let mut groups: Vec<String> = ["binary", "scale", "cast", "copy2d"]
+            .map(String::from)
+            .into();
         groups.extend(DType::ALL.iter().map(|d| format!("reduce_{}", d.name())));
         for g in groups {
             let t = std::time::Instant::now();
-            let img = image(&g, (arch / 10, arch % 10), Device::Cuda(0)).unwrap_or_else(|e| panic!("{g}: {e}"));
+            let img = image(&g, (arch / 10, arch % 10), Device::Cuda(0))
+                .unwrap_or_else(|e| panic!("{g}: {e}"));
             println!("{g}: {} bytes in {:.2?}", img.0.len(), t.elapsed());
         }
     }

@@ -41,11 +41,19 @@ unsafe impl Sync for PinnedBlock {}
 
 impl PinnedBlock {
     /// Allocates `cap` pinned bytes with `ctx` current.
-    fn alloc(cap: usize, ctx: &Arc<CudaContext>) -> std::result::Result<Self, cudarc::driver::DriverError> {
+    fn alloc(
+        cap: usize,
+        ctx: &Arc<CudaContext>,
+    ) -> std::result::Result<Self, cudarc::driver::DriverError> {
         ctx.bind_to_thread()?;
         // SAFETY: a context is current (bound above).
         let ptr = unsafe { driver::alloc_pinned(cap)? };
-        Ok(PinnedBlock { ptr, cap, ctx: ctx.clone(), pending: Mutex::new(Vec::new()) })
+        Ok(PinnedBlock {
+            ptr,
+            cap,
+            ctx: ctx.clone(),
+            pending: Mutex::new(Vec::new()),
+        })
     }
 
     /// The host address.
@@ -55,7 +63,11 @@ impl PinnedBlock {
 
     /// The first `len` bytes.
     pub fn bytes(&self, len: usize) -> &[u8] {
-        debug_assert!(len <= self.cap, "pinned block of {} bytes read as {len}", self.cap);
+        debug_assert!(
+            len <= self.cap,
+            "pinned block of {} bytes read as {len}",
+            self.cap
+        );
         let len = len.min(self.cap);
         // SAFETY: `ptr` is valid for `cap` bytes for the block's life, and initialised: every
         // block is written (by a copy or a memcpy) before it is read.
@@ -64,7 +76,11 @@ impl PinnedBlock {
 
     /// The first `len` bytes, writable.
     pub fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
-        debug_assert!(len <= self.cap, "pinned block of {} bytes written as {len}", self.cap);
+        debug_assert!(
+            len <= self.cap,
+            "pinned block of {} bytes written as {len}",
+            self.cap
+        );
         let len = len.min(self.cap);
         // SAFETY: as in `bytes`, and `&mut self` makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, len) }
@@ -81,7 +97,8 @@ impl PinnedBlock {
     pub fn wait_idle(&self, device: Device) -> Result<()> {
         let pending: Vec<_> = self.pending.lock().drain(..).collect();
         for e in pending {
-            e.synchronize().map_err(driver::err(device, "wait for pinned copy"))?;
+            e.synchronize()
+                .map_err(driver::err(device, "wait for pinned copy"))?;
         }
         Ok(())
     }
@@ -204,7 +221,17 @@ mod tests {
 
     #[test]
     fn classes_cover_requests() {
-        for n in [0, 1, 4095, MIN_BLOCK, MIN_BLOCK + 1, LARGE - 1, LARGE, LARGE + 1, 3 * LARGE + 7] {
+        for n in [
+            0,
+            1,
+            4095,
+            MIN_BLOCK,
+            MIN_BLOCK + 1,
+            LARGE - 1,
+            LARGE,
+            LARGE + 1,
+            3 * LARGE + 7,
+        ] {
             let c = class(n);
             assert!(c >= n && c >= MIN_BLOCK, "{n} -> {c}");
             assert_eq!(class(c), c, "classes are fixed points");

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use cudarc::driver::{CudaEvent, CudaStream};
 
 use super::device::CudaDevice;
+use super::driver;
 use super::memory::{DevAlloc, record};
 use super::pinned::{self, PinnedBlock};
-use super::driver;
 use crate::error::Result;
 
 /// Bytes per chunk.
@@ -85,8 +85,10 @@ pub(crate) fn stage_out(
             dev.bind()?;
             // SAFETY: the slot holds CHUNK bytes and is not read on the host until `events[i]`
             // completes; `src` holds `len` bytes and outlives the call, which waits for all.
-            unsafe { driver::dtoh_async(slot.ptr(), src.ptr() + off as u64, n, stream.cu_stream()) }
-                .map_err(driver::err(dev.device, "copy device to host"))?;
+            unsafe {
+                driver::dtoh_async(slot.ptr(), src.ptr() + off as u64, n, stream.cu_stream())
+            }
+            .map_err(driver::err(dev.device, "copy device to host"))?;
             let e = record(stream, dev.device)?;
             slot.note_use(&e);
             src.note_use(stream, &e);
@@ -94,7 +96,8 @@ pub(crate) fn stage_out(
         }
         if i > 0 {
             let (off, prev) = (chunks[i - 1], &events[i - 1]);
-            prev.synchronize().map_err(driver::err(dev.device, "copy device to host"))?;
+            prev.synchronize()
+                .map_err(driver::err(dev.device, "copy device to host"))?;
             sink(off, ring.slot(i - 1, dev)?.bytes(CHUNK.min(len - off)))?;
         }
     }

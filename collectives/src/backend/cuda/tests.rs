@@ -27,12 +27,17 @@ fn required() -> bool {
 fn devices() -> Vec<Arc<CudaDevice>> {
     let n = driver::device_count();
     if n == 0 {
-        let why = driver::driver_status().clone().err().unwrap_or_else(|| "no device".into());
+        let why = driver::driver_status()
+            .clone()
+            .err()
+            .unwrap_or_else(|| "no device".into());
         assert!(!required(), "REQUIRE_CUDA=1 but no CUDA device: {why}");
         println!("skipped: no CUDA device ({why})");
         return vec![];
     }
-    (0..n).map(|i| device::get(i).expect("open CUDA device")).collect()
+    (0..n)
+        .map(|i| device::get(i).expect("open CUDA device"))
+        .collect()
 }
 
 fn upload<T: Element>(dev: &CudaDevice, data: Vec<T>) -> Buffer {
@@ -47,28 +52,70 @@ fn download<T: Element>(dev: &CudaDevice, buf: &Buffer) -> Vec<T> {
 
 #[test]
 fn launch_failure_is_an_error_and_the_device_recovers() {
-    let Some(dev) = devices().into_iter().next() else { return };
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
     let x = upload(&dev, vec![1.0f32, 2.0, 3.0]);
     let f = dev.function("scale_f32").expect("kernel");
-    let (src, dst, n, flags, kind, fd, fi) = (alloc_of(&x, "t").unwrap().ptr(), 0u64, 0u64, 0i32, 1i32, 2.0f64, 2i64);
-    let mut params = [&src, &dst, &n].map(|p| p as *const u64 as *mut std::ffi::c_void).to_vec();
-    params.extend([&flags as *const i32 as *mut _, &kind as *const i32 as *mut _]);
+    let (src, dst, n, flags, kind, fd, fi) = (
+        alloc_of(&x, "t").unwrap().ptr(),
+        0u64,
+        0u64,
+        0i32,
+        1i32,
+        2.0f64,
+        2i64,
+    );
+    let mut params = [&src, &dst, &n]
+        .map(|p| p as *const u64 as *mut std::ffi::c_void)
+        .to_vec();
+    params.extend([
+        &flags as *const i32 as *mut _,
+        &kind as *const i32 as *mut _,
+    ]);
     params.extend([&fd as *const f64 as *mut _, &fi as *const i64 as *mut _]);
     dev.bind().unwrap();
     // 4096 threads per block is beyond every CUDA device's limit: the launch is refused.
     // SAFETY: the parameters match `scale_f32`; with n = 0 nothing would be touched anyway.
-    let res = unsafe { driver::launch(f.cu_function(), 1, 4096, dev.compute.cu_stream(), &mut params) };
-    let err = res.map_err(driver::err(dev.device, "launch scale_f32")).unwrap_err();
+    let res = unsafe {
+        driver::launch(
+            f.cu_function(),
+            1,
+            4096,
+            dev.compute.cu_stream(),
+            &mut params,
+        )
+    };
+    let err = res
+        .map_err(driver::err(dev.device, "launch scale_f32"))
+        .unwrap_err();
     assert!(matches!(err, Error::Driver { .. }), "{err}");
     println!("launch failure reported as: {err}");
-    let out = launch::compute(&dev, &Kernel::Scale(Scale::Mul(2.0)), &[&x], OutSpec { dtype: DType::F32, len: 3 });
-    assert_eq!(download::<f32>(&dev, &out.expect("compute after a failed launch")), vec![2.0, 4.0, 6.0]);
-    assert_eq!(download::<f32>(&dev, &x), vec![1.0, 2.0, 3.0], "input unchanged");
+    let out = launch::compute(
+        &dev,
+        &Kernel::Scale(Scale::Mul(2.0)),
+        &[&x],
+        OutSpec {
+            dtype: DType::F32,
+            len: 3,
+        },
+    );
+    assert_eq!(
+        download::<f32>(&dev, &out.expect("compute after a failed launch")),
+        vec![2.0, 4.0, 6.0]
+    );
+    assert_eq!(
+        download::<f32>(&dev, &x),
+        vec![1.0, 2.0, 3.0],
+        "input unchanged"
+    );
 }
 
 #[test]
 fn chunked_staging_hooks_round_trip() {
-    let Some(dev) = devices().into_iter().next() else { return };
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
     let len = (40 << 20) + 3;
     let mut data = vec![0u8; len];
     StdRng::seed_from_u64(rand::rng().random()).fill_bytes(&mut data);
@@ -108,13 +155,34 @@ fn random_vals(dtype: DType, n: usize, product: bool, r: &mut StdRng) -> Vec<f64
 macro_rules! typed {
     ($dtype:expr, $T:ident => $body:expr) => {
         match $dtype {
-            DType::F32 => { type $T = f32; $body }
-            DType::F64 => { type $T = f64; $body }
-            DType::F16 => { type $T = f16; $body }
-            DType::BF16 => { type $T = bf16; $body }
-            DType::I32 => { type $T = i32; $body }
-            DType::I64 => { type $T = i64; $body }
-            DType::U8 => { type $T = u8; $body }
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::F16 => {
+                type $T = f16;
+                $body
+            }
+            DType::BF16 => {
+                type $T = bf16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
         }
     };
 }
@@ -175,38 +243,100 @@ fn nccl_clique_every_collective_and_dtype() {
     let n = 4096 * k + 64 * k;
     let seed: u64 = rand::rng().random();
     let mut r = StdRng::seed_from_u64(seed);
-    let ops = [NcclRedOp::Sum, NcclRedOp::Prod, NcclRedOp::Max, NcclRedOp::Min, NcclRedOp::Avg, NcclRedOp::PreMulSum(2.0)];
+    let ops = [
+        NcclRedOp::Sum,
+        NcclRedOp::Prod,
+        NcclRedOp::Max,
+        NcclRedOp::Min,
+        NcclRedOp::Avg,
+        NcclRedOp::PreMulSum(2.0),
+    ];
     for dtype in DType::ALL {
         for op in ops {
-            let ins: Vec<Vec<f64>> = (0..k).map(|_| random_vals(dtype, n, op == NcclRedOp::Prod, &mut r)).collect();
-            let bufs: Vec<Buffer> = ins.iter().zip(&devs).map(|(x, d)| to_buffer(d, dtype, x)).collect();
+            let ins: Vec<Vec<f64>> = (0..k)
+                .map(|_| random_vals(dtype, n, op == NcclRedOp::Prod, &mut r))
+                .collect();
+            let bufs: Vec<Buffer> = ins
+                .iter()
+                .zip(&devs)
+                .map(|(x, d)| to_buffer(d, dtype, x))
+                .collect();
             let refs: Vec<&Buffer> = bufs.iter().collect();
             let want: Vec<f64> = (0..n).map(|i| reference(op, dtype, &ins, i)).collect();
-            let mag: Vec<f64> = (0..n).map(|i| ins.iter().map(|x| x[i].abs()).sum::<f64>() * 2.0).collect();
+            let mag: Vec<f64> = (0..n)
+                .map(|i| ins.iter().map(|x| x[i].abs()).sum::<f64>() * 2.0)
+                .collect();
             let ctx = format!("{dtype} {op:?} seed {seed}");
             let check = |got: &[f64], off: usize, what: &str| {
-                let bad = (0..got.len()).filter(|&i| !close(dtype, got[i], want[off + i], mag[off + i], k)).count();
-                assert_eq!(bad, 0, "{what} {ctx}: {bad} wrong, e.g. got {:?} want {:?}", &got[..2], &want[off..off + 2]);
+                let bad = (0..got.len())
+                    .filter(|&i| !close(dtype, got[i], want[off + i], mag[off + i], k))
+                    .count();
+                assert_eq!(
+                    bad,
+                    0,
+                    "{what} {ctx}: {bad} wrong, e.g. got {:?} want {:?}",
+                    &got[..2],
+                    &want[off..off + 2]
+                );
             };
-            for (r, out) in clique.all_reduce(&refs, op).expect("all_reduce").iter().enumerate() {
+            for (r, out) in clique
+                .all_reduce(&refs, op)
+                .expect("all_reduce")
+                .iter()
+                .enumerate()
+            {
                 check(&to_f64s(&devs[r], out), 0, "all_reduce");
             }
             let root = k - 1;
-            check(&to_f64s(&devs[root], &clique.reduce(&refs, root, op).expect("reduce")), 0, "reduce");
+            check(
+                &to_f64s(
+                    &devs[root],
+                    &clique.reduce(&refs, root, op).expect("reduce"),
+                ),
+                0,
+                "reduce",
+            );
             let part = n / k;
-            for (r, out) in clique.reduce_scatter(&refs, op).expect("reduce_scatter").iter().enumerate() {
+            for (r, out) in clique
+                .reduce_scatter(&refs, op)
+                .expect("reduce_scatter")
+                .iter()
+                .enumerate()
+            {
                 check(&to_f64s(&devs[r], out), r * part, "reduce_scatter");
             }
         }
-        let ins: Vec<Vec<f64>> = (0..k).map(|_| random_vals(dtype, n, false, &mut r)).collect();
-        let bufs: Vec<Buffer> = ins.iter().zip(&devs).map(|(x, d)| to_buffer(d, dtype, x)).collect();
+        let ins: Vec<Vec<f64>> = (0..k)
+            .map(|_| random_vals(dtype, n, false, &mut r))
+            .collect();
+        let bufs: Vec<Buffer> = ins
+            .iter()
+            .zip(&devs)
+            .map(|(x, d)| to_buffer(d, dtype, x))
+            .collect();
         let refs: Vec<&Buffer> = bufs.iter().collect();
-        for (r, out) in clique.broadcast(&bufs[0], 0).expect("broadcast").iter().enumerate() {
-            assert!(to_f64s(&devs[r], out) == ins[0], "broadcast {dtype} to rank {r} seed {seed}");
+        for (r, out) in clique
+            .broadcast(&bufs[0], 0)
+            .expect("broadcast")
+            .iter()
+            .enumerate()
+        {
+            assert!(
+                to_f64s(&devs[r], out) == ins[0],
+                "broadcast {dtype} to rank {r} seed {seed}"
+            );
         }
         let cat: Vec<f64> = ins.concat();
-        for (r, out) in clique.all_gather(&refs).expect("all_gather").iter().enumerate() {
-            assert!(to_f64s(&devs[r], out) == cat, "all_gather {dtype} rank {r} seed {seed}");
+        for (r, out) in clique
+            .all_gather(&refs)
+            .expect("all_gather")
+            .iter()
+            .enumerate()
+        {
+            assert!(
+                to_f64s(&devs[r], out) == cat,
+                "all_gather {dtype} rank {r} seed {seed}"
+            );
         }
     }
 }
@@ -219,18 +349,39 @@ fn nccl_rejects_bad_calls_and_reports_nan_handling() {
     }
     let members: Vec<Device> = devs.iter().map(|d| d.device).collect();
     let clique = NcclClique::get(&members).expect("clique");
-    let bufs: Vec<Buffer> = devs.iter().map(|d| upload(d, vec![f32::NAN, 1.0, 2.0])).collect();
+    let bufs: Vec<Buffer> = devs
+        .iter()
+        .map(|d| upload(d, vec![f32::NAN, 1.0, 2.0]))
+        .collect();
     let refs: Vec<&Buffer> = bufs.iter().collect();
-    assert!(matches!(clique.all_reduce(&refs[..refs.len() - 1], NcclRedOp::Sum), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(clique.reduce(&refs, members.len(), NcclRedOp::Sum), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        clique.all_reduce(&refs[..refs.len() - 1], NcclRedOp::Sum),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        clique.reduce(&refs, members.len(), NcclRedOp::Sum),
+        Err(Error::InvalidArgument { .. })
+    ));
     let bad = clique.all_reduce(&refs, NcclRedOp::PreMulSum(0.5));
     assert!(bad.is_ok(), "f32 takes a fractional scalar");
     let ints: Vec<Buffer> = devs.iter().map(|d| upload(d, vec![1i32, 2, 3])).collect();
     let irefs: Vec<&Buffer> = ints.iter().collect();
-    assert!(matches!(clique.all_reduce(&irefs, NcclRedOp::PreMulSum(0.5)), Err(Error::BadReduceOp { .. })));
+    assert!(matches!(
+        clique.all_reduce(&irefs, NcclRedOp::PreMulSum(0.5)),
+        Err(Error::BadReduceOp { .. })
+    ));
     let max = clique.all_reduce(&refs, NcclRedOp::Max).expect("max");
-    println!("NCCL max over [NaN, ..]: {:?}", download::<f32>(&devs[0], &max[0]));
-    let sum = clique.all_reduce(&irefs, NcclRedOp::Sum).expect("sum after errors");
+    println!(
+        "NCCL max over [NaN, ..]: {:?}",
+        download::<f32>(&devs[0], &max[0])
+    );
+    let sum = clique
+        .all_reduce(&irefs, NcclRedOp::Sum)
+        .expect("sum after errors");
     let k = devs.len() as i32;
-    assert_eq!(download::<i32>(&devs[0], &sum[0]), vec![k, 2 * k, 3 * k], "usable after rejected calls");
+    assert_eq!(
+        download::<i32>(&devs[0], &sum[0]),
+        vec![k, 2 * k, 3 * k],
+        "usable after rejected calls"
+    );
 }
