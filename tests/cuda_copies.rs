@@ -6,7 +6,7 @@ mod cuda_common;
 
 use std::time::Instant;
 
-use collectives::{DType, Device, Scale, Tensor, realize};
+use collectives::{DType, Device, ReduceKind, Scale, Tensor, realize};
 use collectives_tests::*;
 use cuda_common::{cuda_devices, same_as_cpu, two_cuda_devices};
 
@@ -136,8 +136,65 @@ fn bandwidth_figures() {
         gb / h2d,
         gb / d2h
     );
+    let other = host.copy_to_device(d0).unwrap();
+    other.realize().unwrap();
+    let sum = best_of_3(|| {
+        Tensor::reduce(&[on_dev.clone(), other.clone()], ReduceKind::Sum, None).unwrap()
+    });
+    println!(
+        "figure: reduce of two 1 GiB f32 tensors on {d0}: {:.0} GB/s moved",
+        3.0 * gb / sum
+    );
     if let Some(&d1) = devs.get(1) {
         let peer = best_of_3(|| on_dev.copy_to_device(d1).unwrap());
         println!("figure: peer {d0} -> {d1} {:.1} GB/s", gb / peer);
+    }
+}
+
+/// A reduce whose inputs live on CUDA devices and virtual CPU devices, run on a CUDA device and
+/// on a CPU device: the copies the graph pass inserts (host ↔ CUDA, peer) feed the kernels, and
+/// the results equal the same graph run on CPU devices only.
+#[test]
+fn mixed_host_and_cuda_inputs() {
+    let devs = cuda_devices();
+    let Some(&d0) = devs.first() else { return };
+    let n = (1 << 20) + 3;
+    for dtype in [DType::F32, DType::BF16, DType::F64, DType::I32, DType::U8] {
+        let seed = fresh_seed();
+        let mut r = rng(seed);
+        let mut homes = vec![d0, Device::Cpu(1), Device::Cpu(2)];
+        homes.extend(devs.get(1));
+        let data: Vec<Vec<f64>> = homes
+            .iter()
+            .map(|_| random(dtype, n, Range::General, &mut r))
+            .collect();
+        let on = |places: &[Device]| -> Vec<Tensor> {
+            data.iter()
+                .zip(places)
+                .map(|(x, &d)| tensor(dtype, x, [n], d))
+                .collect()
+        };
+        let cpu_only: Vec<Device> = (0..homes.len() as u32)
+            .map(|i| Device::Cpu(10 + i))
+            .collect();
+        let want = Tensor::reduce(&on(&cpu_only), ReduceKind::Sum, Some(Scale::Div(2.0))).unwrap();
+        let on_cuda = Tensor::reduce(&on(&homes), ReduceKind::Sum, Some(Scale::Div(2.0))).unwrap();
+        same_as_cpu(
+            &on_cuda,
+            &want,
+            &format!("mixed reduce on {d0} {dtype} seed {seed}"),
+        );
+        // The same inputs with a host shard first: the reduce runs on cpu:1.
+        let host_first = |mut v: Vec<Tensor>| {
+            v.swap(0, 1);
+            v
+        };
+        let on_host = Tensor::reduce(&host_first(on(&homes)), ReduceKind::Max, None).unwrap();
+        let want_host = Tensor::reduce(&host_first(on(&cpu_only)), ReduceKind::Max, None).unwrap();
+        same_as_cpu(
+            &on_host,
+            &want_host,
+            &format!("mixed reduce on cpu {dtype} seed {seed}"),
+        );
     }
 }

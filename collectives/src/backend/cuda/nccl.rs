@@ -5,9 +5,9 @@
 //!
 //! Semantics are NCCL's, which differ from the library's native kernels at rounding level:
 //! `Avg` on floats and `PreMulSum` multiply each input by the scalar before summing (integers:
-//! sum, then divide truncating — as the native path); on floats `Max`/`Min` follow NCCL's device
-//! max/min, which may return the non-NaN operand where the native kernels propagate NaN. Choose
-//! the native path when exact NaN propagation matters.
+//! sum, then divide truncating — as the native path). For NaN, NCCL 2.28's f32 `Max` was seen to
+//! propagate it on the H200s (the native kernels guarantee it); NCCL does not document this, so
+//! choose the native path where NaN propagation must be guaranteed.
 //!
 //! Where libnccl is absent, [`nccl_available`] is false and [`NcclClique::get`] answers
 //! [`Error::DeviceUnavailable`]; callers fall back to the native ring/star algorithms.

@@ -73,8 +73,10 @@ fn entry_points(group: &str) -> Option<String> {
 }
 
 /// The compiled image of `group` for compute capability `arch` (compiling it on first use).
+/// Different groups compile concurrently; one group compiles once.
 pub(crate) fn image(group: &str, arch: (i32, i32), device: Device) -> Result<Arc<Image>> {
-    type Cache = Mutex<HashMap<(String, (i32, i32)), Arc<Image>>>;
+    type Slot = Arc<Mutex<Option<Arc<Image>>>>;
+    type Cache = Mutex<HashMap<(String, (i32, i32)), Slot>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     if let Err(reason) = driver::nvrtc_status() {
         let reason = format!("CUDA kernels need NVRTC: {reason}");
@@ -87,14 +89,18 @@ pub(crate) fn image(group: &str, arch: (i32, i32), device: Device) -> Result<Arc
             format!("no kernel group {group:?}"),
         )
     })?;
-    // Held while compiling, so two devices of one architecture compile once.
-    let mut cache = CACHE.get_or_init(Default::default).lock();
-    if let Some(img) = cache.get(&(group.to_string(), arch)) {
+    let slot: Slot = {
+        let mut cache = CACHE.get_or_init(Default::default).lock();
+        cache.entry((group.to_string(), arch)).or_default().clone()
+    };
+    // Held while compiling, so devices of one architecture compile the group once.
+    let mut slot = slot.lock();
+    if let Some(img) = slot.as_ref() {
         return Ok(img.clone());
     }
     let src = format!("{SOURCE}\n{entries}\n");
     let img = Arc::new(Image(compile(&src, arch, device)?));
-    cache.insert((group.to_string(), arch), img.clone());
+    *slot = Some(img.clone());
     Ok(img)
 }
 
