@@ -44,6 +44,6 @@ pub use comm::{Communicator, IdentityComm};
 pub use device::{Device, DeviceKind, available_devices, parse_devices};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use exec::realize;
+pub use exec::{realize, synchronize};
 pub use graph::{BinaryOp, Op, ReduceKind, Scale, Shape, Tensor};
 pub use typed::{Group, Shard};

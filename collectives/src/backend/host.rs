@@ -22,6 +22,11 @@ pub(crate) trait HostMem: Send + Sync {
     fn as_bytes(&self) -> &[u8];
     /// The bytes, writable.
     fn as_bytes_mut(&mut self) -> &mut [u8];
+    /// The concrete type, for a backend that recognises its own host memory (a GPU backend's
+    /// pinned buffers, which it can copy from without staging). `None` by default.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// Buffers smaller than this are not cached (the allocator serves them cheaply).

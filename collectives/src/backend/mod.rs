@@ -10,6 +10,8 @@
 //! that recognises its own fence type) on the device, without a host round-trip.
 
 pub(crate) mod cpu;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
 mod host;
 mod registry;
 

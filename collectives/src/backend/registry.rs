@@ -38,6 +38,9 @@ pub(crate) fn get(device: Device) -> Result<Arc<dyn Backend>> {
 fn open(device: Device) -> Result<Arc<dyn Backend>> {
     match device {
         Device::Cpu(n) => Ok(Arc::new(super::cpu::CpuBackend::new(n))),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(n) => super::cuda::open(n),
+        #[cfg(not(feature = "cuda"))]
         Device::Cuda(_) => Err(Error::BackendNotBuilt { device, feature: "cuda" }),
         Device::Vulkan(_) => Err(Error::BackendNotBuilt { device, feature: "vulkan" }),
     }
@@ -48,11 +51,18 @@ fn open(device: Device) -> Result<Arc<dyn Backend>> {
 pub(crate) fn device_count(kind: DeviceKind) -> u32 {
     match kind {
         DeviceKind::Cpu => crate::device::cpu_device_count(),
-        DeviceKind::Cuda | DeviceKind::Vulkan => 0,
+        #[cfg(feature = "cuda")]
+        DeviceKind::Cuda => super::cuda::device_count(),
+        #[cfg(not(feature = "cuda"))]
+        DeviceKind::Cuda => 0,
+        DeviceKind::Vulkan => 0,
     }
 }
 
 /// Whether NCCL can be used in this process (libnccl and a CUDA driver load).
 pub(crate) fn nccl_available() -> bool {
+    #[cfg(feature = "cuda")]
+    return super::cuda::nccl::nccl_available();
+    #[cfg(not(feature = "cuda"))]
     false
 }

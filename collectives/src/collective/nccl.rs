@@ -1,36 +1,122 @@
 //! The NCCL path of the collectives, for all-CUDA groups: each call becomes one
-//! `Op::Collective` node issuing an NCCL group call across the members' streams, and one
-//! `Op::Part` node per device taking that device's output.
+//! `Op::Collective` node that issues an NCCL group call across the members' streams when it
+//! runs, and one `Op::Part` node per output taking that device's buffer. Building the nodes
+//! touches no device; the communicators are made on first use (once per set of devices).
+
+use std::sync::Arc;
 
 use super::{DeviceGroup, ReduceOp};
-use crate::error::{Error, Result};
-use crate::graph::Tensor;
+use crate::backend::Buffer;
+use crate::device::Device;
+use crate::error::Result;
+use crate::graph::{CollectiveCall, MultiKernel, Op, Shape, Tensor};
 
-fn unavailable(group: &DeviceGroup) -> Error {
-    Error::DeviceUnavailable { device: group.leader(), reason: "this build has no NCCL path yet".into() }
+/// Which NCCL collective a node issues.
+#[derive(Clone, Copy, Debug)]
+enum Call {
+    AllReduce(ReduceOp),
+    Reduce(ReduceOp, usize),
+    Broadcast(usize),
+    AllGather,
+    ReduceScatter(ReduceOp),
 }
 
-pub(crate) fn reduce(group: &DeviceGroup, _shards: &[Tensor], _op: ReduceOp) -> Result<Tensor> {
-    Err(unavailable(group))
+/// An NCCL group call over `members`, run when its node is.
+struct NcclCall {
+    members: Vec<Device>,
+    call: Call,
 }
 
-pub(crate) fn all_reduce(group: &DeviceGroup, _shards: &[Tensor], _op: ReduceOp) -> Result<Vec<Tensor>> {
-    Err(unavailable(group))
+impl MultiKernel for NcclCall {
+    fn name(&self) -> String {
+        format!("nccl {:?}", self.call)
+    }
+
+    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+        issue(&self.members, self.call, inputs)
+    }
 }
 
-pub(crate) fn broadcast(group: &DeviceGroup, _t: &Tensor, _root: usize) -> Result<Vec<Tensor>> {
-    Err(unavailable(group))
+#[cfg(feature = "cuda")]
+fn issue(members: &[Device], call: Call, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+    use crate::backend::cuda::nccl::{NcclClique, NcclRedOp};
+    let red = |op: ReduceOp| match op {
+        ReduceOp::Sum => NcclRedOp::Sum,
+        ReduceOp::Prod => NcclRedOp::Prod,
+        ReduceOp::Max => NcclRedOp::Max,
+        ReduceOp::Min => NcclRedOp::Min,
+        ReduceOp::Avg => NcclRedOp::Avg,
+        ReduceOp::PreMulSum(s) => NcclRedOp::PreMulSum(s),
+    };
+    let clique = NcclClique::get(members)?;
+    let outs = match call {
+        Call::AllReduce(op) => clique.all_reduce(inputs, red(op))?,
+        Call::Reduce(op, root) => vec![clique.reduce(inputs, root, red(op))?],
+        Call::Broadcast(root) => clique.broadcast(inputs[0], root)?,
+        Call::AllGather => clique.all_gather(inputs)?,
+        Call::ReduceScatter(op) => clique.reduce_scatter(inputs, red(op))?,
+    };
+    Ok(outs.into_iter().map(Arc::new).collect())
 }
 
-pub(crate) fn all_gather(group: &DeviceGroup, _shards: &[Tensor], _dim: usize) -> Result<Vec<Tensor>> {
-    Err(unavailable(group))
+#[cfg(not(feature = "cuda"))]
+fn issue(members: &[Device], _call: Call, _inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+    Err(crate::Error::BackendNotBuilt { device: members[0], feature: "cuda" })
+}
+
+/// The call's node over `inputs`, and one part per `(device, shape)` of `outs`.
+fn build(group: &DeviceGroup, call: Call, inputs: &[Tensor], outs: &[(Device, Shape)]) -> Vec<Tensor> {
+    let kernel = NcclCall { members: group.devices().to_vec(), call };
+    let dtype = inputs[0].dtype();
+    let node = Tensor::new_node(
+        Op::Collective(CollectiveCall(Arc::new(kernel))),
+        inputs.to_vec(),
+        group.leader(),
+        dtype,
+        Shape::new(vec![0]),
+        None,
+    );
+    outs.iter()
+        .enumerate()
+        .map(|(index, (d, s))| {
+            Tensor::new_node(Op::Part { index }, vec![node.clone()], *d, dtype, s.clone(), None)
+        })
+        .collect()
+}
+
+fn everywhere(group: &DeviceGroup, shape: &Shape) -> Vec<(Device, Shape)> {
+    group.devices().iter().map(|&d| (d, shape.clone())).collect()
+}
+
+pub(crate) fn reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Result<Tensor> {
+    let out = [(group.leader(), shards[0].shape().clone())];
+    Ok(build(group, Call::Reduce(op, group.leader_index()), shards, &out).remove(0))
+}
+
+pub(crate) fn all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Result<Vec<Tensor>> {
+    Ok(build(group, Call::AllReduce(op), shards, &everywhere(group, shards[0].shape())))
+}
+
+pub(crate) fn broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Result<Vec<Tensor>> {
+    let mut outs =
+        build(group, Call::Broadcast(root), std::slice::from_ref(t), &everywhere(group, t.shape()));
+    outs[root] = t.clone();
+    Ok(outs)
+}
+
+pub(crate) fn all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
+    let s = shards[0].shape();
+    let shape = s.with_dim(dim, s.dim(dim) * group.size());
+    Ok(build(group, Call::AllGather, shards, &everywhere(group, &shape)))
 }
 
 pub(crate) fn reduce_scatter(
     group: &DeviceGroup,
-    _shards: &[Tensor],
-    _op: ReduceOp,
-    _dim: usize,
+    shards: &[Tensor],
+    op: ReduceOp,
+    dim: usize,
 ) -> Result<Vec<Tensor>> {
-    Err(unavailable(group))
+    let s = shards[0].shape();
+    let shape = s.with_dim(dim, s.dim(dim) / group.size());
+    Ok(build(group, Call::ReduceScatter(op), shards, &everywhere(group, &shape)))
 }

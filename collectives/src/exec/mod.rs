@@ -48,6 +48,13 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// Waits until every operation issued to `device` has finished, reporting a device failure as an
+/// error. [`realize`] already waits for its targets; this is for callers timing or handing
+/// buffers to other libraries.
+pub fn synchronize(device: crate::Device) -> Result<()> {
+    backend::get(device)?.synchronize()
+}
+
 /// Copies a realized buffer into a `Vec<T>` on the host (the dtype was checked by the caller).
 pub(crate) fn read_host<T: Element>(buf: &Buffer) -> Result<Vec<T>> {
     let staged;

@@ -34,7 +34,9 @@ pub(crate) fn issue(step: &Step, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> 
             let kernel = lower(op, t)?;
             let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
             let out = OutSpec { dtype: t.dtype(), len: t.numel() };
-            Ok(Arc::new(backend::get(t.device())?.compute(&kernel, &refs, out)?))
+            let be = backend::get(t.device())?;
+            debug_assert_eq!(be.device(), t.device());
+            Ok(Arc::new(be.compute(&kernel, &refs, out)?))
         }
     }
 }

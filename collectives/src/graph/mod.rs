@@ -19,7 +19,7 @@ pub mod opt;
 mod shape;
 mod tensor;
 
-pub(crate) use build::{check_like, check_scale};
+pub(crate) use build::check_like;
 pub(crate) use op::MultiKernel;
 pub use op::{BinaryOp, CollectiveCall, Op, ReduceKind, Scale};
 pub use shape::Shape;

@@ -9,7 +9,7 @@ mod num;
 
 use half::{bf16, f16};
 
-use super::{Backend, Buffer, HostMem as _, Kernel, OutSpec, OwnedHost};
+use super::{Backend, Buffer, Kernel, OutSpec, OwnedHost};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};

@@ -1,0 +1,201 @@
+//! One CUDA device: its context, streams, memory pool and compiled kernels, opened once per
+//! process and shared by everything that uses the device.
+//!
+//! Streams: `compute` runs kernels, `copy_in` runs copies onto the device (host → device and peer
+//! → device), `copy_out` runs copies off it (device → host), so uploads, downloads and kernels of
+//! independent steps overlap. Dependencies between them are events (see [`super::memory`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::sys::{self, CUdevice_attribute};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use parking_lot::Mutex;
+
+use super::memory::DevAlloc;
+use super::staging::Ring;
+use super::{driver, nvrtc};
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+/// A memory pool handle (the driver's pools are thread-safe).
+struct PoolHandle(sys::CUmemoryPool);
+// SAFETY: a CUmemoryPool is an opaque handle the driver allows from any thread.
+unsafe impl Send for PoolHandle {}
+// SAFETY: as above.
+unsafe impl Sync for PoolHandle {}
+
+/// An opened CUDA device.
+pub(crate) struct CudaDevice {
+    pub device: Device,
+    pub ctx: Arc<CudaContext>,
+    pub compute: Arc<CudaStream>,
+    pub copy_in: Arc<CudaStream>,
+    pub copy_out: Arc<CudaStream>,
+    /// Streaming multiprocessors (sizes kernel grids).
+    pub sms: u32,
+    /// Compute capability (major, minor).
+    pub arch: (i32, i32),
+    /// Device memory in bytes.
+    pub total_mem: usize,
+    pool: PoolHandle,
+    functions: Mutex<HashMap<String, CudaFunction>>,
+    modules: Mutex<HashMap<String, Arc<CudaModule>>>,
+    /// Double-buffered pinned staging for host → device copies of pageable memory.
+    pub stage_in: Mutex<Ring>,
+    /// Double-buffered pinned staging for chunked device → host transfers.
+    pub stage_out: Mutex<Ring>,
+}
+
+type Table = Mutex<HashMap<u32, Arc<CudaDevice>>>;
+
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+/// The device `Cuda(ordinal)`, opened on first use.
+pub(crate) fn get(ordinal: u32) -> Result<Arc<CudaDevice>> {
+    let device = Device::Cuda(ordinal);
+    if let Err(reason) = driver::driver_status() {
+        return Err(Error::DeviceUnavailable { device, reason: reason.clone() });
+    }
+    let count = driver::device_count();
+    if ordinal >= count {
+        let reason = format!("this machine has {count} CUDA device(s)");
+        return Err(Error::DeviceUnavailable { device, reason });
+    }
+    let mut t = table().lock();
+    if let Some(d) = t.get(&ordinal) {
+        return Ok(d.clone());
+    }
+    let d = Arc::new(CudaDevice::open(ordinal)?);
+    t.insert(ordinal, d.clone());
+    Ok(d)
+}
+
+impl CudaDevice {
+    fn open(ordinal: u32) -> Result<Self> {
+        let device = Device::Cuda(ordinal);
+        let e = |op| driver::err(device, op);
+        let ctx = CudaContext::new(ordinal as usize).map_err(e("create context"))?;
+        let stream = || ctx.new_stream().map_err(e("create stream"));
+        let (compute, copy_in, copy_out) = (stream()?, stream()?, stream()?);
+        let sms = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(e("query device"))?;
+        let arch = ctx.compute_capability().map_err(e("query device"))?;
+        let total_mem = ctx.total_mem().map_err(e("query device"))?;
+        // SAFETY: the device handle is the context's own, and the context is current (new()
+        // binds it to this thread).
+        let pool = unsafe { driver::default_pool(ctx.cu_device()) }.map_err(e("configure memory pool"))?;
+        Ok(CudaDevice {
+            device,
+            sms: sms.max(1) as u32,
+            arch,
+            total_mem,
+            pool: PoolHandle(pool),
+            functions: Mutex::default(),
+            modules: Mutex::default(),
+            stage_in: Mutex::new(Ring::default()),
+            stage_out: Mutex::new(Ring::default()),
+            ctx,
+            compute,
+            copy_in,
+            copy_out,
+        })
+    }
+
+    /// Makes the device's context current on the calling thread.
+    pub fn bind(&self) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(driver::err(self.device, "bind context"))
+    }
+
+    /// `bytes` of device memory, ordered on (and later freed on) `stream`.
+    ///
+    /// When the pool is exhausted, waits for the device's queued work (so pending frees land),
+    /// releases the pool's cached memory and tries once more; then [`Error::OutOfMemory`].
+    pub fn alloc(&self, bytes: usize, stream: &Arc<CudaStream>) -> Result<Arc<DevAlloc>> {
+        if bytes == 0 {
+            return Ok(Arc::new(DevAlloc::new(0, self.device, stream.clone())));
+        }
+        self.bind()?;
+        // SAFETY: the stream belongs to this device's context, which is current.
+        let first = unsafe { driver::alloc_async(stream.cu_stream(), bytes) };
+        let ptr = match first {
+            Ok(p) => p,
+            Err(e) if driver::is_oom(e) || bytes > self.total_mem => {
+                self.synchronize()?;
+                // SAFETY: the pool is this device's default pool, live for the process.
+                unsafe { driver::trim_pool(self.pool.0) }.map_err(driver::err(self.device, "trim pool"))?;
+                // SAFETY: as for the first attempt.
+                unsafe { driver::alloc_async(stream.cu_stream(), bytes) }.map_err(|e| self.oom(bytes, e))?
+            }
+            Err(e) => return Err(driver::err(self.device, "allocate device memory")(e)),
+        };
+        Ok(Arc::new(DevAlloc::new(ptr, self.device, stream.clone())))
+    }
+
+    fn oom(&self, bytes: usize, e: cudarc::driver::DriverError) -> Error {
+        if driver::is_oom(e) || bytes > self.total_mem {
+            let detail = format!("{}; the device has {} bytes", driver::describe(e), self.total_mem);
+            return Error::OutOfMemory { device: self.device, bytes, detail };
+        }
+        driver::err(self.device, "allocate device memory")(e)
+    }
+
+    /// Waits for all work queued on the device's streams.
+    pub fn synchronize(&self) -> Result<()> {
+        for s in [&self.compute, &self.copy_in, &self.copy_out] {
+            s.synchronize().map_err(driver::err(self.device, "synchronize"))?;
+        }
+        Ok(())
+    }
+
+    /// The kernel `name`, compiling and loading its module on first use.
+    pub fn function(&self, name: &str) -> Result<CudaFunction> {
+        if let Some(f) = self.functions.lock().get(name) {
+            return Ok(f.clone());
+        }
+        let module = self.module(nvrtc::group_of(name))?;
+        let f = module.load_function(name).map_err(driver::err(self.device, "load kernel"))?;
+        self.functions.lock().insert(name.to_string(), f.clone());
+        Ok(f)
+    }
+
+    fn module(&self, group: &str) -> Result<Arc<CudaModule>> {
+        let mut modules = self.modules.lock();
+        if let Some(m) = modules.get(group) {
+            return Ok(m.clone());
+        }
+        let image = nvrtc::image(group, self.arch, self.device)?;
+        let m = self.ctx.load_module(image.to_ptx()).map_err(driver::err(self.device, "load kernels"))?;
+        modules.insert(group.to_string(), m.clone());
+        Ok(m)
+    }
+}
+
+/// Enables direct access between two devices, both ways, once per pair: peer access between the
+/// contexts and access to each other's memory pool (pool memory ignores context peer access).
+/// Devices that cannot reach each other directly still copy, staged by the driver.
+pub(crate) fn enable_peer(a: &CudaDevice, b: &CudaDevice) -> Result<()> {
+    static DONE: OnceLock<Mutex<HashSet<(Device, Device)>>> = OnceLock::new();
+    let done = DONE.get_or_init(Default::default);
+    let key = (a.device.min(b.device), a.device.max(b.device));
+    if a.device == b.device || done.lock().contains(&key) {
+        return Ok(());
+    }
+    for (x, y) in [(a, b), (b, a)] {
+        let e = driver::err(x.device, "enable peer access");
+        if !driver::can_access_peer(x.ctx.cu_device(), y.ctx.cu_device()).map_err(&e)? {
+            continue;
+        }
+        x.bind()?;
+        // SAFETY: `y.ctx` is a live context other than the current one (`x`'s).
+        unsafe { driver::enable_peer(y.ctx.cu_ctx()) }.map_err(&e)?;
+        // SAFETY: `y.pool` is `y`'s default pool, live for the process.
+        unsafe { driver::grant_pool_access(y.pool.0, x.ctx.cu_device()) }.map_err(&e)?;
+    }
+    done.lock().insert(key);
+    Ok(())
+}

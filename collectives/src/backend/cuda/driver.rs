@@ -1,0 +1,359 @@
+//! The raw layer: whether the CUDA libraries load, and the few unsafe driver calls the backend
+//! makes, each returning [`Result`] with the crate's [`Error`].
+//!
+//! cudarc loads libcuda, libnvrtc and libnccl at run time and *panics* when a library or one of
+//! its symbols is missing. So before anything calls into a library, [`driver_status`],
+//! [`nvrtc_status`] and [`nccl_status`] check (once per process) that it loads and that every
+//! symbol this backend uses is there; a missing one becomes an error naming it.
+
+use std::ffi::{CStr, c_void};
+use std::sync::OnceLock;
+
+use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
+use cudarc::driver::{DriverError, result};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+/// Driver entry points the backend (and the parts of cudarc it uses) calls.
+const DRIVER_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxSetCurrent",
+    "cuCtxGetCurrent",
+    "cuCtxSynchronize",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventSynchronize",
+    "cuEventDestroy_v2",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemcpyPeerAsync",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuLaunchKernel",
+    "cuModuleLoadData",
+    "cuModuleGetFunction",
+    "cuModuleUnload",
+    "cuDeviceCanAccessPeer",
+    "cuCtxEnablePeerAccess",
+    "cuDeviceGetDefaultMemPool",
+    "cuMemPoolSetAccess",
+    "cuMemPoolSetAttribute",
+    "cuMemPoolTrimTo",
+    "cuGetErrorString",
+    "cuGetErrorName",
+];
+
+/// NVRTC entry points used to compile the kernels.
+const NVRTC_SYMBOLS: &[&str] = &[
+    "nvrtcCreateProgram",
+    "nvrtcCompileProgram",
+    "nvrtcDestroyProgram",
+    "nvrtcGetCUBINSize",
+    "nvrtcGetCUBIN",
+    "nvrtcGetPTXSize",
+    "nvrtcGetPTX",
+    "nvrtcGetProgramLogSize",
+    "nvrtcGetProgramLog",
+];
+
+/// NCCL entry points used by the clique.
+#[allow(dead_code)] // used by `nccl`, which the collectives wire in
+const NCCL_SYMBOLS: &[&str] = &[
+    "ncclCommInitAll",
+    "ncclCommDestroy",
+    "ncclGroupStart",
+    "ncclGroupEnd",
+    "ncclAllReduce",
+    "ncclReduce",
+    "ncclBroadcast",
+    "ncclAllGather",
+    "ncclReduceScatter",
+    "ncclRedOpCreatePreMulSum",
+    "ncclRedOpDestroy",
+    "ncclGetErrorString",
+];
+
+/// `Ok` when a library loads (`present`) and `has` finds every symbol of `names`, else why not.
+fn check(lib: &str, present: bool, has: impl Fn(&str) -> bool, names: &[&str]) -> Result<(), String> {
+    if !present {
+        return Err(format!("{lib} was not found on the library path"));
+    }
+    let lacking: Vec<&str> = names.iter().copied().filter(|n| !has(n)).collect();
+    if !lacking.is_empty() {
+        return Err(format!("{lib} lacks symbols {}", lacking.join(", ")));
+    }
+    Ok(())
+}
+
+/// A closure telling whether the library of cudarc module `$m` exports a symbol.
+macro_rules! has_symbol {
+    ($m:path) => {{
+        use $m as m;
+        |name: &str| {
+            // SAFETY: `check` calls this only once `is_culib_present()` said the library loads,
+            // so `culib()` does not panic; looking a symbol up does not call it.
+            unsafe { m::culib().get::<unsafe extern "C" fn()>(name.as_bytes()).is_ok() }
+        }
+    }};
+}
+
+/// Whether libcuda loads with every symbol the backend uses and `cuInit` succeeds (cached).
+pub(crate) fn driver_status() -> &'static Result<(), String> {
+    static S: OnceLock<Result<(), String>> = OnceLock::new();
+    S.get_or_init(|| {
+        // SAFETY: `is_culib_present` only tries to open the library.
+        let present = unsafe { sys::is_culib_present() };
+        check("libcuda", present, has_symbol!(cudarc::driver::sys), DRIVER_SYMBOLS)?;
+        result::init().map_err(|e| format!("cuInit failed: {}", describe(e)))
+    })
+}
+
+/// Whether libnvrtc loads with every symbol the kernel compiler uses (cached).
+pub(crate) fn nvrtc_status() -> &'static Result<(), String> {
+    static S: OnceLock<Result<(), String>> = OnceLock::new();
+    S.get_or_init(|| {
+        // SAFETY: `is_culib_present` only tries to open the library.
+        let present = unsafe { cudarc::nvrtc::sys::is_culib_present() };
+        check("libnvrtc", present, has_symbol!(cudarc::nvrtc::sys), NVRTC_SYMBOLS)
+    })
+}
+
+/// Whether libnccl loads with every symbol the clique uses (cached).
+#[allow(dead_code)] // used by `nccl`, which the collectives wire in
+pub(crate) fn nccl_status() -> &'static Result<(), String> {
+    static S: OnceLock<Result<(), String>> = OnceLock::new();
+    S.get_or_init(|| {
+        // SAFETY: `is_culib_present` only tries to open the library.
+        let present = unsafe { cudarc::nccl::sys::is_culib_present() };
+        check("libnccl", present, has_symbol!(cudarc::nccl::sys), NCCL_SYMBOLS)
+    })
+}
+
+/// The driver's `NAME: description` for an error code.
+pub(crate) fn describe(e: DriverError) -> String {
+    let name = e.error_name().map(|s| s.to_string_lossy().into_owned());
+    let text = e.error_string().map(|s| s.to_string_lossy().into_owned());
+    match (name, text) {
+        (Ok(n), Ok(t)) => format!("{n}: {t}"),
+        _ => format!("{:?}", e.0),
+    }
+}
+
+/// Whether `e` is the driver's out-of-memory error.
+pub(crate) fn is_oom(e: DriverError) -> bool {
+    e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+}
+
+/// Maps a driver error during `op` on `device` to the crate's error.
+pub(crate) fn err(device: Device, op: impl Into<String>) -> impl Fn(DriverError) -> Error {
+    let op = op.into();
+    move |e| Error::driver(device, op.clone(), describe(e))
+}
+
+/// The number of CUDA devices, or 0 when the driver is absent.
+pub(crate) fn device_count() -> u32 {
+    if driver_status().is_err() {
+        return 0;
+    }
+    result::device::get_count().map_or(0, |n| n.max(0) as u32)
+}
+
+/// Allocates `bytes` of device memory ordered on `stream` (from the device's default pool).
+///
+/// # Safety
+/// `stream` must be a live stream of the context current on this thread.
+pub(crate) unsafe fn alloc_async(stream: CUstream, bytes: usize) -> Result<CUdeviceptr, DriverError> {
+    // SAFETY: the caller guarantees the stream; the memory is uninitialised until written.
+    unsafe { result::malloc_async(stream, bytes) }
+}
+
+/// Frees device memory ordered on `stream`.
+///
+/// # Safety
+/// `ptr` came from [`alloc_async`] on this device, is freed once, and every use of it is ordered
+/// before this point of `stream`.
+pub(crate) unsafe fn free_async(ptr: CUdeviceptr, stream: CUstream) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { result::free_async(ptr, stream) }
+}
+
+/// Copies `bytes` from host `src` to device `dst` on `stream`.
+///
+/// # Safety
+/// `src` is readable and `dst` writable for `bytes` until the copy has run on `stream`.
+pub(crate) unsafe fn htod_async(
+    dst: CUdeviceptr,
+    src: *const u8,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, bytes, stream).result() }
+}
+
+/// Copies `bytes` from device `src` to host `dst` on `stream`.
+///
+/// # Safety
+/// `dst` is writable and `src` readable for `bytes` until the copy has run on `stream`.
+pub(crate) unsafe fn dtoh_async(
+    dst: *mut u8,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, bytes, stream).result() }
+}
+
+/// Copies `bytes` between two buffers of one device on `stream`.
+///
+/// # Safety
+/// Both ranges are valid for `bytes` until the copy has run on `stream`.
+pub(crate) unsafe fn dtod_async(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { result::memcpy_dtod_async(dst, src, bytes, stream) }
+}
+
+/// Copies `bytes` from `src` (context `src_ctx`) to `dst` (context `dst_ctx`) on `stream`.
+///
+/// # Safety
+/// Both ranges are valid for `bytes` until the copy has run; the contexts own the pointers.
+pub(crate) unsafe fn peer_async(
+    (dst, dst_ctx): (CUdeviceptr, sys::CUcontext),
+    (src, src_ctx): (CUdeviceptr, sys::CUcontext),
+    bytes: usize,
+    stream: CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { result::memcpy_peer_async(dst_ctx, dst, src_ctx, src, bytes, stream) }
+}
+
+/// Launches `f` with `params` (pointers to each argument's value) on `stream`.
+///
+/// # Safety
+/// `params` must match the kernel's signature exactly, every pointer argument must stay valid
+/// until the kernel has run, and `f` must belong to the current context.
+pub(crate) unsafe fn launch(
+    f: sys::CUfunction,
+    grid: u32,
+    block: u32,
+    stream: CUstream,
+    params: &mut [*mut c_void],
+) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { result::launch_kernel(f, (grid, 1, 1), (block, 1, 1), 0, stream, params) }
+}
+
+/// Page-locked host memory of `bytes`, usable by every context (portable).
+///
+/// # Safety
+/// A context must be current on this thread.
+pub(crate) unsafe fn alloc_pinned(bytes: usize) -> Result<*mut u8, DriverError> {
+    // SAFETY: as the caller guarantees; the memory is uninitialised.
+    unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE).map(|p| p as *mut u8) }
+}
+
+/// Frees memory from [`alloc_pinned`].
+///
+/// # Safety
+/// `ptr` came from [`alloc_pinned`], is freed once, and no device work still uses it.
+pub(crate) unsafe fn free_pinned(ptr: *mut u8) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { result::free_host(ptr as *mut c_void) }
+}
+
+/// Makes `stream` wait for `event` (recorded in any context) without blocking the host.
+///
+/// # Safety
+/// Both handles are live.
+pub(crate) unsafe fn stream_wait(stream: CUstream, event: sys::CUevent) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { result::stream::wait_event(stream, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+}
+
+/// The device's default memory pool, set to keep freed memory cached (not released at every
+/// synchronization) and made readable and writable by `peers`.
+///
+/// # Safety
+/// `dev` is a valid device handle and its context is current.
+pub(crate) unsafe fn default_pool(dev: sys::CUdevice) -> Result<sys::CUmemoryPool, DriverError> {
+    // SAFETY: as the caller guarantees; the attribute value is a u64, as the driver documents.
+    unsafe {
+        let pool = result::device::get_default_mem_pool(dev)?;
+        let mut keep = u64::MAX;
+        let attr = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+        result::mem_pool::set_attribute(pool, attr, &mut keep as *mut u64 as *mut c_void)?;
+        Ok(pool)
+    }
+}
+
+/// Releases a pool's cached, unused memory to the system.
+///
+/// # Safety
+/// `pool` is a live pool.
+pub(crate) unsafe fn trim_pool(pool: sys::CUmemoryPool) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { result::mem_pool::trim_to(pool, 0) }
+}
+
+/// Lets device `peer` read and write memory of `pool`.
+///
+/// # Safety
+/// `pool` is a live pool of another device.
+pub(crate) unsafe fn grant_pool_access(pool: sys::CUmemoryPool, peer: i32) -> Result<(), DriverError> {
+    let desc = sys::CUmemAccessDesc {
+        location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: peer },
+        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    // SAFETY: `desc` is one valid descriptor, read during the call.
+    unsafe { sys::cuMemPoolSetAccess(pool, &desc, 1).result() }
+}
+
+/// Whether device `dev` can access device `peer`'s memory directly.
+pub(crate) fn can_access_peer(dev: sys::CUdevice, peer: sys::CUdevice) -> Result<bool, DriverError> {
+    let mut can = 0;
+    // SAFETY: both are device handles from cuDeviceGet; `can` is written during the call.
+    unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, peer).result()? };
+    Ok(can != 0)
+}
+
+/// Lets the current context access `peer`'s allocations (an already enabled peer is fine).
+///
+/// # Safety
+/// `peer` is a live context other than the current one.
+pub(crate) unsafe fn enable_peer(peer: sys::CUcontext) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    match unsafe { sys::cuCtxEnablePeerAccess(peer, 0).result() } {
+        Err(e) if e.0 == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+        other => other,
+    }
+}
+
+/// A C string from the NVRTC/NCCL error text APIs.
+pub(crate) fn c_text(p: *const std::ffi::c_char) -> String {
+    if p.is_null() {
+        return String::from("(no message)");
+    }
+    // SAFETY: the libraries return NUL-terminated static strings.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}

@@ -1,0 +1,375 @@
+// The CUDA backend's kernels, compiled at run time by NVRTC (see nvrtc.rs) once per compute
+// capability. No headers: f16/bf16 are bit patterns converted with PTX `cvt` or bit operations, so
+// the source compiles wherever NVRTC runs.
+//
+// Semantics match the CPU backend (backend/cpu/num.rs, kernels.rs) exactly:
+// - f16/bf16 compute in f32 and round once to nearest-even; f32/f64 compute as themselves
+//   (compiled with --fmad=false, so nothing is contracted);
+// - integers wrap (arithmetic in the unsigned type); x / 0 == 0; MIN / -1 == MIN;
+// - float max/min return NaN if either side is NaN, else `a >= b ? a : b` (`a <= b ? a : b`);
+// - casts go through f64 when a float is involved, as the CPU does (`from_f64(to_f64(x))`):
+//   float -> int truncates toward zero and saturates, NaN -> 0; int -> int wraps as Rust `as`;
+//   -> f16 rounds f64 -> f32 -> f16 (what half::f16::from_f64 does on x86 with F16C);
+//   -> bf16 uses half::bf16::from_f64's algorithm bit for bit (it rounds from the upper 32 bits).
+
+typedef unsigned char u8;
+typedef int i32;
+typedef long long i64;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+struct __align__(2) f16 { unsigned short b; };
+struct __align__(2) bf16 { unsigned short b; };
+// 16 bytes, for vectorized copies.
+struct __align__(16) w16 { u32 a, b, c, d; };
+
+// ---- bit casts and low-precision conversions ----------------------------------------------
+
+__device__ __forceinline__ u32 f32_bits(float x) { u32 r; asm("mov.b32 %0, %1;" : "=r"(r) : "f"(x)); return r; }
+__device__ __forceinline__ float bits_f32(u32 x) { float r; asm("mov.b32 %0, %1;" : "=f"(r) : "r"(x)); return r; }
+__device__ __forceinline__ u64 f64_bits(double x) { u64 r; asm("mov.b64 %0, %1;" : "=l"(r) : "d"(x)); return r; }
+__device__ __forceinline__ double bits_f64(u64 x) { double r; asm("mov.b64 %0, %1;" : "=d"(r) : "l"(x)); return r; }
+
+__device__ __forceinline__ float f16_to_f32(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ unsigned short f32_to_f16(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+__device__ __forceinline__ float bf16_to_f32(unsigned short h) { return bits_f32((u32)h << 16); }
+
+// half::bf16::from_f32: round to nearest-even; NaN keeps its upper bits and is made quiet.
+__device__ __forceinline__ unsigned short f32_to_bf16(float f) {
+    u32 x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
+    const u32 r = 0x8000u;
+    if ((x & r) != 0u && (x & (3u * r - 1u)) != 0u) return (unsigned short)((x >> 16) + 1u);
+    return (unsigned short)(x >> 16);
+}
+
+// half::bf16::from_f64, ported as is: it rounds using only the upper 32 bits of the f64.
+__device__ unsigned short f64_to_bf16(double d) {
+    u64 val = f64_bits(d);
+    u32 x = (u32)(val >> 32);
+    u32 sign = x & 0x80000000u, exp = x & 0x7ff00000u, man = x & 0x000fffffu;
+    if (exp == 0x7ff00000u) {
+        u32 nan_bit = (man == 0u && (u32)val == 0u) ? 0u : 0x40u;
+        return (unsigned short)((sign >> 16) | 0x7f80u | nan_bit | (man >> 13));
+    }
+    u32 half_sign = sign >> 16;
+    i64 half_exp = (i64)(exp >> 20) - 1023 + 127;
+    if (half_exp >= 0xff) return (unsigned short)(half_sign | 0x7f80u);
+    if (half_exp <= 0) {
+        if (7 - half_exp > 21) return (unsigned short)half_sign;
+        u32 m = man | 0x00100000u;
+        u32 half_man = m >> (14 - half_exp);
+        u32 round_bit = 1u << (13 - half_exp);
+        if ((m & round_bit) != 0u && (m & (3u * round_bit - 1u)) != 0u) half_man += 1u;
+        return (unsigned short)(half_sign | half_man);
+    }
+    u32 e = (u32)half_exp << 7;
+    u32 half_man = man >> 13;
+    const u32 round_bit = 0x00001000u;
+    if ((man & round_bit) != 0u && (man & (3u * round_bit - 1u)) != 0u) {
+        return (unsigned short)((half_sign | e | half_man) + 1u);
+    }
+    return (unsigned short)(half_sign | e | half_man);
+}
+
+// ---- element types: compute type, widen, narrow, f64/i64 conversions ---------------------
+
+#define OP_ADD 0
+#define OP_SUB 1
+#define OP_MUL 2
+#define OP_DIV 3
+#define OP_MAX 4
+#define OP_MIN 5
+
+#define SCALE_NONE 0
+#define SCALE_MUL 1
+#define SCALE_DIV 2
+
+template <typename A> __device__ __forceinline__ A fbin(int op, A a, A b) {
+    switch (op) {
+    case OP_ADD: return a + b;
+    case OP_SUB: return a - b;
+    case OP_MUL: return a * b;
+    case OP_DIV: return a / b;
+    case OP_MAX: return (a != a || b != b) ? (A)bits_f64(0x7ff8000000000000ull) : (a >= b ? a : b);
+    default: return (a != a || b != b) ? (A)bits_f64(0x7ff8000000000000ull) : (a <= b ? a : b);
+    }
+}
+
+template <typename A> __device__ __forceinline__ A fscale(int kind, A a, double f) {
+    return kind == SCALE_MUL ? a * (A)f : (kind == SCALE_DIV ? a / (A)f : a);
+}
+
+// Wrapping integer arithmetic: computed in the unsigned type U.
+template <typename T, typename U> __device__ __forceinline__ T idiv(T a, T b) {
+    if (b == (T)0) return (T)0;
+    if ((T)-1 < (T)0 && b == (T)-1) return (T)((U)0 - (U)a);
+    return a / b;
+}
+
+template <typename T, typename U> __device__ __forceinline__ T ibin(int op, T a, T b) {
+    switch (op) {
+    case OP_ADD: return (T)((U)a + (U)b);
+    case OP_SUB: return (T)((U)a - (U)b);
+    case OP_MUL: return (T)((U)a * (U)b);
+    case OP_DIV: return idiv<T, U>(a, b);
+    case OP_MAX: return a > b ? a : b;
+    default: return a < b ? a : b;
+    }
+}
+
+template <typename T, typename U> __device__ __forceinline__ T iscale(int kind, T a, i64 f) {
+    T t = (T)(U)(u64)f;
+    return kind == SCALE_MUL ? (T)((U)a * (U)t) : (kind == SCALE_DIV ? idiv<T, U>(a, t) : a);
+}
+
+__device__ __forceinline__ i32 sat_i32(double d) {
+    if (d != d) return 0;
+    if (d >= 2147483647.0) return 2147483647;
+    if (d <= -2147483648.0) return -2147483647 - 1;
+    return (i32)d;
+}
+
+__device__ __forceinline__ i64 sat_i64(double d) {
+    if (d != d) return 0;
+    if (d >= 9223372036854775807.0) return 9223372036854775807ll;
+    if (d <= -9223372036854775808.0) return -9223372036854775807ll - 1;
+    return (i64)d;
+}
+
+__device__ __forceinline__ u8 sat_u8(double d) {
+    if (!(d > 0.0)) return 0;
+    if (d >= 255.0) return 255;
+    return (u8)(u32)d;
+}
+
+template <typename T> struct Num;
+
+template <> struct Num<float> {
+    typedef float A;
+    static const bool INT = false;
+    static __device__ __forceinline__ A widen(float x) { return x; }
+    static __device__ __forceinline__ float narrow(A a) { return a; }
+    static __device__ __forceinline__ A bin(int op, A a, A b) { return fbin<A>(op, a, b); }
+    static __device__ __forceinline__ A scale(int k, A a, double f, i64) { return fscale<A>(k, a, f); }
+    static __device__ __forceinline__ double to_f64(float x) { return (double)x; }
+    static __device__ __forceinline__ float from_f64(double d) { return (float)d; }
+};
+
+template <> struct Num<double> {
+    typedef double A;
+    static const bool INT = false;
+    static __device__ __forceinline__ A widen(double x) { return x; }
+    static __device__ __forceinline__ double narrow(A a) { return a; }
+    static __device__ __forceinline__ A bin(int op, A a, A b) { return fbin<A>(op, a, b); }
+    static __device__ __forceinline__ A scale(int k, A a, double f, i64) { return fscale<A>(k, a, f); }
+    static __device__ __forceinline__ double to_f64(double x) { return x; }
+    static __device__ __forceinline__ double from_f64(double d) { return d; }
+};
+
+template <> struct Num<f16> {
+    typedef float A;
+    static const bool INT = false;
+    static __device__ __forceinline__ A widen(f16 x) { return f16_to_f32(x.b); }
+    static __device__ __forceinline__ f16 narrow(A a) { f16 r; r.b = f32_to_f16(a); return r; }
+    static __device__ __forceinline__ A bin(int op, A a, A b) { return fbin<A>(op, a, b); }
+    static __device__ __forceinline__ A scale(int k, A a, double f, i64) { return fscale<A>(k, a, f); }
+    static __device__ __forceinline__ double to_f64(f16 x) { return (double)f16_to_f32(x.b); }
+    static __device__ __forceinline__ f16 from_f64(double d) { f16 r; r.b = f32_to_f16((float)d); return r; }
+};
+
+template <> struct Num<bf16> {
+    typedef float A;
+    static const bool INT = false;
+    static __device__ __forceinline__ A widen(bf16 x) { return bf16_to_f32(x.b); }
+    static __device__ __forceinline__ bf16 narrow(A a) { bf16 r; r.b = f32_to_bf16(a); return r; }
+    static __device__ __forceinline__ A bin(int op, A a, A b) { return fbin<A>(op, a, b); }
+    static __device__ __forceinline__ A scale(int k, A a, double f, i64) { return fscale<A>(k, a, f); }
+    static __device__ __forceinline__ double to_f64(bf16 x) { return (double)bf16_to_f32(x.b); }
+    static __device__ __forceinline__ bf16 from_f64(double d) { bf16 r; r.b = f64_to_bf16(d); return r; }
+};
+
+#define INT_NUM(T, U, SAT)                                                                      \
+    template <> struct Num<T> {                                                                 \
+        typedef T A;                                                                            \
+        static const bool INT = true;                                                           \
+        static __device__ __forceinline__ A widen(T x) { return x; }                            \
+        static __device__ __forceinline__ T narrow(A a) { return a; }                           \
+        static __device__ __forceinline__ A bin(int op, A a, A b) { return ibin<T, U>(op, a, b); } \
+        static __device__ __forceinline__ A scale(int k, A a, double, i64 f) { return iscale<T, U>(k, a, f); } \
+        static __device__ __forceinline__ double to_f64(T x) { return (double)x; }              \
+        static __device__ __forceinline__ T from_f64(double d) { return SAT(d); }               \
+        static __device__ __forceinline__ i64 to_i64(T x) { return (i64)x; }                    \
+        static __device__ __forceinline__ T from_i64(i64 v) { return (T)(U)(u64)v; }            \
+    };
+INT_NUM(i32, u32, sat_i32)
+INT_NUM(i64, u64, sat_i64)
+INT_NUM(u8, u32, sat_u8)
+
+// ---- elementwise kernels --------------------------------------------------------------------
+// Flags shared by the elementwise kernels.
+#define F_VEC 4      // every pointer is 16-byte aligned: the body runs on 16-byte vectors
+#define F_ACC_IN 1   // reduce: fold the compute-type accumulator `acc` in first
+#define F_ACC_OUT 2  // reduce: write the compute-type accumulator, unscaled (a chained stage)
+
+#define MAXK 16
+struct Ins { const void* p[MAXK]; };
+
+template <typename T> struct __align__(16) V16 { T x[16 / sizeof(T)]; };
+
+__device__ __forceinline__ u64 tid0() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ u64 nthreads() { return (u64)gridDim.x * blockDim.x; }
+
+template <typename T>
+__device__ void binary_body(int op, const T* a, const T* b, T* o, u64 n, int flags) {
+    typedef Num<T> N;
+    const int V = 16 / sizeof(T);
+    u64 nv = (flags & F_VEC) ? n / V : 0;
+    for (u64 v = tid0(); v < nv; v += nthreads()) {
+        V16<T> x = ((const V16<T>*)a)[v], y = ((const V16<T>*)b)[v], r;
+#pragma unroll
+        for (int j = 0; j < V; ++j) r.x[j] = N::narrow(N::bin(op, N::widen(x.x[j]), N::widen(y.x[j])));
+        ((V16<T>*)o)[v] = r;
+    }
+    for (u64 i = nv * V + tid0(); i < n; i += nthreads()) {
+        o[i] = N::narrow(N::bin(op, N::widen(a[i]), N::widen(b[i])));
+    }
+}
+
+template <typename T>
+__device__ void scale_body(const T* x, T* o, u64 n, int flags, int kind, double f, i64 fi) {
+    typedef Num<T> N;
+    const int V = 16 / sizeof(T);
+    u64 nv = (flags & F_VEC) ? n / V : 0;
+    for (u64 v = tid0(); v < nv; v += nthreads()) {
+        V16<T> a = ((const V16<T>*)x)[v], r;
+#pragma unroll
+        for (int j = 0; j < V; ++j) r.x[j] = N::narrow(N::scale(kind, N::widen(a.x[j]), f, fi));
+        ((V16<T>*)o)[v] = r;
+    }
+    for (u64 i = nv * V + tid0(); i < n; i += nthreads()) {
+        o[i] = N::narrow(N::scale(kind, N::widen(x[i]), f, fi));
+    }
+}
+
+// One pass over k <= MAXK inputs (plus an optional accumulator from a previous stage).
+template <typename T, int OP>
+__device__ void reduce_body(Ins in, int k, const void* acc, void* out, u64 n, int flags, int kind,
+                            double f, i64 fi) {
+    typedef Num<T> N;
+    typedef typename Num<T>::A A;
+    const int V = 16 / sizeof(T);
+    const bool acc_in = flags & F_ACC_IN, acc_out = flags & F_ACC_OUT;
+    const A* ain = (const A*)acc;
+    u64 nv = (flags & F_VEC) ? n / V : 0;
+    for (u64 v = tid0(); v < nv; v += nthreads()) {
+        A s[V];
+        int first = 0;
+        if (acc_in) {
+#pragma unroll
+            for (int j = 0; j < V; ++j) s[j] = ain[v * V + j];
+        } else {
+            V16<T> x = ((const V16<T>*)in.p[0])[v];
+#pragma unroll
+            for (int j = 0; j < V; ++j) s[j] = N::widen(x.x[j]);
+            first = 1;
+        }
+        for (int i = first; i < k; ++i) {
+            V16<T> x = ((const V16<T>*)in.p[i])[v];
+#pragma unroll
+            for (int j = 0; j < V; ++j) s[j] = N::bin(OP, s[j], N::widen(x.x[j]));
+        }
+        if (acc_out) {
+#pragma unroll
+            for (int j = 0; j < V; ++j) ((A*)out)[v * V + j] = s[j];
+        } else {
+            V16<T> r;
+#pragma unroll
+            for (int j = 0; j < V; ++j) r.x[j] = N::narrow(N::scale(kind, s[j], f, fi));
+            ((V16<T>*)out)[v] = r;
+        }
+    }
+    for (u64 e = nv * V + tid0(); e < n; e += nthreads()) {
+        A s;
+        int first = 0;
+        if (acc_in) {
+            s = ain[e];
+        } else {
+            s = N::widen(((const T*)in.p[0])[e]);
+            first = 1;
+        }
+        for (int i = first; i < k; ++i) s = N::bin(OP, s, N::widen(((const T*)in.p[i])[e]));
+        if (acc_out) ((A*)out)[e] = s;
+        else ((T*)out)[e] = N::narrow(N::scale(kind, s, f, fi));
+    }
+}
+
+template <typename S, typename D, bool INTS> struct Conv;
+template <typename S, typename D> struct Conv<S, D, true> {
+    static __device__ __forceinline__ D run(S x) { return Num<D>::from_i64(Num<S>::to_i64(x)); }
+};
+template <typename S, typename D> struct Conv<S, D, false> {
+    static __device__ __forceinline__ D run(S x) { return Num<D>::from_f64(Num<S>::to_f64(x)); }
+};
+
+template <typename S, typename D> __device__ void cast_body(const S* x, D* o, u64 n) {
+    for (u64 i = tid0(); i < n; i += nthreads()) {
+        o[i] = Conv<S, D, Num<S>::INT && Num<D>::INT>::run(x[i]);
+    }
+}
+
+// rows x width units from src (row pitch spitch) to dst (row pitch dpitch), all in units of W.
+template <typename W>
+__device__ void copy2d_body(const W* src, W* dst, u64 rows, u64 width, u64 spitch, u64 dpitch) {
+    u64 total = rows * width;
+    for (u64 i = tid0(); i < total; i += nthreads()) {
+        u64 r = i / width, c = i - r * width;
+        dst[r * dpitch + c] = src[r * spitch + c];
+    }
+}
+
+// ---- extern "C" entry points: one per dtype (and op, pair or unit) ---------------------------
+// nvrtc.rs compiles this file in groups (binary, scale, cast, copy2d, and reduce per dtype), each
+// by appending the lines that instantiate one group's entry points, so a program compiles only
+// the kernels it uses.
+
+#define FOR_TYPES(X) X(float, f32) X(double, f64) X(f16, f16) X(bf16, bf16) X(i32, i32) X(i64, i64) X(u8, u8)
+#define FOR_TYPES_2(X, S, SN) X(S, SN, float, f32) X(S, SN, double, f64) X(S, SN, f16, f16) X(S, SN, bf16, bf16) \
+    X(S, SN, i32, i32) X(S, SN, i64, i64) X(S, SN, u8, u8)
+
+#define BINARY(T, N)                                                                             \
+    extern "C" __global__ void binary_##N(int op, const T* a, const T* b, T* o, u64 n, int flags) { \
+        binary_body<T>(op, a, b, o, n, flags);                                                   \
+    }
+
+#define SCALE(T, N)                                                                              \
+    extern "C" __global__ void scale_##N(const T* x, T* o, u64 n, int flags, int kind, double f, i64 fi) { \
+        scale_body<T>(x, o, n, flags, kind, f, fi);                                              \
+    }
+
+#define REDUCE1(T, N, OPN, OP)                                                                   \
+    extern "C" __global__ void reduce_##N##_##OPN(Ins in, int k, const void* acc, void* o, u64 n,   \
+                                                  int flags, int kind, double f, i64 fi) {        \
+        reduce_body<T, OP>(in, k, acc, o, n, flags, kind, f, fi);                                \
+    }
+#define REDUCE(T, N) REDUCE1(T, N, sum, OP_ADD) REDUCE1(T, N, prod, OP_MUL) REDUCE1(T, N, max, OP_MAX) \
+    REDUCE1(T, N, min, OP_MIN)
+
+#define CAST(S, SN, D, DN)                                                                       \
+    extern "C" __global__ void cast_##SN##_##DN(const S* x, D* o, u64 n) { cast_body<S, D>(x, o, n); }
+#define CAST_ROW(S, SN) FOR_TYPES_2(CAST, S, SN)
+
+#define COPY2D(W, N)                                                                             \
+    extern "C" __global__ void copy2d_##N(const W* s, W* d, u64 rows, u64 width, u64 sp, u64 dp) { \
+        copy2d_body<W>(s, d, rows, width, sp, dp);                                               \
+    }

@@ -1,0 +1,284 @@
+//! Running a lowered [`Kernel`] on the compute stream: checks the inputs (so no kernel reads out
+//! of bounds), allocates the output, and launches the kernels of `kernels.cu`.
+//!
+//! Elementwise kernels take 16-byte vector paths when every pointer is 16-byte aligned. The
+//! n-ary reduce folds up to [`MAXK`] inputs per launch in one pass; more inputs chain through an
+//! accumulator in the compute type (f32 for f16/bf16), so rounding still happens once.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::CudaStream;
+use cudarc::driver::sys::CUdeviceptr;
+
+use super::device::CudaDevice;
+use super::driver;
+use super::memory::{DevAlloc, alloc_of, await_on, check_input, device_buffer, record};
+use crate::backend::{Buffer, Kernel, OutSpec};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::graph::{BinaryOp, ReduceKind, Scale};
+
+/// Inputs one reduce launch folds (`MAXK` in `kernels.cu`).
+pub(crate) const MAXK: usize = 16;
+/// Threads per block.
+const BLOCK: u32 = 256;
+/// Flags of the elementwise kernels (`kernels.cu`).
+const F_ACC_IN: i32 = 1;
+const F_ACC_OUT: i32 = 2;
+const F_VEC: i32 = 4;
+
+/// The pointer array of one reduce launch (`struct Ins` in `kernels.cu`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Ins {
+    p: [CUdeviceptr; MAXK],
+}
+
+/// Pointers to each argument's value, as `cuLaunchKernel` takes them.
+macro_rules! args {
+    ($($a:expr),* $(,)?) => { [$(&$a as *const _ as *mut c_void),*] };
+}
+
+/// Launches on one device's compute stream.
+pub(crate) struct Launcher<'a> {
+    pub dev: &'a CudaDevice,
+    pub stream: &'a Arc<CudaStream>,
+}
+
+impl Launcher<'_> {
+    /// Launches kernel `name` over `work` items (grid-stride, so any grid covers them).
+    ///
+    /// # Safety
+    /// `params` must match the kernel's parameters, and every pointer in them must be valid for
+    /// what the kernel reads or writes until the launch has run.
+    pub unsafe fn launch(&self, name: &str, work: u64, params: &mut [*mut c_void]) -> Result<()> {
+        if work == 0 {
+            return Ok(());
+        }
+        let f = self.dev.function(name)?;
+        let cap = (self.dev.sms as u64) * 8;
+        let grid = work.div_ceil(BLOCK as u64).clamp(1, cap) as u32;
+        self.dev.bind()?;
+        // SAFETY: as the caller guarantees; the function is loaded in this (bound) context.
+        unsafe { driver::launch(f.cu_function(), grid, BLOCK, self.stream.cu_stream(), params) }
+            .map_err(driver::err(self.dev.device, format!("launch {name}")))
+    }
+}
+
+fn op_code(op: BinaryOp) -> i32 {
+    match op {
+        BinaryOp::Add => 0,
+        BinaryOp::Sub => 1,
+        BinaryOp::Mul => 2,
+        BinaryOp::Div => 3,
+        BinaryOp::Max => 4,
+        BinaryOp::Min => 5,
+    }
+}
+
+/// `(kind, float factor, integer factor)` as the kernels take a scale.
+fn scale_args(s: Option<Scale>) -> (i32, f64, i64) {
+    match s {
+        None => (0, 0.0, 0),
+        Some(Scale::Mul(f)) => (1, f, f as i64),
+        Some(Scale::Div(f)) => (2, f, f as i64),
+    }
+}
+
+fn aligned(ptrs: &[CUdeviceptr]) -> bool {
+    ptrs.iter().all(|p| p % 16 == 0)
+}
+
+/// Elements per 16-byte vector.
+fn lanes(d: DType) -> u64 {
+    (16 / d.size()) as u64
+}
+
+/// Runs `kernel` on `inputs` (all on `dev`) into a new buffer shaped by `out`.
+pub(crate) fn compute(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer> {
+    check(dev, kernel, inputs, out)?;
+    let stream = &dev.compute;
+    let allocs = inputs.iter().map(|b| alloc_of(b, "kernel")).collect::<Result<Vec<_>>>()?;
+    for b in inputs {
+        await_on(stream, b, dev.device)?;
+    }
+    let dst = dev.alloc(out.len * out.dtype.size(), stream)?;
+    let l = Launcher { dev, stream };
+    let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr()).collect();
+    let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
+    run(&l, kernel, &ptrs, in_dtype, &dst, out)?;
+    let event = record(stream, dev.device)?;
+    for a in allocs {
+        a.note_use(stream, &event);
+    }
+    Ok(device_buffer(out.dtype, out.len, dst, event, stream))
+}
+
+fn run(
+    l: &Launcher,
+    kernel: &Kernel,
+    ins: &[CUdeviceptr],
+    in_dtype: DType,
+    dst: &DevAlloc,
+    out: OutSpec,
+) -> Result<()> {
+    let (n, d, o) = (out.len as u64, out.dtype, dst.ptr());
+    // SAFETY (every arm): `check` verified each input holds what the kernel reads, `dst` holds
+    // `out.len` elements of `out.dtype`, and all stay alive until the compute stream has run
+    // (the caller notes the inputs' use; `dst` is the result).
+    match kernel {
+        Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), ins[0], ins[1], o, n) },
+        Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n) },
+        Kernel::Reduce { kind, scale } => unsafe { reduce(l, d, *kind, *scale, ins, o, n) },
+        Kernel::Cast if in_dtype == d => unsafe { copy2d(l, ins[0], o, 1, n * d.size() as u64, 0, 0) },
+        Kernel::Cast => {
+            let (x, y, n) = (ins[0], o, n);
+            let name = format!("cast_{}_{}", in_dtype.name(), d.name());
+            unsafe { l.launch(&name, n, &mut args!(x, y, n)) }
+        }
+        Kernel::Slice { outer, in_mid, start, len, inner } => {
+            let sz = (inner * d.size()) as u64;
+            let (rows, w) = (*outer as u64, *len as u64 * sz);
+            unsafe { copy2d(l, ins[0] + *start as u64 * sz, o, rows, w, *in_mid as u64 * sz, w) }
+        }
+        Kernel::Concat { outer, mids, inner } => {
+            let sz = (inner * d.size()) as u64;
+            let row = mids.iter().sum::<usize>() as u64 * sz;
+            let mut at = 0;
+            for (&src, &m) in ins.iter().zip(mids) {
+                let w = m as u64 * sz;
+                unsafe { copy2d(l, src, o + at, *outer as u64, w, w, row)? };
+                at += w;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `o = a op b`.
+unsafe fn binary(l: &Launcher, d: DType, op: i32, a: u64, b: u64, o: u64, n: u64) -> Result<()> {
+    let flags = if aligned(&[a, b, o]) { F_VEC } else { 0 };
+    let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
+    // SAFETY: as `run` guarantees.
+    unsafe { l.launch(&format!("binary_{}", d.name()), work, &mut args!(op, a, b, o, n, flags)) }
+}
+
+/// `o = scale(x)`.
+unsafe fn scale(l: &Launcher, d: DType, s: Option<Scale>, x: u64, o: u64, n: u64) -> Result<()> {
+    let (kind, f, fi) = scale_args(s);
+    let flags = if aligned(&[x, o]) { F_VEC } else { 0 };
+    let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
+    // SAFETY: as `run` guarantees.
+    unsafe { l.launch(&format!("scale_{}", d.name()), work, &mut args!(x, o, n, flags, kind, f, fi)) }
+}
+
+/// Bytes of the compute type of `d` (f32 for f16/bf16).
+fn acc_size(d: DType) -> usize {
+    match d {
+        DType::F16 | DType::BF16 => 4,
+        other => other.size(),
+    }
+}
+
+/// `o = scale(fold(ins))`: one launch per [`MAXK`] inputs, chained through an accumulator.
+unsafe fn reduce(
+    l: &Launcher,
+    d: DType,
+    kind: ReduceKind,
+    s: Option<Scale>,
+    ins: &[u64],
+    o: u64,
+    n: u64,
+) -> Result<()> {
+    let name = format!("reduce_{}_{}", d.name(), format!("{kind:?}").to_lowercase());
+    let chunks: Vec<&[u64]> = ins.chunks(MAXK).collect();
+    let tmp = match chunks.len() {
+        1 => None,
+        _ => Some(l.dev.alloc(n as usize * acc_size(d), l.stream)?),
+    };
+    let acc = tmp.as_ref().map_or(0, |t| t.ptr());
+    let (kind_i, f, fi) = scale_args(s);
+    let vec = if aligned(ins) && aligned(&[o]) { F_VEC } else { 0 };
+    let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
+    let last = chunks.len() - 1;
+    for (i, chunk) in chunks.into_iter().enumerate() {
+        let mut p = Ins { p: [0; MAXK] };
+        p.p[..chunk.len()].copy_from_slice(chunk);
+        let k = chunk.len() as i32;
+        let a = acc;
+        let out = if i == last { o } else { acc };
+        let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
+        // SAFETY: as `run` guarantees; the accumulator holds `n` compute-type values and is
+        // freed (stream-ordered) after these launches.
+        unsafe { l.launch(&name, work, &mut args!(p, k, a, out, n, flags, kind_i, f, fi))? };
+    }
+    Ok(())
+}
+
+/// Copies `rows` rows of `width` bytes from `src` (row pitch `sp`) to `dst` (row pitch `dp`),
+/// in the widest unit that divides every pointer, width and pitch.
+unsafe fn copy2d(l: &Launcher, src: u64, dst: u64, rows: u64, width: u64, sp: u64, dp: u64) -> Result<()> {
+    if rows == 0 || width == 0 {
+        return Ok(());
+    }
+    if rows == 1 || (sp == width && dp == width) {
+        l.dev.bind()?;
+        // SAFETY: as `run` guarantees, the rows are contiguous here.
+        return unsafe { driver::dtod_async(dst, src, (rows * width) as usize, l.stream.cu_stream()) }
+            .map_err(driver::err(l.dev.device, "copy within device"));
+    }
+    let unit = [16u64, 8, 4, 2, 1]
+        .into_iter()
+        .find(|u| [src, dst, width, sp, dp].iter().all(|v| v % u == 0))
+        .unwrap_or(1);
+    let (s, d, rows) = (src, dst, rows);
+    let (w, sp, dp) = (width / unit, sp / unit, dp / unit);
+    // SAFETY: as `run` guarantees.
+    unsafe { l.launch(&format!("copy2d_{unit}"), rows * w, &mut args!(s, d, rows, w, sp, dp)) }
+}
+
+/// Checks that the inputs hold everything `kernel` reads, so no launch reads out of bounds.
+fn check(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<()> {
+    let bad = |msg: String| Error::driver(dev.device, "kernel", msg);
+    if let Some(b) = inputs.iter().find(|b| b.device != dev.device) {
+        return Err(bad(format!("input on {} given to {}", b.device, dev.device)));
+    }
+    let arity_ok = match kernel {
+        Kernel::Binary(_) => inputs.len() == 2,
+        Kernel::Scale(_) | Kernel::Cast | Kernel::Slice { .. } => inputs.len() == 1,
+        Kernel::Reduce { .. } => !inputs.is_empty(),
+        Kernel::Concat { mids, .. } => inputs.len() == mids.len(),
+    };
+    if !arity_ok {
+        return Err(bad(format!("{} inputs for {kernel:?}", inputs.len())));
+    }
+    let prod = |xs: &[usize]| {
+        xs.iter().try_fold(1usize, |a, &x| a.checked_mul(x)).ok_or_else(|| bad("size overflows".into()))
+    };
+    match kernel {
+        Kernel::Cast => check_input(inputs[0], inputs[0].dtype, out.len, "cast"),
+        Kernel::Slice { outer, in_mid, start, len, inner } => {
+            if start.checked_add(*len).is_none_or(|e| e > *in_mid)
+                || out.len != prod(&[*outer, *len, *inner])?
+            {
+                return Err(bad(format!("bad slice {kernel:?} for {} elements", out.len)));
+            }
+            check_input(inputs[0], out.dtype, prod(&[*outer, *in_mid, *inner])?, "slice")
+        }
+        Kernel::Concat { outer, mids, inner } => {
+            let total = mids
+                .iter()
+                .try_fold(0usize, |a, &m| a.checked_add(m))
+                .ok_or_else(|| bad("size overflows".into()))?;
+            if out.len != prod(&[*outer, total, *inner])? {
+                return Err(bad(format!("bad concat {kernel:?} for {} elements", out.len)));
+            }
+            for (b, &m) in inputs.iter().zip(mids) {
+                check_input(b, out.dtype, prod(&[*outer, m, *inner])?, "concat")?;
+            }
+            Ok(())
+        }
+        _ => inputs.iter().try_for_each(|b| check_input(b, out.dtype, out.len, "kernel")),
+    }
+}

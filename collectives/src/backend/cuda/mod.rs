@@ -1,0 +1,118 @@
+//! The CUDA backend (cudarc, libraries loaded at run time).
+//!
+//! Layered raw → safe: [`driver`] checks that libcuda, libnvrtc and libnccl load (cudarc panics
+//! otherwise) and wraps each unsafe driver call in a function returning `Result`; above it,
+//! owning types with `Drop` — [`device::CudaDevice`] (context, streams, pool, kernels),
+//! [`memory::DevAlloc`] (stream-ordered device memory), [`pinned::PinnedBlock`] (pooled pinned
+//! host memory) — and the operations: [`launch`] (kernels), [`copy`] (htod, dtoh, dtod, peer),
+//! [`staging`] (chunked double-buffered transfers), [`nccl`] (NCCL cliques for all-CUDA groups).
+//!
+//! Everything is asynchronous: each operation is issued on a stream of the device and returns a
+//! buffer carrying a [`memory::CudaFence`]. CUDA consumers wait for it on their own stream, so
+//! dependent steps on CUDA devices never round-trip through the host.
+//!
+//! Kernels are CUDA C++ (`kernels.cu`), compiled by NVRTC once per group and architecture, and
+//! match the CPU backend's semantics exactly (see the comment at the top of `kernels.cu`).
+
+mod copy;
+mod device;
+mod driver;
+mod launch;
+mod memory;
+#[allow(dead_code)]
+// the collectives of all-CUDA groups use it once wired in (and the unit tests now)
+pub(crate) mod nccl;
+mod nvrtc;
+mod pinned;
+mod staging;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use super::{Backend, Buffer, Kernel, OutSpec};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+// The NCCL clique's API, for the collectives of all-CUDA groups.
+#[allow(unused_imports)]
+pub(crate) use nccl::{NcclClique, NcclRedOp, nccl_available};
+
+/// The backend of one CUDA device.
+pub(crate) struct CudaBackend {
+    dev: Arc<device::CudaDevice>,
+}
+
+/// Opens `Cuda(ordinal)`: [`Error::DeviceUnavailable`] when the driver, the library's symbols or
+/// the device are missing.
+pub(crate) fn open(ordinal: u32) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(CudaBackend { dev: device::get(ordinal)? }))
+}
+
+/// How many CUDA devices this machine has (0 without a driver).
+pub(crate) fn device_count() -> u32 {
+    driver::device_count()
+}
+
+impl Backend for CudaBackend {
+    fn device(&self) -> Device {
+        self.dev.device
+    }
+
+    fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer> {
+        launch::compute(&self.dev, kernel, inputs, out)
+    }
+
+    fn htod(&self, src: &Buffer) -> Result<Buffer> {
+        copy::htod(&self.dev, src)
+    }
+
+    fn dtoh(&self, src: &Buffer, to: Device) -> Result<Buffer> {
+        copy::dtoh(&self.dev, src, to)
+    }
+
+    fn dtod(&self, src: &Buffer, to: Device) -> Result<Buffer> {
+        copy::dtod(&self.dev, src, to)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.dev.synchronize()
+    }
+}
+
+/// Downloads a CUDA buffer in chunks through double-buffered pinned memory, calling
+/// `sink(offset, bytes)` for each chunk as it reaches the host while the next chunk is in flight.
+///
+/// The hook for a staged CUDA → host → Vulkan copy: the sink writes each chunk into the Vulkan
+/// side's host-visible staging and submits its upload, so both hops overlap.
+#[allow(dead_code)] // used by the staged cross-vendor chain (exec), and by tests
+pub(crate) fn download_chunked(src: &Buffer, sink: impl FnMut(usize, &[u8]) -> Result<()>) -> Result<()> {
+    let Device::Cuda(n) = src.device else {
+        return Err(Error::driver(src.device, "download", "not a CUDA buffer"));
+    };
+    let dev = device::get(n)?;
+    let alloc = memory::alloc_of(src, "download")?;
+    memory::await_on(&dev.copy_out, src, dev.device)?;
+    staging::stage_out(&dev, alloc, &dev.copy_out, src.bytes(), sink)
+}
+
+/// Uploads `len` elements of `dtype` onto `Cuda(n)` in chunks through double-buffered pinned
+/// memory, `fill(offset, bytes)` writing each chunk on the host while the previous one is in
+/// flight. The hook for a staged Vulkan → host → CUDA copy.
+#[allow(dead_code)] // used by the staged cross-vendor chain (exec), and by tests
+pub(crate) fn upload_chunked(
+    device: Device,
+    dtype: DType,
+    len: usize,
+    fill: impl FnMut(usize, &mut [u8]) -> Result<()>,
+) -> Result<Buffer> {
+    let Device::Cuda(n) = device else {
+        return Err(Error::driver(device, "upload", "not a CUDA device"));
+    };
+    let dev = device::get(n)?;
+    let bytes = len * dtype.size();
+    let dst = dev.alloc(bytes, &dev.copy_in)?;
+    let event = staging::stage_in(&dev, &dst, &dev.copy_in, bytes, fill)?;
+    Ok(memory::device_buffer(dtype, len, dst, event, &dev.copy_in))
+}

@@ -1,0 +1,180 @@
+//! Compiling the kernels (`kernels.cu`) with NVRTC: once per kernel group and compute
+//! capability, cached for the process, so devices of one architecture share one compile.
+//!
+//! The source is compiled for the device's real architecture (`sm_XY`) to a CUBIN, which the
+//! driver loads without a PTX JIT step (and without caring which PTX version it understands).
+//! Options: C++17 and `--fmad=false`, so `a * b + c` is never contracted and results match the
+//! CPU backend bit for bit.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, OnceLock};
+
+use cudarc::nvrtc::{Ptx, result, sys};
+use parking_lot::Mutex;
+
+use super::driver;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// The kernels' CUDA C++ source, without entry points (each group adds its own).
+const SOURCE: &str = include_str!("kernels.cu");
+
+/// A compiled module image.
+pub(crate) struct Image(Vec<u8>);
+
+impl Image {
+    /// The image as cudarc loads it.
+    pub fn to_ptx(&self) -> Ptx {
+        Ptx::from_binary(self.0.clone())
+    }
+}
+
+/// The C++ type of a dtype in `kernels.cu`.
+pub(crate) fn ctype(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        DType::U8 => "u8",
+    }
+}
+
+/// The group holding kernel `name`: its prefix, and for the reductions also the dtype
+/// (`reduce_f32_sum` is in `reduce_f32`).
+pub(crate) fn group_of(name: &str) -> &str {
+    let mut parts = name.match_indices('_').map(|(i, _)| i);
+    match (name.starts_with("reduce_"), parts.next(), parts.next()) {
+        (true, _, Some(second)) => &name[..second],
+        (_, Some(first), _) => &name[..first],
+        _ => name,
+    }
+}
+
+/// The lines instantiating `group`'s entry points.
+fn entry_points(group: &str) -> Option<String> {
+    Some(match group {
+        "binary" => "FOR_TYPES(BINARY)".into(),
+        "scale" => "FOR_TYPES(SCALE)".into(),
+        "cast" => "FOR_TYPES(CAST_ROW)".into(),
+        "copy2d" => {
+            "COPY2D(u8, 1) COPY2D(unsigned short, 2) COPY2D(u32, 4) COPY2D(u64, 8) COPY2D(w16, 16)".into()
+        }
+        g => {
+            let dtype: DType = g.strip_prefix("reduce_")?.parse().ok()?;
+            format!("REDUCE({}, {})", ctype(dtype), dtype.name())
+        }
+    })
+}
+
+/// The compiled image of `group` for compute capability `arch` (compiling it on first use).
+/// Different groups compile concurrently; one group compiles once.
+pub(crate) fn image(group: &str, arch: (i32, i32), device: Device) -> Result<Arc<Image>> {
+    type Slot = Arc<Mutex<Option<Arc<Image>>>>;
+    type Cache = Mutex<HashMap<(String, (i32, i32)), Slot>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    if let Err(reason) = driver::nvrtc_status() {
+        let reason = format!("CUDA kernels need NVRTC: {reason}");
+        return Err(Error::DeviceUnavailable { device, reason });
+    }
+    let entries = entry_points(group)
+        .ok_or_else(|| Error::driver(device, "compile kernels", format!("no kernel group {group:?}")))?;
+    let slot: Slot = {
+        let mut cache = CACHE.get_or_init(Default::default).lock();
+        cache.entry((group.to_string(), arch)).or_default().clone()
+    };
+    // Held while compiling, so devices of one architecture compile the group once.
+    let mut slot = slot.lock();
+    if let Some(img) = slot.as_ref() {
+        return Ok(img.clone());
+    }
+    let src = format!("{SOURCE}\n{entries}\n");
+    let img = Arc::new(Image(compile(&src, arch, device)?));
+    *slot = Some(img.clone());
+    Ok(img)
+}
+
+/// An NVRTC program, destroyed on drop.
+struct Program(sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by `create_program` and destroyed only here.
+        let _ = unsafe { result::destroy_program(self.0) };
+    }
+}
+
+fn nvrtc_err(device: Device, what: &str) -> impl Fn(result::NvrtcError) -> Error + '_ {
+    // SAFETY: nvrtcGetErrorString returns a static string for any code.
+    move |e| Error::driver(device, what, driver::c_text(unsafe { sys::nvrtcGetErrorString(e.0) }))
+}
+
+/// Compiles `src` to a CUBIN for `sm_{arch}`.
+fn compile(src: &str, arch: (i32, i32), device: Device) -> Result<Vec<u8>> {
+    let c_src =
+        CString::new(src).map_err(|_| Error::driver(device, "compile kernels", "source has a NUL byte"))?;
+    let prog = Program(
+        result::create_program(&c_src, Some(c"collectives_kernels.cu"))
+            .map_err(nvrtc_err(device, "nvrtc"))?,
+    );
+    let opts =
+        [format!("--gpu-architecture=sm_{}{}", arch.0, arch.1), "--std=c++17".into(), "--fmad=false".into()];
+    // SAFETY: `prog` is a live program.
+    if let Err(e) = unsafe { result::compile_program(prog.0, &opts) } {
+        // SAFETY: as above.
+        let log = unsafe { result::get_program_log(prog.0) }.unwrap_or_default();
+        let log: Vec<u8> = log.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+        let msg = format!("{}: {}", nvrtc_err(device, "")(e), String::from_utf8_lossy(&log));
+        return Err(Error::driver(device, "compile kernels", msg));
+    }
+    let mut size = 0usize;
+    // SAFETY: `prog` compiled successfully; `size` is written during the call.
+    unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size).result() }.map_err(nvrtc_err(device, "get cubin"))?;
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` has the size NVRTC reported.
+    unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut std::ffi::c_char).result() }
+        .map_err(nvrtc_err(device, "get cubin"))?;
+    Ok(cubin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_map_to_groups() {
+        assert_eq!(group_of("reduce_bf16_max"), "reduce_bf16");
+        assert_eq!(group_of("binary_f32"), "binary");
+        assert_eq!(group_of("cast_i64_f16"), "cast");
+        assert_eq!(group_of("copy2d_16"), "copy2d");
+        for g in ["binary", "scale", "cast", "copy2d", "reduce_u8", "reduce_f16"] {
+            assert!(entry_points(g).is_some(), "{g}");
+        }
+        assert!(entry_points("reduce_f8").is_none());
+    }
+
+    /// Compiles every group where NVRTC is present (no GPU needed): catches source errors on a
+    /// development machine with only libnvrtc installed. Set `COLLECTIVES_NVRTC_ARCH=90` to pick
+    /// the architecture (default sm_90).
+    #[test]
+    fn every_group_compiles_where_nvrtc_is_present() {
+        if let Err(why) = driver::nvrtc_status() {
+            println!("skipped: {why}");
+            return;
+        }
+        let arch =
+            std::env::var("COLLECTIVES_NVRTC_ARCH").ok().and_then(|s| s.parse::<i32>().ok()).unwrap_or(90);
+        let mut groups: Vec<String> = ["binary", "scale", "cast", "copy2d"].map(String::from).into();
+        groups.extend(DType::ALL.iter().map(|d| format!("reduce_{}", d.name())));
+        for g in groups {
+            let t = std::time::Instant::now();
+            let img =
+                image(&g, (arch / 10, arch % 10), Device::Cuda(0)).unwrap_or_else(|e| panic!("{g}: {e}"));
+            println!("{g}: {} bytes in {:.2?}", img.0.len(), t.elapsed());
+        }
+    }
+}

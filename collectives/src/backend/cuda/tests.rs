@@ -1,0 +1,284 @@
+//! Unit tests of the CUDA backend that need crate internals: a kernel launch failure, the chunked
+//! staging hooks, and the NCCL clique (crate-internal, so tested here rather than through the
+//! public API). They print `skipped: ...` without a CUDA device, and fail instead under
+//! `REQUIRE_CUDA=1`.
+
+use std::sync::Arc;
+
+use half::{bf16, f16};
+use rand::rngs::StdRng;
+use rand::{Rng, RngCore, SeedableRng};
+
+use super::device::{self, CudaDevice};
+use super::memory::alloc_of;
+use super::nccl::{NcclClique, NcclRedOp, nccl_available};
+use super::{copy, driver, launch};
+use crate::backend::{Buffer, Kernel, OutSpec};
+use crate::device::Device;
+use crate::dtype::{DType, Element};
+use crate::error::Error;
+use crate::graph::Scale;
+
+fn required() -> bool {
+    std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1")
+}
+
+/// Every CUDA device, or none (printing why, or failing under `REQUIRE_CUDA=1`).
+fn devices() -> Vec<Arc<CudaDevice>> {
+    let n = driver::device_count();
+    if n == 0 {
+        let why = driver::driver_status().clone().err().unwrap_or_else(|| "no device".into());
+        assert!(!required(), "REQUIRE_CUDA=1 but no CUDA device: {why}");
+        println!("skipped: no CUDA device ({why})");
+        return vec![];
+    }
+    (0..n).map(|i| device::get(i).expect("open CUDA device")).collect()
+}
+
+fn upload<T: Element>(dev: &CudaDevice, data: Vec<T>) -> Buffer {
+    copy::htod(dev, &Buffer::from_vec(Device::Cpu(0), data)).expect("htod")
+}
+
+fn download<T: Element>(dev: &CudaDevice, buf: &Buffer) -> Vec<T> {
+    let host = copy::dtoh(dev, buf, Device::Cpu(0)).expect("dtoh");
+    host.wait().expect("wait");
+    bytemuck::pod_collect_to_vec(host.host_bytes("test").expect("host bytes"))
+}
+
+#[test]
+fn launch_failure_is_an_error_and_the_device_recovers() {
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
+    let x = upload(&dev, vec![1.0f32, 2.0, 3.0]);
+    let f = dev.function("scale_f32").expect("kernel");
+    let (src, dst, n, flags, kind, fd, fi) =
+        (alloc_of(&x, "t").unwrap().ptr(), 0u64, 0u64, 0i32, 1i32, 2.0f64, 2i64);
+    let mut params = [&src, &dst, &n].map(|p| p as *const u64 as *mut std::ffi::c_void).to_vec();
+    params.extend([&flags as *const i32 as *mut _, &kind as *const i32 as *mut _]);
+    params.extend([&fd as *const f64 as *mut _, &fi as *const i64 as *mut _]);
+    dev.bind().unwrap();
+    // 4096 threads per block is beyond every CUDA device's limit: the launch is refused.
+    // SAFETY: the parameters match `scale_f32`; with n = 0 nothing would be touched anyway.
+    let res = unsafe { driver::launch(f.cu_function(), 1, 4096, dev.compute.cu_stream(), &mut params) };
+    let err = res.map_err(driver::err(dev.device, "launch scale_f32")).unwrap_err();
+    assert!(matches!(err, Error::Driver { .. }), "{err}");
+    println!("launch failure reported as: {err}");
+    let out =
+        launch::compute(&dev, &Kernel::Scale(Scale::Mul(2.0)), &[&x], OutSpec { dtype: DType::F32, len: 3 });
+    assert_eq!(download::<f32>(&dev, &out.expect("compute after a failed launch")), vec![2.0, 4.0, 6.0]);
+    assert_eq!(download::<f32>(&dev, &x), vec![1.0, 2.0, 3.0], "input unchanged");
+}
+
+#[test]
+fn chunked_staging_hooks_round_trip() {
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
+    let len = (40 << 20) + 3;
+    let mut data = vec![0u8; len];
+    StdRng::seed_from_u64(rand::rng().random()).fill_bytes(&mut data);
+    let buf = super::upload_chunked(dev.device, DType::U8, len, |off, chunk| {
+        chunk.copy_from_slice(&data[off..off + chunk.len()]);
+        Ok(())
+    })
+    .expect("upload");
+    let (mut got, mut calls) = (vec![0u8; len], 0);
+    super::download_chunked(&buf, |off, chunk| {
+        got[off..off + chunk.len()].copy_from_slice(chunk);
+        calls += 1;
+        Ok(())
+    })
+    .expect("download");
+    assert!(got == data, "round trip changed the data");
+    assert_eq!(calls, len.div_ceil(super::staging::CHUNK));
+}
+
+/// Random values of `dtype` as f64 (exact in the dtype); small, so sums and products stay exact
+/// for integers.
+fn random_vals(dtype: DType, n: usize, product: bool, r: &mut StdRng) -> Vec<f64> {
+    (0..n)
+        .map(|_| match (dtype.is_float(), product, dtype) {
+            (true, false, _) => r.random_range(-1.0..1.0),
+            (true, true, _) => r.random_range(0.5..1.5) * if r.random() { 1.0 } else { -1.0 },
+            (false, true, DType::U8) => r.random_range(0..=3) as f64,
+            (false, true, _) => r.random_range(-3..=3) as f64,
+            (false, false, DType::U8) => r.random_range(0..=30) as f64,
+            (false, false, _) => r.random_range(-1000..=1000) as f64,
+        })
+        .map(|v| as_dtype(dtype, v))
+        .collect()
+}
+
+/// Runs `$body` with `$T` bound to the Rust type of `$dtype`.
+macro_rules! typed {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            DType::F16 => {
+                type $T = f16;
+                $body
+            }
+            DType::BF16 => {
+                type $T = bf16;
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            DType::U8 => {
+                type $T = u8;
+                $body
+            }
+        }
+    };
+}
+
+fn as_dtype(dtype: DType, v: f64) -> f64 {
+    typed!(dtype, T => T::from_f64(v).to_f64())
+}
+
+fn to_buffer(dev: &CudaDevice, dtype: DType, vals: &[f64]) -> Buffer {
+    typed!(dtype, T => upload(dev, vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>()))
+}
+
+fn to_f64s(dev: &CudaDevice, buf: &Buffer) -> Vec<f64> {
+    typed!(buf.dtype, T => download::<T>(dev, buf).into_iter().map(Element::to_f64).collect())
+}
+
+/// The f64 reference of `op` over `ins` at element `i`.
+fn reference(op: NcclRedOp, dtype: DType, ins: &[Vec<f64>], i: usize) -> f64 {
+    let xs = ins.iter().map(|x| x[i]);
+    let sum: f64 = xs.clone().sum();
+    match op {
+        NcclRedOp::Sum => sum,
+        NcclRedOp::Prod => xs.product(),
+        NcclRedOp::Max => xs.fold(f64::NEG_INFINITY, f64::max),
+        NcclRedOp::Min => xs.fold(f64::INFINITY, f64::min),
+        NcclRedOp::Avg if dtype.is_int() => (sum / ins.len() as f64).trunc(),
+        NcclRedOp::Avg => sum / ins.len() as f64,
+        NcclRedOp::PreMulSum(s) => s * sum,
+    }
+}
+
+fn close(dtype: DType, got: f64, want: f64, mag: f64, k: usize) -> bool {
+    let eps = match dtype {
+        DType::F16 => 2f64.powi(-10),
+        DType::BF16 => 2f64.powi(-7),
+        DType::F32 => f32::EPSILON as f64,
+        DType::F64 => f64::EPSILON,
+        _ => return got == want,
+    };
+    (got - want).abs() <= (k as f64 + 2.0) * eps * mag.max(want.abs()) * 2.0
+}
+
+#[test]
+fn nccl_clique_every_collective_and_dtype() {
+    let devs = devices();
+    if devs.is_empty() {
+        return;
+    }
+    if !nccl_available() {
+        let why = driver::nccl_status().clone().err().unwrap_or_default();
+        assert!(!required(), "REQUIRE_CUDA=1 but NCCL is unavailable: {why}");
+        println!("skipped: NCCL unavailable ({why})");
+        return;
+    }
+    let members: Vec<Device> = devs.iter().map(|d| d.device).collect();
+    let clique = NcclClique::get(&members).expect("clique");
+    let k = members.len();
+    let n = 4096 * k + 64 * k;
+    let seed: u64 = rand::rng().random();
+    let mut r = StdRng::seed_from_u64(seed);
+    let ops = [
+        NcclRedOp::Sum,
+        NcclRedOp::Prod,
+        NcclRedOp::Max,
+        NcclRedOp::Min,
+        NcclRedOp::Avg,
+        NcclRedOp::PreMulSum(2.0),
+    ];
+    for dtype in DType::ALL {
+        for op in ops {
+            let ins: Vec<Vec<f64>> =
+                (0..k).map(|_| random_vals(dtype, n, op == NcclRedOp::Prod, &mut r)).collect();
+            let bufs: Vec<Buffer> = ins.iter().zip(&devs).map(|(x, d)| to_buffer(d, dtype, x)).collect();
+            let refs: Vec<&Buffer> = bufs.iter().collect();
+            let want: Vec<f64> = (0..n).map(|i| reference(op, dtype, &ins, i)).collect();
+            let mag: Vec<f64> = (0..n).map(|i| ins.iter().map(|x| x[i].abs()).sum::<f64>() * 2.0).collect();
+            let ctx = format!("{dtype} {op:?} seed {seed}");
+            let check = |got: &[f64], off: usize, what: &str| {
+                let bad =
+                    (0..got.len()).filter(|&i| !close(dtype, got[i], want[off + i], mag[off + i], k)).count();
+                assert_eq!(
+                    bad,
+                    0,
+                    "{what} {ctx}: {bad} wrong, e.g. got {:?} want {:?}",
+                    &got[..2],
+                    &want[off..off + 2]
+                );
+            };
+            for (r, out) in clique.all_reduce(&refs, op).expect("all_reduce").iter().enumerate() {
+                check(&to_f64s(&devs[r], out), 0, "all_reduce");
+            }
+            let root = k - 1;
+            check(&to_f64s(&devs[root], &clique.reduce(&refs, root, op).expect("reduce")), 0, "reduce");
+            let part = n / k;
+            for (r, out) in clique.reduce_scatter(&refs, op).expect("reduce_scatter").iter().enumerate() {
+                check(&to_f64s(&devs[r], out), r * part, "reduce_scatter");
+            }
+        }
+        let ins: Vec<Vec<f64>> = (0..k).map(|_| random_vals(dtype, n, false, &mut r)).collect();
+        let bufs: Vec<Buffer> = ins.iter().zip(&devs).map(|(x, d)| to_buffer(d, dtype, x)).collect();
+        let refs: Vec<&Buffer> = bufs.iter().collect();
+        for (r, out) in clique.broadcast(&bufs[0], 0).expect("broadcast").iter().enumerate() {
+            assert!(to_f64s(&devs[r], out) == ins[0], "broadcast {dtype} to rank {r} seed {seed}");
+        }
+        let cat: Vec<f64> = ins.concat();
+        for (r, out) in clique.all_gather(&refs).expect("all_gather").iter().enumerate() {
+            assert!(to_f64s(&devs[r], out) == cat, "all_gather {dtype} rank {r} seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn nccl_rejects_bad_calls_and_reports_nan_handling() {
+    let devs = devices();
+    if devs.is_empty() || !nccl_available() {
+        return;
+    }
+    let members: Vec<Device> = devs.iter().map(|d| d.device).collect();
+    let clique = NcclClique::get(&members).expect("clique");
+    let bufs: Vec<Buffer> = devs.iter().map(|d| upload(d, vec![f32::NAN, 1.0, 2.0])).collect();
+    let refs: Vec<&Buffer> = bufs.iter().collect();
+    assert!(matches!(
+        clique.all_reduce(&refs[..refs.len() - 1], NcclRedOp::Sum),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        clique.reduce(&refs, members.len(), NcclRedOp::Sum),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let bad = clique.all_reduce(&refs, NcclRedOp::PreMulSum(0.5));
+    assert!(bad.is_ok(), "f32 takes a fractional scalar");
+    let ints: Vec<Buffer> = devs.iter().map(|d| upload(d, vec![1i32, 2, 3])).collect();
+    let irefs: Vec<&Buffer> = ints.iter().collect();
+    assert!(matches!(clique.all_reduce(&irefs, NcclRedOp::PreMulSum(0.5)), Err(Error::BadReduceOp { .. })));
+    let max = clique.all_reduce(&refs, NcclRedOp::Max).expect("max");
+    println!("NCCL max over [NaN, ..]: {:?}", download::<f32>(&devs[0], &max[0]));
+    let sum = clique.all_reduce(&irefs, NcclRedOp::Sum).expect("sum after errors");
+    let k = devs.len() as i32;
+    assert_eq!(download::<i32>(&devs[0], &sum[0]), vec![k, 2 * k, 3 * k], "usable after rejected calls");
+}
