@@ -1,0 +1,202 @@
+//! Every collective on groups of real devices — `Cuda(0) + Cuda(1)`, `Cuda(0) + Cpu(0..=2)`, the
+//! mixed `Cuda(0) + Vulkan(0) + Cpu(0)`, and `Cpu(0..=2) + Vulkan(0)` with the Vulkan device as
+//! leader and as a non-leader — for every `ReduceOp`, dtype and algorithm, against f64
+//! references of the exact inputs, every element and the device of every result checked.
+//!
+//! A group whose devices are absent is skipped (and says so), unless `REQUIRE_CUDA=1` or
+//! `REQUIRE_VULKAN=1` demands its devices.
+
+use collectives::{Algorithm, DType, Device, DeviceGroup, Error, Tensor, available_devices};
+use collectives_tests::collective::{DTYPES, Shards, all_ops, check_exact, check_reduced, range_for};
+use collectives_tests::{Range, cuda_required, fresh_seed, rng, vulkan_required};
+use rand::rngs::StdRng;
+
+const CUDA0: Device = Device::Cuda(0);
+const CUDA1: Device = Device::Cuda(1);
+const VK0: Device = Device::Vulkan(0);
+const CPU0: Device = Device::Cpu(0);
+const CPU1: Device = Device::Cpu(1);
+const CPU2: Device = Device::Cpu(2);
+
+/// Whether the group can run here; panics if a required device is absent.
+fn present(name: &str, devices: &[Device]) -> bool {
+    let have = available_devices();
+    let missing: Vec<Device> = devices.iter().copied().filter(|d| !have.contains(d)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let required = missing.iter().any(|d| match d {
+        Device::Cuda(_) => cuda_required(),
+        Device::Vulkan(_) => vulkan_required(),
+        Device::Cpu(_) => true,
+    });
+    assert!(!required, "{name}: required devices {missing:?} are absent");
+    println!("skipped {name}: {missing:?} absent");
+    false
+}
+
+/// Runs every collective on `devices` under each of `algos`.
+fn every_collective(name: &str, devices: &[Device], algos: &[Algorithm]) {
+    if !present(name, devices) {
+        return;
+    }
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    for dtype in DTYPES {
+        for algo in algos {
+            let g = DeviceGroup::new(devices.to_vec()).unwrap().with_algorithm(*algo);
+            let ctx = format!("{name} seed {seed} {dtype} {algo}");
+            if !supported(&g, dtype, &ctx) {
+                continue;
+            }
+            reducing(&g, dtype, &mut r, &ctx);
+            moving(&g, dtype, &mut r, &ctx);
+        }
+    }
+}
+
+/// Whether every member takes `dtype`: only a device that reports the feature missing (f64 on a
+/// Vulkan device without shaderFloat64) may refuse, with `Error::Unsupported`.
+fn supported(g: &DeviceGroup, dtype: DType, ctx: &str) -> bool {
+    for &d in g.devices() {
+        let t = collectives_tests::tensor(dtype, &[1.0, 2.0], [2], d);
+        match t.add(&t).and_then(|s| s.realize()) {
+            Ok(()) => {}
+            Err(Error::Unsupported { .. }) if dtype == DType::F64 && matches!(d, Device::Vulkan(_)) => {
+                println!("{ctx}: {d} has no f64; skipped");
+                return false;
+            }
+            Err(e) => panic!("{ctx}: {d} failed a plain add: {e}"),
+        }
+    }
+    true
+}
+
+fn reducing(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
+    let n = g.size();
+    for op in all_ops(dtype, r) {
+        let ctx = format!("{ctx} {op}");
+        let s = Shards::even(dtype, &[3 * n, 37], g.devices(), range_for(op), r);
+        let inputs = s.slices();
+        let got = g.reduce(&s.tensors, op).expect(&ctx);
+        check_reduced(&got, g.leader(), op, &inputs, &format!("{ctx} reduce"));
+        for (t, &d) in g.all_reduce(&s.tensors, op).expect(&ctx).iter().zip(g.devices()) {
+            check_reduced(t, d, op, &inputs, &format!("{ctx} all_reduce"));
+        }
+        let parts = g.reduce_scatter(&s.tensors, op, 0).expect(&ctx);
+        for (i, (t, &d)) in parts.iter().zip(g.devices()).enumerate() {
+            let rows: Vec<Vec<f64>> =
+                s.vals.iter().map(|v| v[i * 3 * 37..(i + 1) * 3 * 37].to_vec()).collect();
+            let rows: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
+            check_reduced(t, d, op, &rows, &format!("{ctx} reduce_scatter part {i}"));
+        }
+    }
+}
+
+fn moving(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
+    let n = g.size();
+    // Uneven shards along dim 1 for gather and all_gather.
+    let shapes: Vec<Vec<usize>> = (0..n).map(|i| vec![4, 3 + 2 * i]).collect();
+    let s = Shards::of_shapes(dtype, &shapes, g.devices(), Range::General, r);
+    let total: usize = shapes.iter().map(|s| s[1]).sum();
+    let want: Vec<f64> = (0..4)
+        .flat_map(|row| {
+            s.vals.iter().zip(&shapes).flat_map(move |(v, sh)| v[row * sh[1]..(row + 1) * sh[1]].to_vec())
+        })
+        .collect();
+    let got = g.gather(&s.tensors, 1).expect(ctx);
+    check_exact(&got, g.leader(), &[4, total], &want, &format!("{ctx} gather"));
+    for (t, &d) in g.all_gather(&s.tensors, 1).expect(ctx).iter().zip(g.devices()) {
+        check_exact(t, d, &[4, total], &want, &format!("{ctx} all_gather"));
+    }
+    // Even shards along dim 0 (the NCCL form).
+    let e = Shards::even(dtype, &[5, 9], g.devices(), Range::General, r);
+    let cat: Vec<f64> = e.vals.concat();
+    for (t, &d) in g.all_gather(&e.tensors, 0).expect(ctx).iter().zip(g.devices()) {
+        check_exact(t, d, &[5 * n, 9], &cat, &format!("{ctx} all_gather dim 0"));
+    }
+    for (root, src) in e.tensors.iter().enumerate() {
+        for (t, &d) in g.broadcast(src).expect(ctx).iter().zip(g.devices()) {
+            check_exact(t, d, &[5, 9], &e.vals[root], &format!("{ctx} broadcast from {root}"));
+        }
+    }
+    scatters(g, dtype, r, ctx);
+}
+
+fn scatters(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
+    let n = g.size();
+    let s = Shards::even(dtype, &[2 * n, 6], g.devices(), Range::General, r);
+    for (root, t) in s.tensors.iter().enumerate() {
+        for (i, (p, &d)) in g.scatter(t, 0).expect(ctx).iter().zip(g.devices()).enumerate() {
+            let want = &s.vals[root][i * 12..(i + 1) * 12];
+            check_exact(p, d, &[2, 6], want, &format!("{ctx} scatter from {root}"));
+        }
+    }
+    let sizes: Vec<usize> = (0..n).map(|i| if i == 0 { 2 * n - (n - 1) } else { 1 }).collect();
+    let parts = g.scatter_sizes(&s.tensors[n - 1], 0, &sizes).expect(ctx);
+    let mut at = 0;
+    for ((p, &d), &len) in parts.iter().zip(g.devices()).zip(&sizes) {
+        let want = &s.vals[n - 1][at * 6..(at + len) * 6];
+        check_exact(p, d, &[len, 6], want, &format!("{ctx} scatter_sizes"));
+        at += len;
+    }
+    let swapped = g.all_to_all(&s.tensors, 0).expect(ctx);
+    for (j, (t, &d)) in swapped.iter().zip(g.devices()).enumerate() {
+        let want: Vec<f64> = s.vals.iter().flat_map(|v| v[j * 12..(j + 1) * 12].to_vec()).collect();
+        check_exact(t, d, &[2 * n, 6], &want, &format!("{ctx} all_to_all"));
+    }
+    coalesced(g, dtype, r, ctx);
+}
+
+fn coalesced(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
+    let a = Shards::even(dtype, &[7], g.devices(), Range::General, r);
+    let b = Shards::even(dtype, &[3, 5], g.devices(), Range::General, r);
+    let buckets: Vec<Vec<Tensor>> =
+        (0..g.size()).map(|i| vec![a.tensors[i].clone(), b.tensors[i].clone()]).collect();
+    let op = collectives::ReduceOp::Sum;
+    let got = g.all_reduce_coalesced(&buckets, op).expect(ctx);
+    for (row, &d) in got.iter().zip(g.devices()) {
+        check_reduced(&row[0], d, op, &a.slices(), &format!("{ctx} coalesced a"));
+        check_reduced(&row[1], d, op, &b.slices(), &format!("{ctx} coalesced b"));
+    }
+}
+
+const NATIVE: [Algorithm; 3] = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring];
+
+#[test]
+fn two_cuda_devices() {
+    let algos = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring, Algorithm::Nccl];
+    let devices = [CUDA0, CUDA1];
+    let algos: Vec<Algorithm> = algos
+        .into_iter()
+        .filter(|a| *a != Algorithm::Nccl || collectives::collective::nccl_available())
+        .collect();
+    every_collective("cuda:0+cuda:1", &devices, &algos);
+}
+
+#[test]
+fn cuda_with_host_devices() {
+    every_collective("cuda:0+cpu:0..=2", &[CUDA0, CPU0, CPU1, CPU2], &NATIVE);
+}
+
+#[test]
+fn cuda_vulkan_and_host() {
+    every_collective("cuda:0+vulkan:0+cpu:0", &[CUDA0, VK0, CPU0], &NATIVE);
+    every_collective("vulkan:0+cuda:0+cpu:0", &[VK0, CUDA0, CPU0], &NATIVE);
+}
+
+#[test]
+fn host_devices_with_vulkan_as_non_leader() {
+    every_collective("cpu:0..=2+vulkan:0", &[CPU0, CPU1, CPU2, VK0], &NATIVE);
+}
+
+#[test]
+fn vulkan_leading_host_devices() {
+    every_collective("vulkan:0+cpu:0..=2", &[VK0, CPU0, CPU1, CPU2], &NATIVE);
+}
+
+#[test]
+fn host_only_groups_run_everywhere() {
+    // The same checks on virtual devices, so this file's logic is exercised on every machine.
+    every_collective("cpu:0..=3", &[CPU0, CPU1, CPU2, Device::Cpu(3)], &NATIVE);
+}
