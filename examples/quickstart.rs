@@ -8,7 +8,7 @@
 //! With no GPU this uses four virtual CPU devices (`COLLECTIVES_CPU_DEVICES` changes how many);
 //! CUDA and Vulkan devices join the group when their drivers are present.
 
-use collectives::{DType, Device, DeviceGroup, Plan, ReduceOp, Tensor, available_devices};
+use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan, ReduceOp, Tensor, available_devices};
 use collectives_examples::{fold, random_data, tolerance};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let summed = group.all_reduce(&shards, ReduceOp::Sum)?; // lazy: nothing has run yet
     let mut plan = Plan::of(&summed);
-    plan.algorithm = Some(group.algorithm_for(n * 4));
+    plan.algorithm = Some(group.algorithm_for(CollectiveKind::AllReduce, n * 4));
     println!("plan of all_reduce over {} floats per device:\n{plan}", n);
 
     collectives::realize(&summed)?;

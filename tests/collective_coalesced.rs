@@ -2,7 +2,7 @@
 //! device, moved as one flat buffer per dtype; results equal to the per-tensor collectives and to
 //! the f64 reference, on the documented devices; bucket mismatches are typed errors.
 
-use collectives::{Algorithm, DType, Device, DeviceGroup, Error, Plan, ReduceOp, Tensor};
+use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Error, Plan, ReduceOp, Tensor};
 use collectives_tests::collective::{ALGORITHMS, all_ops, check_exact, check_reduced, cpu_group, range_for};
 use collectives_tests::{Range, fresh_seed, random, rng, tensor, values};
 use rand::Rng;
@@ -71,7 +71,9 @@ fn each_case(mut f: impl FnMut(&DeviceGroup, [DType; 2], &mut StdRng, &str)) {
 /// Whether per-tensor and coalesced results must agree bit for bit: integers always, floats when
 /// both fold every element in the same order (the star's one n-ary pass).
 fn bitwise(group: &DeviceGroup, dtype: DType) -> bool {
-    dtype.is_int() || group.algorithm_for(0) == Algorithm::Star || group.size() <= 2
+    dtype.is_int()
+        || group.algorithm_for(CollectiveKind::AllReduce, 0) == Algorithm::Star
+        || group.size() <= 2
 }
 
 #[test]

@@ -106,8 +106,14 @@ fn moving(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
         .collect();
     let got = g.gather(&s.tensors, 1).expect(ctx);
     check_exact(&got, g.leader(), &[4, total], &want, &format!("{ctx} gather"));
-    for (t, &d) in g.all_gather(&s.tensors, 1).expect(ctx).iter().zip(g.devices()) {
-        check_exact(t, d, &[4, total], &want, &format!("{ctx} all_gather"));
+    match g.all_gather(&s.tensors, 1) {
+        // Uneven shards have no NCCL form: a forced NCCL says so; the others gather them.
+        Err(Error::InvalidArgument { .. }) if g.algorithm() == Algorithm::Nccl => {}
+        got => {
+            for (t, &d) in got.expect(ctx).iter().zip(g.devices()) {
+                check_exact(t, d, &[4, total], &want, &format!("{ctx} all_gather"));
+            }
+        }
     }
     // Even shards along dim 0 (the NCCL form).
     let e = Shards::even(dtype, &[5, 9], g.devices(), Range::General, r);

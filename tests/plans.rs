@@ -146,27 +146,34 @@ fn the_plan_shows_the_documented_choice() {
         for numel in [4, RING_MIN_BYTES / 4 - 3, RING_MIN_BYTES / 4 + 3] {
             let bytes = numel * 4;
             let plan = g.plan(CollectiveKind::AllReduce, [numel], DType::F32).unwrap();
-            assert_eq!(plan.algorithm, Some(choose(g.devices(), bytes)), "{g}");
-            assert_eq!(g.algorithm_for(bytes), choose(g.devices(), bytes));
+            assert_eq!(plan.algorithm, Some(choose(AR, g.devices(), bytes)), "{g}");
+            assert_eq!(g.algorithm_for(AR, bytes), choose(AR, g.devices(), bytes));
         }
     }
 }
+
+const AR: CollectiveKind = CollectiveKind::AllReduce;
 
 #[test]
 fn choose_is_the_documented_expression() {
     let (vk, cuda, cpu) = (Device::Vulkan, Device::Cuda, Device::Cpu);
     let big = RING_MIN_BYTES;
-    assert_eq!(choose(&[vk(0), vk(1), vk(2)], big), Algorithm::Ring);
-    assert_eq!(choose(&[vk(0), vk(1), vk(2)], big - 1), Algorithm::Star, "small messages");
-    assert_eq!(choose(&[vk(0), vk(1)], big * 8), Algorithm::Star, "two devices");
-    assert_eq!(choose(&[vk(0), vk(1), cpu(0)], big * 8), Algorithm::Star, "a host member");
-    assert_eq!(choose(&[cuda(0), vk(0), vk(1)], big * 8), Algorithm::Star, "mixed vendors");
+    assert_eq!(choose(AR, &[vk(0), vk(1), vk(2)], big), Algorithm::Ring);
+    assert_eq!(choose(AR, &[vk(0), vk(1), vk(2)], big - 1), Algorithm::Star, "small messages");
+    assert_eq!(choose(AR, &[vk(0), vk(1)], big * 8), Algorithm::Star, "two devices");
+    assert_eq!(choose(AR, &[vk(0), vk(1), cpu(0)], big * 8), Algorithm::Star, "a host member");
+    assert_eq!(choose(AR, &[cuda(0), vk(0), vk(1)], big * 8), Algorithm::Star, "mixed vendors");
     let cpus: Vec<Device> = (0..8).map(cpu).collect();
-    assert_eq!(choose(&cpus, big * 8), Algorithm::Star, "virtual CPU devices");
+    assert_eq!(choose(AR, &cpus, big * 8), Algorithm::Star, "virtual CPU devices");
     let cudas = [cuda(0), cuda(1), cuda(2)];
     let want = if nccl_available() { Algorithm::Nccl } else { Algorithm::Ring };
-    assert_eq!(choose(&cudas, big), want);
-    assert_eq!(choose(&[cuda(0)], big), Algorithm::Star, "one device");
+    assert_eq!(choose(AR, &cudas, big), want);
+    assert_eq!(choose(AR, &[cuda(0)], big), Algorithm::Star, "one device");
+    let bcast = if nccl_available() { Algorithm::Nccl } else { Algorithm::Ring };
+    assert_eq!(choose(CollectiveKind::Broadcast, &cudas, big), bcast);
+    let two = [cuda(0), cuda(1)];
+    assert_eq!(choose(CollectiveKind::Broadcast, &two, big), Algorithm::Star, "one peer copy");
+    assert_eq!(choose(CollectiveKind::AllToAll, &cudas, big), Algorithm::Ring, "no NCCL form");
 }
 
 #[test]

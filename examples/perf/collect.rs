@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use collectives::{DeviceGroup, Element, ReduceOp, Tensor};
+use collectives::{CollectiveKind, DeviceGroup, Element, ReduceOp, Tensor};
 use collectives_examples::{fold, random_data, tolerance};
 
 /// The collectives the tool measures.
@@ -39,6 +39,18 @@ impl Coll {
             Coll::Broadcast => "broadcast",
             Coll::Reduce => "reduce",
             Coll::AllToAll => "all_to_all",
+        }
+    }
+
+    /// The library's name for the collective.
+    pub fn kind(self) -> CollectiveKind {
+        match self {
+            Coll::AllReduce => CollectiveKind::AllReduce,
+            Coll::AllGather => CollectiveKind::AllGather,
+            Coll::ReduceScatter => CollectiveKind::ReduceScatter,
+            Coll::Broadcast => CollectiveKind::Broadcast,
+            Coll::Reduce => CollectiveKind::Reduce,
+            Coll::AllToAll => CollectiveKind::AllToAll,
         }
     }
 

@@ -132,7 +132,7 @@ impl Sweep<'_> {
             dtype: T::DTYPE.to_string(),
             redop: self.redop.to_string(),
             algo: self.algo.to_string(),
-            algorithm: g.algorithm_for(count * T::DTYPE.size()).to_string(),
+            algorithm: g.algorithm_for(self.coll.kind(), count * T::DTYPE.size()).to_string(),
             devices: n,
             size,
             count,

@@ -4,6 +4,61 @@ use std::fmt;
 
 use crate::device::Device;
 
+/// The collectives, as the algorithm choice and plans name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CollectiveKind {
+    /// [`crate::DeviceGroup::reduce`].
+    Reduce,
+    /// [`crate::DeviceGroup::all_reduce`].
+    AllReduce,
+    /// [`crate::DeviceGroup::broadcast`].
+    Broadcast,
+    /// [`crate::DeviceGroup::gather`].
+    Gather,
+    /// [`crate::DeviceGroup::all_gather`].
+    AllGather,
+    /// [`crate::DeviceGroup::reduce_scatter`].
+    ReduceScatter,
+    /// [`crate::DeviceGroup::scatter`] and [`crate::DeviceGroup::scatter_sizes`].
+    Scatter,
+    /// [`crate::DeviceGroup::all_to_all`].
+    AllToAll,
+}
+
+impl CollectiveKind {
+    /// The method's name (`all_reduce`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveKind::Reduce => "reduce",
+            CollectiveKind::AllReduce => "all_reduce",
+            CollectiveKind::Broadcast => "broadcast",
+            CollectiveKind::Gather => "gather",
+            CollectiveKind::AllGather => "all_gather",
+            CollectiveKind::ReduceScatter => "reduce_scatter",
+            CollectiveKind::Scatter => "scatter",
+            CollectiveKind::AllToAll => "all_to_all",
+        }
+    }
+
+    /// Whether NCCL has this collective (reduce, all_reduce, broadcast, all_gather,
+    /// reduce_scatter).
+    pub fn has_nccl_form(self) -> bool {
+        matches!(
+            self,
+            CollectiveKind::Reduce
+                | CollectiveKind::AllReduce
+                | CollectiveKind::Broadcast
+                | CollectiveKind::AllGather
+                | CollectiveKind::ReduceScatter
+        )
+    }
+
+    /// Whether the algorithm setting applies (the others have one form).
+    pub fn takes_algorithm(self) -> bool {
+        self.has_nccl_form()
+    }
+}
+
 /// The algorithm a collective runs. `reduce`, `all_reduce`, `broadcast`, `all_gather` and
 /// `reduce_scatter` take it; `gather`, `scatter`, `scatter_sizes` and `all_to_all` have one form
 /// (each part sent straight to where it goes) and ignore it.
@@ -55,23 +110,30 @@ impl std::str::FromStr for Algorithm {
 /// vendor. Below it the ring's 2(n-1) dependent steps cost more than the leader's extra traffic.
 pub const RING_MIN_BYTES: usize = 1 << 20;
 
-/// The algorithm [`Algorithm::Auto`] runs for a message of `bytes` per shard over `devices`:
+/// The algorithm [`Algorithm::Auto`] runs for collective `kind` on a message of `bytes` per shard
+/// over `devices`:
 ///
-/// - NCCL when every member is a CUDA device, there are two or more, and libnccl loads;
-/// - the ring when three or more GPUs all of one vendor carry at least [`RING_MIN_BYTES`];
-/// - the star otherwise: mixed vendors (every staged hop goes through the host anyway), groups
-///   with host members (virtual CPU devices share one memory, where extra hops only add traffic),
-///   two devices (ring and star move the same bytes) and small messages.
-pub fn choose(devices: &[Device], bytes: usize) -> Algorithm {
+/// - NCCL when every member is a CUDA device, there are two or more, libnccl loads and the
+///   collective has an NCCL form — except a broadcast between two GPUs, which one peer copy on the
+///   copy engine does faster than NCCL's kernel (measured on 2×H200: `bench/`);
+/// - otherwise [`choose_native`].
+pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorithm {
     let all_cuda = !devices.is_empty() && devices.iter().all(|d| matches!(d, Device::Cuda(_)));
-    if devices.len() >= 2 && all_cuda && nccl_available() {
+    let n = devices.len();
+    let nccl_form = kind.has_nccl_form() && !(kind == CollectiveKind::Broadcast && n == 2);
+    if n >= 2 && all_cuda && nccl_form && nccl_available() {
         Algorithm::Nccl
     } else {
         choose_native(devices, bytes)
     }
 }
 
-/// [`choose`] without NCCL: for calls that have no NCCL form, or where libnccl is absent.
+/// [`choose`] without NCCL (calls that have no NCCL form, or no libnccl):
+///
+/// - the ring when three or more GPUs all of one vendor carry at least [`RING_MIN_BYTES`];
+/// - the star otherwise: mixed vendors (every staged hop goes through the host anyway), groups
+///   with host members (virtual CPU devices share one memory, where extra hops only add traffic),
+///   two devices and small messages.
 pub fn choose_native(devices: &[Device], bytes: usize) -> Algorithm {
     let one_gpu_vendor = devices.iter().all(|d| d.is_gpu() && d.same_vendor(devices[0]));
     if devices.len() >= 3 && one_gpu_vendor && bytes >= RING_MIN_BYTES {

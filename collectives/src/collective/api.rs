@@ -3,7 +3,7 @@
 
 use super::check::{Count, Shapes, check_dim, even_part};
 use super::route::Hops;
-use super::{Algorithm, DeviceGroup, ReduceOp, choose_native, ring, star};
+use super::{Algorithm, CollectiveKind, DeviceGroup, ReduceOp, choose_native, ring, star};
 use crate::error::{Error, Result};
 use crate::graph::Tensor;
 
@@ -15,7 +15,7 @@ impl DeviceGroup {
         op.check("reduce", shards[0].dtype())?;
         let leader = self.leader();
         let mut hops = Hops::default();
-        match self.pick("reduce", shards[0].nbytes(), shards.len() == self.size())? {
+        match self.pick(CollectiveKind::Reduce, shards[0].nbytes(), shards.len() == self.size())? {
             Algorithm::Nccl => Ok(super::nccl::reduce(self, shards, op)?),
             Algorithm::Ring => {
                 let devs = &self.devices()[..shards.len()];
@@ -33,7 +33,7 @@ impl DeviceGroup {
         self.check_shards("all_reduce", shards, Count::All, Shapes::Equal)?;
         op.check("all_reduce", shards[0].dtype())?;
         let mut hops = Hops::default();
-        match self.pick("all_reduce", shards[0].nbytes(), true)? {
+        match self.pick(CollectiveKind::AllReduce, shards[0].nbytes(), true)? {
             Algorithm::Nccl => super::nccl::all_reduce(self, shards, op),
             Algorithm::Ring => self.ring_all_reduce(&mut hops, shards, op),
             _ => {
@@ -64,7 +64,7 @@ impl DeviceGroup {
     pub fn broadcast(&self, t: &Tensor) -> Result<Vec<Tensor>> {
         let root = self.check_member("broadcast", t)?;
         let mut hops = Hops::default();
-        match self.pick("broadcast", t.nbytes(), true)? {
+        match self.pick(CollectiveKind::Broadcast, t.nbytes(), true)? {
             Algorithm::Nccl => super::nccl::broadcast(self, t, root),
             Algorithm::Ring => ring::broadcast(&mut hops, t, self.devices(), root),
             _ => star::broadcast(&mut hops, t, self.devices()),
@@ -85,7 +85,7 @@ impl DeviceGroup {
         let even = shards.iter().all(|s| s.shape() == shards[0].shape());
         let nccl_ok = even && contiguous_along(&shards[0], dim);
         let mut hops = Hops::default();
-        match self.pick("all_gather", shards[0].nbytes(), nccl_ok)? {
+        match self.pick(CollectiveKind::AllGather, shards[0].nbytes(), nccl_ok)? {
             Algorithm::Nccl => super::nccl::all_gather(self, shards, dim),
             Algorithm::Ring => {
                 let have = ring::all_gather(&mut hops, self.devices(), shards)?;
@@ -107,7 +107,11 @@ impl DeviceGroup {
         let part = even_part("reduce_scatter", shards[0].shape(), dim, self.size(), hint)?;
         let n = self.size();
         let mut hops = Hops::default();
-        match self.pick("reduce_scatter", shards[0].nbytes(), contiguous_along(&shards[0], dim))? {
+        match self.pick(
+            CollectiveKind::ReduceScatter,
+            shards[0].nbytes(),
+            contiguous_along(&shards[0], dim),
+        )? {
             Algorithm::Nccl => super::nccl::reduce_scatter(self, shards, op, dim),
             Algorithm::Ring => {
                 let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
@@ -170,8 +174,9 @@ impl DeviceGroup {
     /// The algorithm for one call: the group's setting or [`choose`]. `nccl_ok` says whether the
     /// call has an NCCL form; without one, `Auto` runs the native choice and a forced `Nccl` is an
     /// error.
-    fn pick(&self, op: &'static str, bytes: usize, nccl_ok: bool) -> Result<Algorithm> {
-        let chosen = self.algorithm_for(bytes);
+    fn pick(&self, kind: CollectiveKind, bytes: usize, nccl_ok: bool) -> Result<Algorithm> {
+        let op = kind.name();
+        let chosen = self.algorithm_for(kind, bytes);
         if chosen != Algorithm::Nccl {
             return Ok(chosen);
         }

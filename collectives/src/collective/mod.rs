@@ -40,9 +40,9 @@ mod star;
 
 use std::fmt;
 
-pub use algo::{Algorithm, RING_MIN_BYTES, choose, choose_native, nccl_available};
+pub use algo::{Algorithm, CollectiveKind, RING_MIN_BYTES, choose, choose_native, nccl_available};
 pub(crate) use check::check_dim;
-pub use plan::{CollectiveKind, Plan, PlannedHop, PlannedKernel};
+pub use plan::{Plan, PlannedHop, PlannedKernel};
 pub use redop::ReduceOp;
 pub use route::Route;
 
@@ -128,10 +128,13 @@ impl DeviceGroup {
         Route::between(from, to)
     }
 
-    /// The algorithm a collective of `bytes` per shard runs on this group.
-    pub fn algorithm_for(&self, bytes: usize) -> Algorithm {
+    /// The algorithm collective `kind` runs on this group for `bytes` per shard: the group's
+    /// setting, or [`choose`]; collectives with one form (gather, scatter, all_to_all) always
+    /// report [`Algorithm::Star`].
+    pub fn algorithm_for(&self, kind: CollectiveKind, bytes: usize) -> Algorithm {
         match self.algorithm {
-            Algorithm::Auto => choose(&self.devices, bytes),
+            _ if !kind.takes_algorithm() => Algorithm::Star,
+            Algorithm::Auto => choose(kind, &self.devices, bytes),
             a => a,
         }
     }

@@ -4,32 +4,11 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use super::{Algorithm, DeviceGroup, ReduceOp};
+use super::{Algorithm, CollectiveKind, DeviceGroup, ReduceOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::{Op, Shape, Tensor, opt};
-
-/// The collectives [`DeviceGroup::plan`] can plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CollectiveKind {
-    /// [`DeviceGroup::reduce`].
-    Reduce,
-    /// [`DeviceGroup::all_reduce`].
-    AllReduce,
-    /// [`DeviceGroup::broadcast`] from the leader.
-    Broadcast,
-    /// [`DeviceGroup::gather`].
-    Gather,
-    /// [`DeviceGroup::all_gather`].
-    AllGather,
-    /// [`DeviceGroup::reduce_scatter`].
-    ReduceScatter,
-    /// [`DeviceGroup::scatter`] from the leader.
-    Scatter,
-    /// [`DeviceGroup::all_to_all`].
-    AllToAll,
-}
 
 /// One copy the plan makes.
 #[derive(Clone, Debug, PartialEq)]
@@ -160,10 +139,7 @@ impl DeviceGroup {
         };
         let mut plan = Plan::of(&outputs);
         let bytes = shape.numel() * dtype.size();
-        plan.algorithm = Some(match kind {
-            CollectiveKind::Gather | CollectiveKind::Scatter | CollectiveKind::AllToAll => Algorithm::Star,
-            _ => self.algorithm_for(bytes),
-        });
+        plan.algorithm = Some(self.algorithm_for(kind, bytes));
         Ok(plan)
     }
 }

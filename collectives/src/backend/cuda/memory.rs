@@ -91,18 +91,39 @@ pub(crate) struct CudaFence {
     /// The raw stream the event was recorded on (a waiter on the same stream need not wait).
     stream: usize,
     device: Device,
+    /// Set once the work is known complete, so later readers skip the wait (realized inputs are
+    /// read by many later calls).
+    done: std::sync::atomic::AtomicBool,
 }
 
 impl CudaFence {
     /// A fence for the work issued so far on `stream`.
     pub fn new(event: Arc<CudaEvent>, stream: &CudaStream, device: Device) -> Self {
-        CudaFence { event, stream: stream.cu_stream() as usize, device }
+        CudaFence { event, stream: stream.cu_stream() as usize, device, done: Default::default() }
+    }
+
+    /// Whether the work is known complete (waited on, or queried and found done).
+    pub fn is_done(&self) -> bool {
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        if self.done.load(Acquire) {
+            return true;
+        }
+        let done = matches!(self.event.try_is_complete(), Ok(true));
+        if done {
+            self.done.store(true, Release);
+        }
+        done
     }
 }
 
 impl Fence for CudaFence {
     fn wait(&self) -> Result<()> {
-        self.event.synchronize().map_err(driver::err(self.device, "wait for device work"))
+        if self.done.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(());
+        }
+        self.event.synchronize().map_err(driver::err(self.device, "wait for device work"))?;
+        self.done.store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -112,7 +133,8 @@ impl Fence for CudaFence {
 
 /// Records an event on `stream` after the work issued so far.
 pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<CudaEvent>> {
-    let e = stream.record_event(None).map_err(driver::err(device, "record event"))?;
+    let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
+    let e = stream.record_event(Some(flags)).map_err(driver::err(device, "record event"))?;
     Ok(Arc::new(e))
 }
 
@@ -121,7 +143,7 @@ pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<CudaEven
 pub(crate) fn await_on(stream: &CudaStream, buf: &Buffer, device: Device) -> Result<()> {
     let Some(f) = &buf.fence else { return Ok(()) };
     match f.as_any().downcast_ref::<CudaFence>() {
-        Some(cf) if cf.stream == stream.cu_stream() as usize => Ok(()),
+        Some(cf) if cf.stream == stream.cu_stream() as usize || cf.is_done() => Ok(()),
         Some(cf) => {
             stream.context().bind_to_thread().map_err(driver::err(device, "bind context"))?;
             // SAFETY: the stream and the event are alive for the call.
