@@ -24,9 +24,9 @@ pub mod graph;
 
 pub use backend::HOST_POOL_ENV;
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
-pub use comm::{Communicator, IdentityComm, LocalComm};
 #[cfg(feature = "cuda")]
 pub use comm::NcclComm;
+pub use comm::{Communicator, IdentityComm, LocalComm};
 pub use device::{Device, DeviceKind, available_devices, parse_devices};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

@@ -130,13 +130,16 @@ pub(crate) fn check_even(op: &'static str, shape: &Shape, dim: usize, world: usi
 }
 
 /// Checks that a message `t` from rank `from` has the `shape` and `dtype` the receiver expects.
-pub(crate) fn check_message(op: &'static str, from: usize, t: &Tensor, shape: &Shape, dtype: DType) -> Result<()> {
+pub(crate) fn check_message(
+    op: &'static str,
+    from: usize,
+    t: &Tensor,
+    shape: &Shape,
+    dtype: DType,
+) -> Result<()> {
     if t.dtype() != dtype || t.shape() != shape {
-        let msg = format!(
-            "rank {from} sent {} {} but the receiver expects {dtype} {shape}",
-            t.dtype(),
-            t.shape()
-        );
+        let msg =
+            format!("rank {from} sent {} {} but the receiver expects {dtype} {shape}", t.dtype(), t.shape());
         return Err(Error::Comm { op, msg });
     }
     Ok(())

@@ -103,17 +103,18 @@ impl Launch {
 
     /// Reads the variables through `get` (the environment, or a table in tests).
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Launch> {
-        let launcher = Launcher::ALL.into_iter().find(|l| get(l.variables()[0]).is_some()).ok_or_else(|| {
-            let names: Vec<&str> = Launcher::ALL.iter().map(|l| l.variables()[0]).collect();
-            Error::InvalidArgument {
-                what: "launch environment",
-                msg: format!(
-                    "no rank variable is set (looked for {}); launch with torchrun, mpirun or srun, \
+        let launcher =
+            Launcher::ALL.into_iter().find(|l| get(l.variables()[0]).is_some()).ok_or_else(|| {
+                let names: Vec<&str> = Launcher::ALL.iter().map(|l| l.variables()[0]).collect();
+                Error::InvalidArgument {
+                    what: "launch environment",
+                    msg: format!(
+                        "no rank variable is set (looked for {}); launch with torchrun, mpirun or srun, \
                      or set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT",
-                    names.join(", ")
-                ),
-            }
-        })?;
+                        names.join(", ")
+                    ),
+                }
+            })?;
         let [rank_var, size_var, local_var] = launcher.variables();
         let rank = number(&get, rank_var, launcher)?;
         let world_size = number(&get, size_var, launcher)?;
@@ -178,6 +179,9 @@ fn master_port(get: &impl Fn(&str) -> Option<String>) -> Result<u16> {
     let v = required(get, MASTER_PORT, "set it to a free TCP port on rank 0's host, e.g. MASTER_PORT=29500")?;
     match v.parse::<u16>() {
         Ok(p) if p > 0 => Ok(p),
-        _ => Err(Error::InvalidArgument { what: MASTER_PORT, msg: format!("{v:?} is not a port in 1..=65535") }),
+        _ => Err(Error::InvalidArgument {
+            what: MASTER_PORT,
+            msg: format!("{v:?} is not a port in 1..=65535"),
+        }),
     }
 }

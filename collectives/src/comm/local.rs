@@ -95,9 +95,10 @@ impl LocalComm {
             Err(e) => Err(format!("passed a bad argument to {}: {e}", kind.name())),
         };
         let group = &self.shared.group;
-        let got = self.shared.meeting.collective(self.rank, kind.name(), arrival, self.timeout, |call, shards| {
-            run(group, call, &shards)
-        });
+        let got =
+            self.shared.meeting.collective(self.rank, kind.name(), arrival, self.timeout, |call, shards| {
+                run(group, call, &shards)
+            });
         checked?; // a rank whose own arguments were wrong gets its own typed error
         got
     }
@@ -202,7 +203,7 @@ impl fmt::Debug for LocalComm {
         f.debug_struct("LocalComm")
             .field("rank", &self.rank)
             .field("world_size", &self.world_size())
-            .field("device", &self.device())
+            .field("device", &format_args!("{}", self.device()))
             .field("timeout", &self.timeout)
             .finish()
     }

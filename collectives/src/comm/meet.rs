@@ -58,7 +58,13 @@ struct Slot {
 
 impl Slot {
     fn new(ranks: usize) -> Self {
-        Slot { first: None, inputs: vec![None; ranks], arrived: vec![false; ranks], outcome: None, left: ranks }
+        Slot {
+            first: None,
+            inputs: vec![None; ranks],
+            arrived: vec![false; ranks],
+            outcome: None,
+            left: ranks,
+        }
     }
 
     fn missing(&self) -> Vec<usize> {

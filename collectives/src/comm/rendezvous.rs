@@ -81,8 +81,7 @@ impl Master {
         if world_size == 0 || world_size > u32::MAX as usize {
             return Err(err(format!("world size {world_size} is not in 1..=2^32-1")));
         }
-        let listener =
-            TcpListener::bind(addr).map_err(|e| err(format!("cannot listen on {addr}: {e}")))?;
+        let listener = TcpListener::bind(addr).map_err(|e| err(format!("cannot listen on {addr}: {e}")))?;
         listener.set_nonblocking(true).map_err(|e| err(format!("listener on {addr}: {e}")))?;
         Ok(Master { listener, world_size, timeout })
     }
@@ -108,7 +107,7 @@ impl Master {
                         continue;
                     }
                     Err(why) => {
-                        let _ = reply(&stream, REJECTED, why.as_bytes(), deadline);
+                        reject(&stream, &why);
                         format!("rejected peer {addr}: {why}")
                     }
                 },
@@ -119,7 +118,7 @@ impl Master {
                 Err(e) if e.kind() == ErrorKind::WouldBlock => self.timed_out(&peers),
                 Err(e) => format!("accept failed: {e}"),
             };
-            return Err(self.fail(&peers, failure, deadline));
+            return Err(self.fail(&peers, failure));
         }
         for p in &peers {
             reply(&p.stream, ACCEPTED, payload, deadline)
@@ -129,7 +128,13 @@ impl Master {
     }
 
     /// Reads and checks one peer's hello; returns its rank or why it is rejected.
-    fn greet(&self, s: &TcpStream, addr: SocketAddr, deadline: Instant, peers: &[Peer]) -> Result<usize, String> {
+    fn greet(
+        &self,
+        s: &TcpStream,
+        addr: SocketAddr,
+        deadline: Instant,
+        peers: &[Peer],
+    ) -> Result<usize, String> {
         let mut hello = [0u8; HELLO_LEN];
         read_full(s, &mut hello, deadline).map_err(|e| format!("no hello from {addr}: {e}"))?;
         let (version, world, rank) = parse_hello(&hello)?;
@@ -141,7 +146,10 @@ impl Master {
         }
         let rank = rank as usize;
         if rank == 0 || rank >= self.world_size {
-            return Err(format!("rank {rank}, which is not in 1..{} (rank 0 is the master)", self.world_size));
+            return Err(format!(
+                "rank {rank}, which is not in 1..{} (rank 0 is the master)",
+                self.world_size
+            ));
         }
         if peers.iter().any(|p| p.rank == rank) {
             return Err(format!("rank {rank}, which another peer already took"));
@@ -150,7 +158,8 @@ impl Master {
     }
 
     fn timed_out(&self, peers: &[Peer]) -> String {
-        let missing: Vec<usize> = (1..self.world_size).filter(|r| peers.iter().all(|p| p.rank != *r)).collect();
+        let missing: Vec<usize> =
+            (1..self.world_size).filter(|r| peers.iter().all(|p| p.rank != *r)).collect();
         format!(
             "timed out after {:?}: rank(s) {} of {} did not connect",
             self.timeout,
@@ -160,11 +169,11 @@ impl Master {
     }
 
     /// Tells the peers already in that the rendezvous failed, and returns the error.
-    fn fail(&self, peers: &[Peer], why: String, deadline: Instant) -> Error {
+    fn fail(&self, peers: &[Peer], why: String) -> Error {
         let addr = self.local_addr().map_or_else(|_| "?".into(), |a| a.to_string());
         let why = format!("master on {addr}: {why}");
         for p in peers {
-            let _ = reply(&p.stream, REJECTED, why.as_bytes(), deadline.max(Instant::now() + Duration::from_secs(1)));
+            reject(&p.stream, &why);
         }
         err(why)
     }
@@ -206,6 +215,24 @@ fn read_full(mut s: &TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::R
         }
     }
     Ok(())
+}
+
+/// Sends a rejection, then reads whatever the peer still sends (briefly) before the stream is
+/// closed: closing with unread bytes would reset the connection and lose the reply.
+fn reject(s: &TcpStream, why: &str) {
+    let grace = Instant::now() + Duration::from_millis(200);
+    if reply(s, REJECTED, why.as_bytes(), grace).is_err() {
+        return;
+    }
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut sink = [0u8; 512];
+    while Instant::now() < grace {
+        let _ = s.set_read_timeout(Some(left(grace)));
+        match (&*s).read(&mut sink) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
 }
 
 /// Writes a reply with `status` and `body` before `deadline`.
@@ -286,7 +313,11 @@ fn read_reply(s: &TcpStream, deadline: Instant) -> Result<Vec<u8>, String> {
 
 /// The whole exchange for `launch`'s rank: rank 0 makes the payload with `make`, listens on
 /// `launch.master()` and serves it; every other rank joins and returns the master's payload.
-pub fn exchange(launch: &Launch, timeout: Duration, make: impl FnOnce() -> Result<Vec<u8>>) -> Result<Vec<u8>> {
+pub fn exchange(
+    launch: &Launch,
+    timeout: Duration,
+    make: impl FnOnce() -> Result<Vec<u8>>,
+) -> Result<Vec<u8>> {
     if launch.rank != 0 {
         return join(&launch.master(), launch.world_size, launch.rank, timeout);
     }

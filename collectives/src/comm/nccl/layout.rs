@@ -29,7 +29,8 @@ pub(super) fn join_blocks(flat: &Tensor, shape: &Shape, dim: usize, world: usize
         return flat.reshape(joined);
     }
     let n = shape.numel();
-    let blocks = (0..world).map(|r| flat.narrow(0, r * n, n)?.reshape(shape.clone())).collect::<Result<Vec<_>>>()?;
+    let blocks =
+        (0..world).map(|r| flat.narrow(0, r * n, n)?.reshape(shape.clone())).collect::<Result<Vec<_>>>()?;
     Tensor::concat(&blocks, dim)
 }
 

@@ -99,7 +99,12 @@ impl NcclComm {
     }
 
     /// Runs `call`, returning the flat output (if this rank gets one).
-    fn run(&self, call: NcclCall, input: Option<&Tensor>, out: Option<(DType, usize)>) -> Result<Option<Tensor>> {
+    fn run(
+        &self,
+        call: NcclCall,
+        input: Option<&Tensor>,
+        out: Option<(DType, usize)>,
+    ) -> Result<Option<Tensor>> {
         glue::run(&self.raw, call, input, out)
     }
 
@@ -195,7 +200,7 @@ impl fmt::Debug for NcclComm {
         f.debug_struct("NcclComm")
             .field("rank", &self.launch.rank)
             .field("world_size", &self.launch.world_size)
-            .field("device", &self.raw.device())
+            .field("device", &format_args!("{}", self.raw.device()))
             .field("master", &self.launch.master())
             .field("timeout", &self.timeout)
             .finish()

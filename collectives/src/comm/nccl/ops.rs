@@ -76,8 +76,12 @@ impl NcclCall {
                 NcclCall::AllReduce(_) | NcclCall::Barrier => {
                     sys::ncclAllReduce(send, recv, count, t, op, comm, stream)
                 }
-                NcclCall::Reduce(_, root) => sys::ncclReduce(send, recv, count, t, op, root as i32, comm, stream),
-                NcclCall::Broadcast(root) => sys::ncclBroadcast(send, recv, count, t, root as i32, comm, stream),
+                NcclCall::Reduce(_, root) => {
+                    sys::ncclReduce(send, recv, count, t, op, root as i32, comm, stream)
+                }
+                NcclCall::Broadcast(root) => {
+                    sys::ncclBroadcast(send, recv, count, t, root as i32, comm, stream)
+                }
                 NcclCall::AllGather => sys::ncclAllGather(send, recv, count, t, comm, stream),
                 NcclCall::ReduceScatter(_) => sys::ncclReduceScatter(send, recv, count, t, op, comm, stream),
                 NcclCall::Send(peer) => sys::ncclSend(send, count, t, peer as i32, comm, stream),

@@ -26,18 +26,48 @@ use crate::error::{Error, Result};
 /// libnccl entry points `NcclComm` calls (checked before the first call: cudarc panics on a
 /// missing symbol). `ncclCommInitRankConfig` needs NCCL 2.14 or later.
 const NCCL_SYMBOLS: &[&str] = &[
-    "ncclGetVersion", "ncclGetUniqueId", "ncclCommInitRankConfig", "ncclCommGetAsyncError",
-    "ncclCommAbort", "ncclCommFinalize", "ncclCommDestroy", "ncclGetErrorString", "ncclAllReduce",
-    "ncclReduce", "ncclBroadcast", "ncclAllGather", "ncclReduceScatter", "ncclSend", "ncclRecv",
-    "ncclGroupStart", "ncclGroupEnd", "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy",
+    "ncclGetVersion",
+    "ncclGetUniqueId",
+    "ncclCommInitRankConfig",
+    "ncclCommGetAsyncError",
+    "ncclCommAbort",
+    "ncclCommFinalize",
+    "ncclCommDestroy",
+    "ncclGetErrorString",
+    "ncclAllReduce",
+    "ncclReduce",
+    "ncclBroadcast",
+    "ncclAllGather",
+    "ncclReduceScatter",
+    "ncclSend",
+    "ncclRecv",
+    "ncclGroupStart",
+    "ncclGroupEnd",
+    "ncclRedOpCreatePreMulSum",
+    "ncclRedOpDestroy",
 ];
 
 /// libcuda entry points used through cudarc here.
 const CUDA_SYMBOLS: &[&str] = &[
-    "cuInit", "cuDeviceGet", "cuDeviceGetCount", "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain",
-    "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxGetCurrent", "cuStreamCreate",
-    "cuStreamDestroy_v2", "cuStreamSynchronize", "cuEventCreate", "cuEventRecord", "cuEventQuery",
-    "cuEventDestroy_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemsetD8_v2", "cuGetErrorString",
+    "cuInit",
+    "cuDeviceGet",
+    "cuDeviceGetCount",
+    "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxSetCurrent",
+    "cuCtxGetCurrent",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventDestroy_v2",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemsetD8_v2",
+    "cuGetErrorString",
     "cuGetErrorName",
 ];
 
@@ -146,7 +176,13 @@ impl RawComm {
     /// # Safety
     /// `send` and `recv` must be device memory of this rank's device holding what `call` reads
     /// and writes for `count` (see `ops::NcclCall`), alive until the stream has run the call.
-    pub unsafe fn issue(&self, call: NcclCall, (send, recv): (CUdeviceptr, CUdeviceptr), count: usize, dtype: DType) -> Result<()> {
+    pub unsafe fn issue(
+        &self,
+        call: NcclCall,
+        (send, recv): (CUdeviceptr, CUdeviceptr),
+        count: usize,
+        dtype: DType,
+    ) -> Result<()> {
         let op = call.name();
         let mut h = self.handle.lock();
         let comm = self.usable(&h, op)?;
@@ -287,8 +323,16 @@ unsafe fn async_state(comm: sys::ncclComm_t) -> ncclResult_t {
 
 /// `ncclCommInitRankConfig` with `blocking = 0`, polled until every rank has joined or the
 /// deadline passes (then aborted).
-fn init_comm(device: Device, (rank, world): (usize, usize), id: [u8; 128], timeout: Duration) -> Result<sys::ncclComm_t> {
-    let fail = |msg: String| Error::Comm { op: "nccl init", msg: format!("rank {rank} of {world} on {device}: {msg}") };
+fn init_comm(
+    device: Device,
+    (rank, world): (usize, usize),
+    id: [u8; 128],
+    timeout: Duration,
+) -> Result<sys::ncclComm_t> {
+    let fail = |msg: String| Error::Comm {
+        op: "nccl init",
+        msg: format!("rank {rank} of {world} on {device}: {msg}"),
+    };
     let mut config = nonblocking_config().map_err(fail)?;
     let id = sys::ncclUniqueId { internal: id.map(|b| b as std::ffi::c_char) };
     let mut comm: sys::ncclComm_t = std::ptr::null_mut();
@@ -362,7 +406,11 @@ impl Drop for RawComm {
             }
             // SAFETY: as above; abort when finalizing did not complete.
             let _ = unsafe {
-                if state == ncclResult_t::ncclSuccess { sys::ncclCommDestroy(h.comm) } else { sys::ncclCommAbort(h.comm) }
+                if state == ncclResult_t::ncclSuccess {
+                    sys::ncclCommDestroy(h.comm)
+                } else {
+                    sys::ncclCommAbort(h.comm)
+                }
             };
             h.comm = std::ptr::null_mut();
         }
