@@ -82,6 +82,16 @@ impl NcclComm {
         Ok(NcclComm { launch: launch.clone(), timeout, raw })
     }
 
+    /// How many CUDA devices this process can run NCCL on: an error naming what is missing when
+    /// libcuda or libnccl do not load (nothing is called into either before they are checked).
+    pub fn available() -> Result<usize> {
+        let device = Device::Cuda(0);
+        if let Some(reason) = raw::unavailable() {
+            return Err(Error::DeviceUnavailable { device, reason });
+        }
+        device_count(device)
+    }
+
     /// Where this rank stands in the job.
     pub fn launch(&self) -> &Launch {
         &self.launch
@@ -120,12 +130,18 @@ impl NcclComm {
     }
 }
 
-/// Checks that `device`'s ordinal exists on this node.
-fn check_ordinal(device: Device) -> Result<()> {
+/// The number of CUDA devices (the libraries were checked).
+fn device_count(device: Device) -> Result<usize> {
     let count = cudarc::driver::result::init()
         .and_then(|_| cudarc::driver::result::device::get_count())
         .map_err(|e| Error::DeviceUnavailable { device, reason: format!("cuInit failed: {:?}", e.0) })?;
-    if device.ordinal() as i32 >= count {
+    Ok(count.max(0) as usize)
+}
+
+/// Checks that `device`'s ordinal exists on this node.
+fn check_ordinal(device: Device) -> Result<()> {
+    let count = device_count(device)?;
+    if device.ordinal() as usize >= count {
         let reason = format!("this node has {count} CUDA device(s); check LOCAL_RANK");
         return Err(Error::DeviceUnavailable { device, reason });
     }

@@ -390,32 +390,33 @@ fn nonblocking_config() -> std::result::Result<sys::ncclConfig_t, String> {
 
 impl Drop for RawComm {
     /// A healthy communicator is finalized then destroyed (bounded by the timeout; aborted past
-    /// it); a failed one was already aborted.
+    /// it) and its scratch byte freed; a failed one was already aborted, and its scratch byte is
+    /// left to the process's end rather than risk waiting on a stream a dead peer may still block.
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
         let h = self.handle.get_mut();
-        if !h.comm.is_null() {
-            // SAFETY: the communicator is live; once finalized it is destroyed and never used.
-            let res = unsafe { sys::ncclCommFinalize(h.comm) };
-            let deadline = Instant::now() + self.timeout;
-            let mut state = res;
-            while state == ncclResult_t::ncclInProgress && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-                // SAFETY: as above.
-                state = unsafe { async_state(h.comm) };
+        if h.comm.is_null() {
+            if h.failed.is_none() {
+                // SAFETY: the communicator never came up, so nothing ever used the scratch byte.
+                let _ = unsafe { cu::free_sync(self.scratch) };
             }
-            // SAFETY: as above; abort when finalizing did not complete.
-            let _ = unsafe {
-                if state == ncclResult_t::ncclSuccess {
-                    sys::ncclCommDestroy(h.comm)
-                } else {
-                    sys::ncclCommAbort(h.comm)
-                }
-            };
-            h.comm = std::ptr::null_mut();
+            return;
         }
-        let _ = self.stream.synchronize();
-        // SAFETY: the scratch byte came from cuMemAlloc and nothing uses it any more.
-        let _ = unsafe { cu::free_sync(self.scratch) };
+        // SAFETY: the communicator is live; once finalized it is destroyed and never used.
+        let mut state = unsafe { sys::ncclCommFinalize(h.comm) };
+        let deadline = Instant::now() + self.timeout;
+        while state == ncclResult_t::ncclInProgress && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+            // SAFETY: as above.
+            state = unsafe { async_state(h.comm) };
+        }
+        let healthy = state == ncclResult_t::ncclSuccess;
+        // SAFETY: as above; abort when finalizing did not complete.
+        let _ = unsafe { if healthy { sys::ncclCommDestroy(h.comm) } else { sys::ncclCommAbort(h.comm) } };
+        h.comm = std::ptr::null_mut();
+        if healthy && self.stream.synchronize().is_ok() {
+            // SAFETY: the scratch byte came from cuMemAlloc and nothing uses it any more.
+            let _ = unsafe { cu::free_sync(self.scratch) };
+        }
     }
 }
