@@ -250,3 +250,22 @@ fn eight_threads_five_hundred_calls() {
     });
     assert_eq!(sums, vec![calls; 8]);
 }
+
+#[test]
+fn identity_comm_sends_to_itself() {
+    let comm = collectives::IdentityComm::new(Device::Cpu(2));
+    let t = Tensor::from_vec(vec![1u8, 2, 3], [3], Device::Cpu(2)).unwrap();
+    comm.send(&t, 0).unwrap();
+    comm.barrier().unwrap();
+    let got = comm.recv(0, &Shape::new([3]), DType::U8).unwrap();
+    assert_eq!((got.device(), got.to_vec::<u8>().unwrap()), (Device::Cpu(2), vec![1, 2, 3]));
+    let e = comm.recv(0, &Shape::new([3]), DType::U8).unwrap_err();
+    assert!(matches!(e, collectives::Error::Comm { op: "recv", .. }), "{e:?}");
+    assert!(matches!(
+        comm.send(&t, 1).unwrap_err(),
+        collectives::Error::InvalidArgument { what: "send", .. }
+    ));
+    comm.send(&t, 0).unwrap();
+    let e = comm.recv(0, &Shape::new([4]), DType::U8).unwrap_err();
+    assert!(matches!(e, collectives::Error::Comm { op: "recv", .. }), "{e:?}");
+}

@@ -149,7 +149,7 @@ fn every_collective(comm: &NcclComm) {
     assert_eq!(comm.all_reduce(&t, ReduceOp::Sum).unwrap().to_vec::<f32>().unwrap(), sum);
     let max: Vec<f32> = (0..8).map(|i| 100.0 + i as f32).collect();
     let reduced = comm.reduce(&t, ReduceOp::Max, 1).unwrap();
-    assert_eq!(reduced.map(|x| x.to_vec::<f32>().unwrap()), (comm.rank() == 1).then(|| max));
+    assert_eq!(reduced.map(|x| x.to_vec::<f32>().unwrap()), (comm.rank() == 1).then_some(max));
     let root: Vec<f32> = (0..8).map(|i| 100.0 + i as f32).collect();
     assert_eq!(comm.broadcast(&t, 1).unwrap().to_vec::<f32>().unwrap(), root);
     let g = comm.all_gather(&t, 1).unwrap();

@@ -26,10 +26,10 @@
 
 mod check;
 pub mod env;
-mod local;
+pub mod local;
 mod meet;
 #[cfg(feature = "cuda")]
-mod nccl;
+pub mod nccl;
 pub mod rendezvous;
 
 use std::collections::VecDeque;
