@@ -40,7 +40,9 @@ pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Rou
 /// # Ok::<(), collectives::Error>(())
 /// ```
 pub use collectives_macros::device_group;
-pub use comm::{Communicator, IdentityComm};
+#[cfg(feature = "cuda")]
+pub use comm::NcclComm;
+pub use comm::{Communicator, IdentityComm, LocalComm};
 pub use device::{Device, DeviceKind, available_devices, parse_devices};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};

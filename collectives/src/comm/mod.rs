@@ -1,14 +1,19 @@
 //! The SPMD door: [`Communicator`], for code written rank by rank.
 //!
 //! `Communicator` is the SPMD shape: each rank calls `all_reduce` with its own tensor and the
-//! implementation meets the other ranks. That is the right shape for several processes or nodes.
-//! A single process driving N devices holds every shard at once; there is no other rank to meet,
-//! so the per-rank signature does not fit it — that is what [`crate::DeviceGroup`], the
-//! slice-shaped counterpart, is for.
+//! implementation meets the other ranks. Model code written against `&dyn Communicator` runs
+//! unchanged whichever implementation sits behind it:
 //!
-//! [`IdentityComm`] is the communicator of a world of one: with `world_size == 1` there is
-//! genuinely nothing to reduce, so it returns its input (scaled where the op scales, as
-//! `PreMulSum` does). That is correct for a single rank and is not a working collective.
+//! - [`IdentityComm`]: the world of one. With `world_size == 1` there is genuinely nothing to
+//!   reduce, so it returns its input (scaled where the op scales, as `PreMulSum` does).
+//! - [`LocalComm`]: one process, one thread per device of a [`crate::DeviceGroup`]; the calls
+//!   meet in memory and the last rank to arrive runs the group's slice-shaped collective.
+//! - `NcclComm` (feature `cuda`): one process per GPU, on as many nodes as the launcher gives,
+//!   bootstrapped from the launcher's environment ([`Launch`]) through a small TCP
+//!   [`rendezvous`].
+//!
+//! A single process driving N devices that holds every shard at once needs no rank to meet: that
+//! is what [`crate::DeviceGroup`], the slice-shaped counterpart, is for.
 //!
 //! ```
 //! use collectives::{Communicator, Device, IdentityComm, ReduceOp, Tensor};
@@ -19,10 +24,29 @@
 //! # Ok::<(), collectives::Error>(())
 //! ```
 
+mod check;
+pub mod env;
+pub mod local;
+mod meet;
+#[cfg(feature = "cuda")]
+pub mod nccl;
+pub mod rendezvous;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+pub use env::{Launch, Launcher};
+pub use local::LocalComm;
+#[cfg(feature = "cuda")]
+pub use nccl::NcclComm;
+
 use crate::collective::ReduceOp;
 use crate::device::Device;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::graph::Tensor;
+use crate::graph::{Shape, Tensor};
 
 /// Collectives on one rank's shard; every rank of the world makes the same calls in the same
 /// order. Results are lazy tensors on the rank's device.
@@ -44,19 +68,32 @@ pub trait Communicator: Send + Sync {
     /// Every rank's `t` folded with `op` and cut along `dim` into `world_size()` parts; this
     /// rank's part.
     fn reduce_scatter(&self, t: &Tensor, op: ReduceOp, dim: usize) -> Result<Tensor>;
+    /// Sends `t` to rank `to`, which takes it with a matching [`Communicator::recv`]. Messages
+    /// between two ranks arrive in the order they were sent. Pair sends and receives so that the
+    /// program would not deadlock if every send waited for its receive (NCCL's rule), even
+    /// where an implementation buffers.
+    fn send(&self, t: &Tensor, to: usize) -> Result<()>;
+    /// The next tensor rank `from` sent to this rank, which must have `shape` and `dtype`; on
+    /// this rank's device.
+    fn recv(&self, from: usize, shape: &Shape, dtype: DType) -> Result<Tensor>;
+    /// Returns once every rank has called `barrier`.
+    fn barrier(&self) -> Result<()>;
 }
 
 /// The communicator of a world of one rank: each collective returns its input (scaled where the
 /// op scales). See the module docs.
+///
+/// A tensor sent to rank 0 waits in a queue for the matching `recv` (clones share the queue).
 #[derive(Clone, Debug)]
 pub struct IdentityComm {
     device: Device,
+    mail: Arc<Mutex<VecDeque<Tensor>>>,
 }
 
 impl IdentityComm {
     /// The single rank, its shards on `device`.
     pub fn new(device: Device) -> Self {
-        IdentityComm { device }
+        IdentityComm { device, mail: Arc::default() }
     }
 
     fn check(&self, op: &'static str, t: &Tensor) -> Result<()> {
@@ -118,5 +155,27 @@ impl Communicator for IdentityComm {
     fn reduce_scatter(&self, t: &Tensor, op: ReduceOp, dim: usize) -> Result<Tensor> {
         crate::collective::check_dim("reduce_scatter", t.shape(), dim)?;
         self.all_reduce(t, op)
+    }
+
+    fn send(&self, t: &Tensor, to: usize) -> Result<()> {
+        check::check_peer("send", to, 1)?;
+        self.check("send", t)?;
+        self.mail.lock().push_back(t.clone());
+        Ok(())
+    }
+
+    fn recv(&self, from: usize, shape: &Shape, dtype: DType) -> Result<Tensor> {
+        check::check_peer("recv", from, 1)?;
+        let t = self.mail.lock().pop_front().ok_or_else(|| Error::Comm {
+            op: "recv",
+            msg: "rank 0 has sent nothing to itself; in a world of one a recv without a send never completes"
+                .into(),
+        })?;
+        check::check_message("recv", 0, &t, shape, dtype)?;
+        t.copy_to_device(self.device)
+    }
+
+    fn barrier(&self) -> Result<()> {
+        Ok(())
     }
 }

@@ -1,0 +1,224 @@
+//! `NcclComm`: one process per GPU, on as many nodes as the launcher gives, through NCCL.
+//!
+//! The rank-wise code that runs on [`super::LocalComm`] as threads runs here as processes: each
+//! process reads its place from its launcher's environment ([`Launch`]), rank 0 makes an NCCL
+//! unique id and hands it out through the TCP [`super::rendezvous`] on `MASTER_ADDR:MASTER_PORT`,
+//! and every rank joins a *nonblocking* NCCL communicator on `Device::Cuda(LOCAL_RANK)`.
+//!
+//! Calls are issued to NCCL in program order as they are made (the input is realized first),
+//! because NCCL needs every rank to issue the same sequence: a lazy call issued whenever its
+//! result happened to be read could reorder the ranks' sequences and deadlock. The result is a
+//! lazy [`Tensor`] whose data NCCL is still writing. Every wait polls NCCL with the timeout, so a
+//! peer that dies makes this rank's call return [`crate::Error::Comm`] (the communicator is
+//! aborted with `ncclCommAbort`), not hang. Without libcuda or libnccl, [`NcclComm::from_env`]
+//! is [`crate::Error::DeviceUnavailable`], before anything touches CUDA.
+//!
+//! Calls that differ between processes cannot be checked here as [`super::LocalComm`] checks
+//! them (the ranks share no memory): as with NCCL itself, they fail by the timeout.
+//!
+//! ```no_run
+//! // RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 ./app &
+//! // RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 ./app
+//! use collectives::{Communicator, NcclComm, ReduceOp, Tensor};
+//! let comm = NcclComm::from_env()?;
+//! let g = Tensor::from_vec(vec![comm.rank() as f32; 1024], [1024], comm.device())?;
+//! let sum = comm.all_reduce(&g, ReduceOp::Sum)?;
+//! # Ok::<(), collectives::Error>(())
+//! ```
+
+mod glue;
+mod layout;
+mod ops;
+mod raw;
+
+use std::fmt;
+use std::time::Duration;
+
+use super::Communicator;
+use super::check::{Kind, check_call, check_device, check_peer};
+use super::env::Launch;
+use super::rendezvous;
+use crate::collective::ReduceOp;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::graph::{Shape, Tensor};
+use ops::NcclCall;
+use raw::RawComm;
+
+/// One rank of a multi-process NCCL job, its tensors on `Device::Cuda(local_rank)`. See the
+/// module docs.
+pub struct NcclComm {
+    launch: Launch,
+    timeout: Duration,
+    raw: RawComm,
+}
+
+impl NcclComm {
+    /// How long a rank waits for the others — to rendezvous, to join NCCL, for a call to
+    /// complete — unless [`NcclComm::new`] is given another timeout: 5 minutes.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+    /// Joins the job the launcher's environment describes ([`Launch::from_env`]), waiting
+    /// [`NcclComm::DEFAULT_TIMEOUT`].
+    pub fn from_env() -> Result<NcclComm> {
+        NcclComm::new(&Launch::from_env()?, NcclComm::DEFAULT_TIMEOUT)
+    }
+
+    /// Joins the job `launch` describes: checks that CUDA and NCCL load, exchanges the NCCL id
+    /// through the rendezvous, and joins the communicator, each step waiting at most `timeout`.
+    pub fn new(launch: &Launch, timeout: Duration) -> Result<NcclComm> {
+        let device = Device::Cuda(launch.local_rank as u32);
+        if let Some(reason) = raw::unavailable() {
+            return Err(Error::DeviceUnavailable { device, reason });
+        }
+        check_ordinal(device)?;
+        let id = rendezvous::exchange(launch, timeout, || {
+            raw::unique_id()
+                .map(|id| id.to_vec())
+                .map_err(|why| Error::Comm { op: "nccl init", msg: format!("ncclGetUniqueId failed: {why}") })
+        })?;
+        let raw = RawComm::init(device, (launch.rank, launch.world_size), &id, timeout)?;
+        Ok(NcclComm { launch: launch.clone(), timeout, raw })
+    }
+
+    /// How many CUDA devices this process can run NCCL on: an error naming what is missing when
+    /// libcuda or libnccl do not load (nothing is called into either before they are checked).
+    pub fn available() -> Result<usize> {
+        let device = Device::Cuda(0);
+        if let Some(reason) = raw::unavailable() {
+            return Err(Error::DeviceUnavailable { device, reason });
+        }
+        device_count(device)
+    }
+
+    /// Where this rank stands in the job.
+    pub fn launch(&self) -> &Launch {
+        &self.launch
+    }
+
+    /// How long a call waits for the other ranks.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Aborts the communicator (`ncclCommAbort`): every later call on this rank is an
+    /// [`Error::Comm`] carrying `why`, and peers waiting on this rank fail by their timeout.
+    pub fn abort(&self, why: &str) {
+        self.raw.abort(why);
+    }
+
+    /// Runs `call`, returning the flat output (if this rank gets one).
+    fn run(
+        &self,
+        call: NcclCall,
+        input: Option<&Tensor>,
+        out: Option<(DType, usize)>,
+    ) -> Result<Option<Tensor>> {
+        glue::run(&self.raw, call, input, out)
+    }
+
+    /// As [`NcclComm::run`] for a call that gives this rank an output of `shape`.
+    fn run_to(&self, call: NcclCall, input: &Tensor, shape: Shape) -> Result<Tensor> {
+        let out = self.run(call, Some(input), Some((input.dtype(), shape.numel())))?;
+        let out = out.ok_or_else(|| Error::Comm { op: call.name(), msg: "internal: no output".into() })?;
+        out.reshape(shape)
+    }
+
+    fn check(&self, kind: Kind, t: &Tensor) -> Result<()> {
+        check_call(kind, Some(t), self.device(), self.world_size()).map(drop)
+    }
+}
+
+/// The number of CUDA devices (the libraries were checked).
+fn device_count(device: Device) -> Result<usize> {
+    let count = cudarc::driver::result::init()
+        .and_then(|_| cudarc::driver::result::device::get_count())
+        .map_err(|e| Error::DeviceUnavailable { device, reason: format!("cuInit failed: {:?}", e.0) })?;
+    Ok(count.max(0) as usize)
+}
+
+/// Checks that `device`'s ordinal exists on this node.
+fn check_ordinal(device: Device) -> Result<()> {
+    let count = device_count(device)?;
+    if device.ordinal() as usize >= count {
+        let reason = format!("this node has {count} CUDA device(s); check LOCAL_RANK");
+        return Err(Error::DeviceUnavailable { device, reason });
+    }
+    Ok(())
+}
+
+impl Communicator for NcclComm {
+    fn rank(&self) -> usize {
+        self.launch.rank
+    }
+
+    fn world_size(&self) -> usize {
+        self.launch.world_size
+    }
+
+    fn device(&self) -> Device {
+        self.raw.device()
+    }
+
+    fn all_reduce(&self, t: &Tensor, op: ReduceOp) -> Result<Tensor> {
+        self.check(Kind::AllReduce(op), t)?;
+        self.run_to(NcclCall::AllReduce(op), t, t.shape().clone())
+    }
+
+    fn reduce(&self, t: &Tensor, op: ReduceOp, root: usize) -> Result<Option<Tensor>> {
+        self.check(Kind::Reduce { op, root }, t)?;
+        let out = (self.rank() == root).then(|| (t.dtype(), t.numel()));
+        let got = self.run(NcclCall::Reduce(op, root), Some(t), out)?;
+        got.map(|g| g.reshape(t.shape().clone())).transpose()
+    }
+
+    fn broadcast(&self, t: &Tensor, root: usize) -> Result<Tensor> {
+        self.check(Kind::Broadcast { root }, t)?;
+        self.run_to(NcclCall::Broadcast(root), t, t.shape().clone())
+    }
+
+    fn all_gather(&self, t: &Tensor, dim: usize) -> Result<Tensor> {
+        self.check(Kind::AllGather { dim }, t)?;
+        let world = self.world_size();
+        let flat = self.run_to(NcclCall::AllGather, t, Shape::new([t.numel() * world]))?;
+        layout::join_blocks(&flat, t.shape(), dim, world)
+    }
+
+    fn reduce_scatter(&self, t: &Tensor, op: ReduceOp, dim: usize) -> Result<Tensor> {
+        self.check(Kind::ReduceScatter { op, dim }, t)?;
+        let world = self.world_size();
+        let parts = layout::parts_in_rank_order(t, dim, world)?;
+        let shape = t.shape().with_dim(dim, t.shape().dim(dim) / world);
+        self.run_to(NcclCall::ReduceScatter(op), &parts, shape)
+    }
+
+    fn send(&self, t: &Tensor, to: usize) -> Result<()> {
+        check_peer("send", to, self.world_size())?;
+        check_device("send", t, self.device())?;
+        self.run(NcclCall::Send(to), Some(t), None).map(drop)
+    }
+
+    fn recv(&self, from: usize, shape: &Shape, dtype: DType) -> Result<Tensor> {
+        check_peer("recv", from, self.world_size())?;
+        let got = self.run(NcclCall::Recv(from), None, Some((dtype, shape.numel())))?;
+        let got = got.ok_or_else(|| Error::Comm { op: "recv", msg: "internal: no output".into() })?;
+        got.reshape(shape.clone())
+    }
+
+    fn barrier(&self) -> Result<()> {
+        self.raw.barrier()
+    }
+}
+
+impl fmt::Debug for NcclComm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NcclComm")
+            .field("rank", &self.launch.rank)
+            .field("world_size", &self.launch.world_size)
+            .field("device", &format_args!("{}", self.raw.device()))
+            .field("master", &self.launch.master())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
