@@ -246,7 +246,34 @@ pub fn fold_tol(dtype: DType, k: usize, mag: f64) -> f64 {
         return 0.0;
     }
     let acc = if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 };
-    (eps(dtype) + k as f64 * acc.max(eps(dtype))) * mag.max(f64::MIN_POSITIVE) * 1.01
+    (eps(dtype) + k as f64 * acc.max(eps(dtype))) * mag.max(f64::MIN_POSITIVE) * 1.01 + (k + 1) as f64 * tiny(dtype)
+}
+
+/// The largest absolute error of one rounding into `dtype`'s subnormal range (half its smallest
+/// subnormal), where a relative bound does not hold; 0 for integers.
+pub fn tiny(dtype: DType) -> f64 {
+    match dtype {
+        DType::F32 => 2f64.powi(-150),
+        DType::F64 => f64::MIN_POSITIVE * f64::EPSILON,
+        DType::F16 => 2f64.powi(-25),
+        DType::BF16 => 2f64.powi(-134),
+        _ => 0.0,
+    }
+}
+
+/// The type a dtype computes in: f32 for f32, f16 and bf16; the dtype itself otherwise.
+pub fn compute_type(dtype: DType) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        other => other,
+    }
+}
+
+/// `v`, the exact (or f64) result of one op on values of `dtype`, rounded as the library rounds
+/// it: to the compute type, then to the dtype. For +, -, *, / of values exact in `dtype` this
+/// is the library's result bit for bit.
+pub fn round_op(dtype: DType, v: f64) -> f64 {
+    round_to(dtype, round_to(compute_type(dtype), v))
 }
 
 /// Elementwise sum of magnitudes of `inputs` (the scale of a sum's rounding error).
@@ -266,3 +293,31 @@ pub fn cuda_required() -> bool {
 
 /// Helpers of the collective tests (groups, shards, references of every `ReduceOp`).
 pub mod collective;
+
+/// The elements `start..start + len` along `dim` of row-major `vals` of shape `dims`.
+pub fn ref_slice(vals: &[f64], dims: &[usize], dim: usize, start: usize, len: usize) -> Vec<f64> {
+    let outer: usize = dims[..dim].iter().product();
+    let inner: usize = dims[dim + 1..].iter().product();
+    let mid = dims[dim];
+    let mut out = Vec::with_capacity(outer * len * inner);
+    for o in 0..outer {
+        let from = (o * mid + start) * inner;
+        out.extend_from_slice(&vals[from..from + len * inner]);
+    }
+    out
+}
+
+/// Row-major `parts` (each with its dims) joined along `dim`.
+pub fn ref_concat(parts: &[(&[f64], &[usize])], dim: usize) -> Vec<f64> {
+    let dims0 = parts[0].1;
+    let outer: usize = dims0[..dim].iter().product();
+    let inner: usize = dims0[dim + 1..].iter().product();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for (vals, dims) in parts {
+            let n = dims[dim] * inner;
+            out.extend_from_slice(&vals[o * n..(o + 1) * n]);
+        }
+    }
+    out
+}
