@@ -295,7 +295,7 @@ pub fn cuda_required() -> bool {
 pub mod collective;
 
 /// The elements `start..start + len` along `dim` of row-major `vals` of shape `dims`.
-pub fn ref_slice(vals: &[f64], dims: &[usize], dim: usize, start: usize, len: usize) -> Vec<f64> {
+pub fn ref_slice<T: Copy>(vals: &[T], dims: &[usize], dim: usize, start: usize, len: usize) -> Vec<T> {
     let outer: usize = dims[..dim].iter().product();
     let inner: usize = dims[dim + 1..].iter().product();
     let mid = dims[dim];
@@ -308,7 +308,7 @@ pub fn ref_slice(vals: &[f64], dims: &[usize], dim: usize, start: usize, len: us
 }
 
 /// Row-major `parts` (each with its dims) joined along `dim`.
-pub fn ref_concat(parts: &[(&[f64], &[usize])], dim: usize) -> Vec<f64> {
+pub fn ref_concat<T: Copy>(parts: &[(&[T], &[usize])], dim: usize) -> Vec<T> {
     let dims0 = parts[0].1;
     let outer: usize = dims0[..dim].iter().product();
     let inner: usize = dims0[dim + 1..].iter().product();
