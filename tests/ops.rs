@@ -289,3 +289,46 @@ fn cast_semantics_spot_checks() {
     let e = x.cast(DType::F32).unwrap().to_vec::<f64>().unwrap_err();
     assert!(matches!(e, Error::ElementType { .. }));
 }
+
+/// Values just past a rounding tie in the bits below the top 20 of the f64 mantissa, where
+/// rounding through `half`'s `from_f64` (which drops those bits) or through f32 (a double
+/// rounding) goes the wrong way. A cast rounds once, to nearest-even.
+#[test]
+fn casts_to_half_types_round_once() {
+    let p = |e: i32| 2f64.powi(e);
+    let f32s = [1.0 + p(-8) + p(-23), -(1.0 + p(-8) + p(-22)), 3.0 * (1.0 + p(-11) + p(-23))];
+    let x = Tensor::from_vec(f32s.map(|v| v as f32).to_vec(), [3], Device::Cpu(0)).unwrap();
+    let want: Vec<f64> = f32s.iter().map(|&v| round_to(DType::BF16, v)).collect();
+    assert_eq!(want[0], 1.0 + p(-7), "the reference itself");
+    assert_eq!(values(&x.cast(DType::BF16).unwrap()), want, "f32 -> bf16");
+    let f64s = [1.0 + p(-11) + p(-40), -(1.0 + p(-8) + p(-50)), 1.0 + p(-9) + p(-11) + p(-30)];
+    let y = Tensor::from_vec(f64s.to_vec(), [3], Device::Cpu(0)).unwrap();
+    for to in [DType::F16, DType::BF16] {
+        let want: Vec<f64> = f64s.iter().map(|&v| round_to(to, v)).collect();
+        assert_eq!(values(&y.cast(to).unwrap()), want, "f64 -> {to}");
+    }
+    assert_eq!(round_to(DType::F16, f64s[0]), 1.0 + p(-10), "the reference itself");
+    let ints = [(1i64 << 30) + (1 << 22) + 1, -(1i64 << 40) - (1 << 32) - 1, (1 << 24) + 1];
+    let z = Tensor::from_vec(ints.to_vec(), [3], Device::Cpu(0)).unwrap();
+    let want: Vec<f64> = ints.iter().map(|&v| round_to(DType::BF16, v as f64)).collect();
+    assert_eq!(want[0], p(30) + p(23));
+    assert_eq!(values(&z.cast(DType::BF16).unwrap()), want, "i64 -> bf16");
+    let w = Tensor::from_vec(ints.map(|v| v as i32).to_vec(), [3], Device::Cpu(0)).unwrap();
+    let want: Vec<f64> = ints.iter().map(|&v| round_to(DType::BF16, v as i32 as f64)).collect();
+    assert_eq!(values(&w.cast(DType::BF16).unwrap()), want, "i32 -> bf16");
+}
+
+/// The tests' own rounding to f16/bf16 agrees with `half`'s f32 conversions (which are correctly
+/// rounded) on random f32 bit patterns, specials included.
+#[test]
+fn reference_rounding_matches_half_from_f32() {
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    for _ in 0..200_000 {
+        let x = f32::from_bits(r.random());
+        let (h, b) = (round_to(DType::F16, x as f64), round_to(DType::BF16, x as f64));
+        let (wh, wb) = (half::f16::from_f32(x).to_f64(), half::bf16::from_f32(x).to_f64());
+        assert!(h == wh || h.is_nan() && wh.is_nan(), "f16 of {x:e}: {h} vs {wh} (seed {seed})");
+        assert!(b == wb || b.is_nan() && wb.is_nan(), "bf16 of {x:e}: {b} vs {wb} (seed {seed})");
+    }
+}

@@ -6,7 +6,6 @@
 //! builds a tensor of them, [`values`] reads any tensor back as `f64`.
 
 use collectives::{BinaryOp, DType, Device, Element, ReduceKind, Scale, Shape, Tensor};
-use half::{bf16, f16};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -89,17 +88,35 @@ fn draw(dtype: DType, range: Range, rng: &mut StdRng) -> f64 {
     }
 }
 
-/// `v` as the nearest value of `dtype` (integers wrap as the library's integer ops do).
+/// `v` as the nearest value of `dtype`, ties to even (integers wrap as the library's integer ops
+/// do). f16 and bf16 are rounded by [`round_nearest_even`], not by the `half` crate, whose
+/// `from_f64` ignores the low 32 bits of the f64 and so can round a value just past a tie the
+/// wrong way.
 pub fn round_to(dtype: DType, v: f64) -> f64 {
     match dtype {
         DType::F32 => v as f32 as f64,
         DType::F64 => v,
-        DType::F16 => f16::from_f64(v).to_f64(),
-        DType::BF16 => bf16::from_f64(v).to_f64(),
+        DType::F16 => round_nearest_even(v, 11, -14, 15),
+        DType::BF16 => round_nearest_even(v, 8, -126, 127),
         DType::I32 => wrap_int(dtype, v as i128),
         DType::I64 => wrap_int(dtype, v as i128),
         DType::U8 => wrap_int(dtype, v as i128),
     }
+}
+
+/// `v` rounded to the nearest value, ties to even, of a binary float format with `p` significant
+/// bits and normal exponents `emin..=emax` (with subnormals below, and infinity past the largest
+/// finite value). Plain f64 arithmetic: scaling by a power of two is exact, and so is
+/// `round_ties_even` of the scaled value.
+pub fn round_nearest_even(v: f64, p: i32, emin: i32, emax: i32) -> f64 {
+    if !v.is_finite() || v == 0.0 {
+        return v;
+    }
+    let e = (((v.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(emin);
+    let ulp = 2f64.powi(e - p + 1);
+    let r = (v / ulp).round_ties_even() * ulp;
+    let max = (2.0 - 2f64.powi(1 - p)) * 2f64.powi(emax);
+    if r.abs() > max { f64::INFINITY.copysign(v) } else { r }
 }
 
 /// An exact integer wrapped to `dtype`'s range, as f64.
@@ -215,6 +232,9 @@ pub fn ref_scale(dtype: DType, s: Scale, x: f64) -> f64 {
 pub fn ref_cast(from: DType, to: DType, x: f64) -> f64 {
     if from.is_int() && to.is_int() {
         return wrap_int(to, x as i128);
+    }
+    if to.is_float() {
+        return round_to(to, x);
     }
     with_type!(to, T => T::from_f64(x).to_f64())
 }

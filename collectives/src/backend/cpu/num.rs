@@ -26,6 +26,22 @@ pub(crate) trait Num: Element {
     fn to_i64(self) -> Option<i64>;
     /// The integer `v` converted as Rust's `as` does (wrapping), for integer types.
     fn from_i64(v: i64) -> Self;
+    /// The value nearest `v`, ties to even (integers truncate toward zero and saturate): what a
+    /// cast from a float, or from an integer through f64, produces.
+    fn from_f64_nearest(v: f64) -> Self;
+}
+
+/// `v` rounded to f32 with round-to-odd: when inexact, the neighbour whose last bit is 1. A
+/// second rounding, to nearest-even in a format at least two bits narrower (f16, bf16), then
+/// gives the correctly rounded result; rounding `v` to nearest f32 first may not (a double
+/// rounding), and neither does `half`'s `from_f64`, which drops the low 32 bits of the f64.
+fn f32_round_odd(v: f64) -> f32 {
+    let r = v as f32;
+    if !r.is_finite() || r as f64 == v || r.to_bits() & 1 == 1 {
+        return r;
+    }
+    // `r` is even and inexact: step one ulp toward `v` (same sign, so the bits move by one).
+    if (r as f64).abs() < v.abs() { f32::from_bits(r.to_bits() + 1) } else { f32::from_bits(r.to_bits() - 1) }
 }
 
 macro_rules! float_acc {
@@ -124,6 +140,9 @@ macro_rules! int_acc {
             fn from_i64(v: i64) -> Self {
                 v as $t
             }
+            fn from_f64_nearest(v: f64) -> Self {
+                <$t as Element>::from_f64(v)
+            }
         }
     };
 }
@@ -132,7 +151,7 @@ int_acc!(i64);
 int_acc!(u8);
 
 macro_rules! float_num {
-    ($t:ty, $a:ty, |$x:ident| $widen:expr, |$y:ident| $narrow:expr) => {
+    ($t:ty, $a:ty, |$x:ident| $widen:expr, |$y:ident| $narrow:expr, |$v:ident| $nearest:expr) => {
         impl Num for $t {
             type A = $a;
             #[inline(always)]
@@ -148,12 +167,15 @@ macro_rules! float_num {
                 None
             }
             fn from_i64(v: i64) -> Self {
-                <$t as Element>::from_f64(v as f64)
+                Self::from_f64_nearest(v as f64)
+            }
+            fn from_f64_nearest($v: f64) -> Self {
+                $nearest
             }
         }
     };
 }
-float_num!(f32, f32, |x| x, |y| y);
-float_num!(f64, f64, |x| x, |y| y);
-float_num!(f16, f32, |x| x.to_f32(), |y| f16::from_f32(y));
-float_num!(bf16, f32, |x| x.to_f32(), |y| bf16::from_f32(y));
+float_num!(f32, f32, |x| x, |y| y, |v| v as f32);
+float_num!(f64, f64, |x| x, |y| y, |v| v);
+float_num!(f16, f32, |x| x.to_f32(), |y| f16::from_f32(y), |v| f16::from_f32(f32_round_odd(v)));
+float_num!(bf16, f32, |x| x.to_f32(), |y| bf16::from_f32(y), |v| bf16::from_f32(f32_round_odd(v)));
