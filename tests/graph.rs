@@ -3,8 +3,8 @@
 //! targets and nothing else, and `Move` frees what it may and nothing more.
 
 use collectives::graph::STAGING_HOST;
-use collectives::graph::opt::insert_cross_device_copies;
-use collectives::{BinaryOp, DType, Device, Op, ReduceKind, Scale, Tensor, realize};
+use collectives::graph::opt::{insert_cross_device_copies, readable};
+use collectives::{BinaryOp, DType, Device, Error, Op, ReduceKind, Scale, Tensor, realize};
 use collectives_tests::{Range, check_all, fresh_seed, random, ref_binary, rng, tensor, values};
 
 /// Every op of the graph, on devices this machine does not have.
@@ -76,7 +76,7 @@ fn one_hop_edges_get_one_copy() {
         (Device::Vulkan(0), Device::Vulkan(1)),
         (Device::Cpu(3), Device::Cuda(0)),
         (Device::Vulkan(0), Device::Cpu(2)),
-        (Device::Cpu(0), Device::Cpu(1)),
+        (Device::Cuda(1), Device::Cpu(0)),
     ];
     for (from, to) in pairs {
         let y = input(from);
@@ -86,6 +86,60 @@ fn one_hop_edges_get_one_copy() {
         assert!(hop.inputs()[0].same_node(&y));
         assert_eq!(copies_below(&out), 1, "{from} -> {to}");
     }
+}
+
+/// Virtual host devices share one memory system: an op on one reads another's buffer in place,
+/// as a GPU with peer access reads its peer's memory. No copy is inserted, and the result is
+/// right.
+#[test]
+fn host_devices_read_each_other_in_place() {
+    for (on, from) in [(Device::Cpu(0), Device::Cpu(3)), (Device::Cpu(7), Device::Cpu(0))] {
+        assert!(readable(on, from) && readable(from, on) && readable(on, on));
+        let seed = fresh_seed();
+        let mut r = rng(seed);
+        let (a, b) = (random(DType::F32, 50, Range::General, &mut r), random(DType::F32, 50, Range::General, &mut r));
+        let (x, y) = (tensor(DType::F32, &a, [5, 10], on), tensor(DType::F32, &b, [5, 10], from));
+        let s = x.mul(&y).unwrap();
+        let out = insert_cross_device_copies(std::slice::from_ref(&s)).remove(0);
+        assert!(out.same_node(&s), "{from} -> {on}: nothing to insert");
+        let want: Vec<f64> = a.iter().zip(&b).map(|(p, q)| (p * q) as f32 as f64).collect();
+        check_all(&values(&s), &want, |_| 0.0, &format!("{from} -> {on}, seed {seed}"));
+        assert_eq!(s.device(), on);
+    }
+    for (on, from) in [(Device::Cpu(0), Device::Cuda(0)), (Device::Cuda(0), Device::Cuda(1)), (Device::Vulkan(0), Device::Cpu(1))] {
+        assert!(!readable(on, from), "{on} reads {from} only through a copy");
+    }
+}
+
+/// `reduce_on` and `concat_on` run where they are told: host inputs are read in place by a host
+/// device, and copied to a GPU (staged across vendors).
+#[test]
+fn reduce_on_and_concat_on_run_on_the_given_device() {
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    let xs: Vec<Vec<f64>> = (0..3).map(|_| random(DType::I32, 12, Range::General, &mut r)).collect();
+    let ts: Vec<Tensor> = xs.iter().enumerate().map(|(i, x)| tensor(DType::I32, x, [3, 4], Device::Cpu(i as u32))).collect();
+    let red = Tensor::reduce_on(Device::Cpu(5), &ts, ReduceKind::Sum, Some(Scale::Mul(2.0))).unwrap();
+    let cat = Tensor::concat_on(Device::Cpu(6), &ts, 1).unwrap();
+    assert_eq!((red.device(), cat.device(), cat.shape().dims()), (Device::Cpu(5), Device::Cpu(6), &[3usize, 12][..]));
+    let out = insert_cross_device_copies(&[red.clone(), cat.clone()]);
+    assert!(out[0].same_node(&red) && out[1].same_node(&cat), "host inputs are read in place");
+    let want: Vec<f64> = (0..12).map(|i| 2.0 * (xs[0][i] + xs[1][i] + xs[2][i])).collect();
+    check_all(&values(&red), &want, |_| 0.0, &format!("reduce_on, seed {seed}"));
+    let want: Vec<f64> = (0..3).flat_map(|row| xs.iter().flat_map(move |x| x[row * 4..row * 4 + 4].to_vec())).collect();
+    check_all(&values(&cat), &want, |_| 0.0, &format!("concat_on, seed {seed}"));
+    // On a GPU, every input is copied there: one hop from the host, two from the other vendor.
+    let v = Tensor::from_vec(vec![1i32; 12], [3, 4], Device::Vulkan(0)).unwrap();
+    let mut on_gpu = ts.clone();
+    on_gpu.push(v);
+    let red = Tensor::reduce_on(Device::Cuda(1), &on_gpu, ReduceKind::Max, None).unwrap();
+    let out = insert_cross_device_copies(&[red]).remove(0);
+    assert!(out.inputs().iter().all(|i| i.op() == &Op::Copy { to: Device::Cuda(1) }));
+    assert_eq!(copies_below(&out), 5, "three from the host, two for the Vulkan input");
+    let cat = Tensor::concat_on(Device::Vulkan(2), &on_gpu, 0).unwrap();
+    assert_eq!(copies_below(&insert_cross_device_copies(&[cat]).remove(0)), 4);
+    assert_eq!(Tensor::reduce_on(Device::Cpu(0), &[], ReduceKind::Sum, None).unwrap_err(), Error::NoInputs { op: "reduce" });
+    assert_eq!(Tensor::concat_on(Device::Cpu(0), &[], 0).unwrap_err(), Error::NoInputs { op: "concat" });
 }
 
 #[test]
@@ -118,11 +172,11 @@ fn the_pass_is_idempotent() {
 
 #[test]
 fn a_source_is_copied_once_per_destination() {
-    let x = input(Device::Cpu(5));
-    let (y0, y1) = (input(Device::Cpu(0)), input(Device::Cpu(1)));
+    let x = input(Device::Cuda(5));
+    let (y0, y1) = (input(Device::Cuda(0)), input(Device::Cpu(1)));
     let (p, q, r) = (y0.add(&x).unwrap(), y0.mul(&x).unwrap(), y1.add(&x).unwrap());
     let out = insert_cross_device_copies(&[p, q, r]);
-    assert!(out[0].inputs()[1].same_node(&out[1].inputs()[1]), "one copy to cpu:0 for two readers");
+    assert!(out[0].inputs()[1].same_node(&out[1].inputs()[1]), "one copy to cuda:0 for two readers");
     assert!(!out[0].inputs()[1].same_node(&out[2].inputs()[1]), "another for cpu:1");
     assert_eq!(out[2].inputs()[1].op(), &Op::Copy { to: Device::Cpu(1) });
 }
@@ -131,10 +185,10 @@ fn a_source_is_copied_once_per_destination() {
 fn realized_nodes_are_leaves_of_the_pass() {
     let x = input(Device::Cpu(0)).scale(Scale::Mul(2.0)).unwrap();
     x.realize().unwrap();
-    let s = input(Device::Cpu(1)).add(&x).unwrap();
+    let s = input(Device::Cuda(1)).add(&x).unwrap();
     let out = insert_cross_device_copies(&[s]).remove(0);
     assert!(out.inputs()[1].inputs()[0].same_node(&x), "the copy reads the realized node itself");
-    assert_eq!(values(&out), vec![3.0, 6.0, 9.0]);
+    assert_eq!(values(&x), vec![2.0, 4.0, 6.0]);
 }
 
 /// Several targets, on several devices, in one realize; each checked against an f64 reference.
@@ -147,7 +201,7 @@ fn realize_many_targets_across_devices() {
     let dt = DType::F32;
     let xs: Vec<Vec<f64>> = (0..4).map(|_| random(dt, n, Range::General, &mut r)).collect();
     let ts: Vec<Tensor> = xs.iter().enumerate().map(|(i, x)| tensor(dt, x, shape, Device::Cpu(i as u32))).collect();
-    // On cpu:i, x_i op x_(i+1) with the neighbour copied in; plus a 4-way reduce on cpu:3.
+    // On cpu:i, x_i op x_(i+1) with the neighbour read in place; plus a 4-way reduce on cpu:3.
     let ops = [BinaryOp::Add, BinaryOp::Mul, BinaryOp::Max, BinaryOp::Sub];
     let mut targets: Vec<Tensor> = (0..4).map(|i| ts[i].binary(ops[i], &ts[(i + 1) % 4]).unwrap()).collect();
     let order = [ts[3].clone(), ts[0].clone(), ts[1].clone(), ts[2].clone()];
@@ -176,7 +230,7 @@ fn realize_caches_targets_and_not_intermediates() {
     let x = tensor(DType::I32, &vals, [3, 4], Device::Cpu(0));
     let a = x.scale(Scale::Mul(3.0)).unwrap(); // intermediate on cpu:0
     let moved = a.copy_to_device(Device::Cpu(1)).unwrap(); // intermediate copy
-    let b = moved.add(&x).unwrap(); // x copied to cpu:1 by the pass
+    let b = moved.add(&x).unwrap(); // x read in place from cpu:0
     let c = b.narrow(1, 1, 2).unwrap(); // target
     let d = b.reshape([12]).unwrap(); // target sharing b
     realize(&[c.clone(), d.clone()]).unwrap();
@@ -279,7 +333,7 @@ fn deep_graphs_do_not_overflow_the_stack() {
     let one = Tensor::from_vec(vec![1i64; 3], [3], Device::Cpu(1)).unwrap();
     let mut t = x.clone();
     for _ in 0..depth {
-        t = t.add(&one).unwrap(); // every step needs a copy of `one`, shared by the pass
+        t = t.add(&one).unwrap(); // every step reads `one` on cpu:1
     }
     assert_eq!(t.to_vec::<i64>().unwrap(), vec![5 + depth, -7 + depth, depth]);
     drop(t);
