@@ -24,7 +24,8 @@ impl Kept {
     /// except u8, which wraps as the reference does).
     fn doubled(&self) -> Kept {
         let dtype = self.t.dtype();
-        let vals = self.vals.iter().map(|&v| collectives_tests::ref_scale(dtype, Scale::Mul(2.0), v)).collect();
+        let vals =
+            self.vals.iter().map(|&v| collectives_tests::ref_scale(dtype, Scale::Mul(2.0), v)).collect();
         let t = self.t.scale(Scale::Mul(2.0)).unwrap();
         Kept { realized: false, t, vals }
     }
@@ -78,7 +79,11 @@ fn data_length_differs_from_shape() {
         let shape = Shape::from(dims);
         let want = Error::DataLength { expected: shape.numel(), got: len, shape: shape.clone() };
         assert_eq!(Tensor::from_vec(data.clone(), dims, Device::Cpu(0)).unwrap_err(), want);
-        assert_eq!(Tensor::from_slice(&data, dims, Device::Cuda(0)).unwrap_err(), want, "checked without the device");
+        assert_eq!(
+            Tensor::from_slice(&data, dims, Device::Cuda(0)).unwrap_err(),
+            want,
+            "checked without the device"
+        );
     }
     let e = Tensor::from_vec(vec![1u8; 5], [2, 3], Device::Cpu(0)).unwrap_err();
     assert_eq!(e.to_string(), "from_vec: data has 5 elements but shape [2, 3] holds 6");
@@ -122,8 +127,15 @@ fn concat_of_mismatched_shapes() {
     assert_eq!(Tensor::concat(&[a.t.clone(), b.t.clone()], 0).unwrap_err(), mismatch(0, 1, &[2, 5, 4]));
     let three = [a.t.clone(), a.t.clone(), b.t.clone()];
     assert_eq!(Tensor::concat(&three, 2).unwrap_err(), mismatch(2, 2, &[2, 5, 4]), "names the bad input");
-    assert_eq!(Tensor::concat(&[a.t.clone(), r.t.clone()], 1).unwrap_err(), mismatch(1, 1, &[2, 3]), "rank differs");
-    assert_eq!(Tensor::concat(&[a.t.clone()], 3).unwrap_err(), Error::DimOutOfRange { op: "concat", dim: 3, rank: 3 });
+    assert_eq!(
+        Tensor::concat(&[a.t.clone(), r.t.clone()], 1).unwrap_err(),
+        mismatch(1, 1, &[2, 3]),
+        "rank differs"
+    );
+    assert_eq!(
+        Tensor::concat(&[a.t.clone()], 3).unwrap_err(),
+        Error::DimOutOfRange { op: "concat", dim: 3, rank: 3 }
+    );
     assert_eq!(Tensor::concat(&[], 0).unwrap_err(), Error::NoInputs { op: "concat" });
     for k in [&a, &b, &r] {
         k.check(&format!("seed {seed}"));
@@ -137,13 +149,25 @@ fn cross_vendor_copy_is_rejected_with_the_fix() {
     let on_cuda = host.t.copy_to_device(Device::Cuda(0)).unwrap();
     let on_vulkan = host.t.copy_to_device(Device::Vulkan(1)).unwrap();
     let cv = |from, to| Error::CrossVendorCopy { from, to };
-    assert_eq!(on_cuda.copy_to_device(Device::Vulkan(1)).unwrap_err(), cv(Device::Cuda(0), Device::Vulkan(1)));
-    assert_eq!(on_vulkan.copy_to_device(Device::Cuda(2)).unwrap_err(), cv(Device::Vulkan(1), Device::Cuda(2)));
-    assert_eq!(on_cuda.clone().move_to_device(Device::Vulkan(0)).unwrap_err(), cv(Device::Cuda(0), Device::Vulkan(0)));
+    assert_eq!(
+        on_cuda.copy_to_device(Device::Vulkan(1)).unwrap_err(),
+        cv(Device::Cuda(0), Device::Vulkan(1))
+    );
+    assert_eq!(
+        on_vulkan.copy_to_device(Device::Cuda(2)).unwrap_err(),
+        cv(Device::Vulkan(1), Device::Cuda(2))
+    );
+    assert_eq!(
+        on_cuda.clone().move_to_device(Device::Vulkan(0)).unwrap_err(),
+        cv(Device::Cuda(0), Device::Vulkan(0))
+    );
     let direct = Tensor::from_vec(vec![1i32; 3], [3], Device::Vulkan(0)).unwrap();
     assert_eq!(direct.move_to_device(Device::Cuda(0)).unwrap_err(), cv(Device::Vulkan(0), Device::Cuda(0)));
     let msg = on_cuda.copy_to_device(Device::Vulkan(1)).unwrap_err().to_string();
-    assert!(msg.contains("copy_to_device(Device::Cpu(0))") && msg.contains("vulkan:1"), "the message names the fix: {msg}");
+    assert!(
+        msg.contains("copy_to_device(Device::Cpu(0))") && msg.contains("vulkan:1"),
+        "the message names the fix: {msg}"
+    );
     // The staged route the message names is accepted.
     let staged = on_cuda.copy_to_device(Device::Cpu(0)).unwrap().copy_to_device(Device::Vulkan(1)).unwrap();
     assert_eq!(staged.device(), Device::Vulkan(1));
@@ -153,7 +177,19 @@ fn cross_vendor_copy_is_rejected_with_the_fix() {
 
 #[test]
 fn unknown_device_and_dtype_strings() {
-    for s in ["tpu:0", "cuda:", "cuda:-1", "cuda:x", "vulkan:1:2", "", " ", "cpu:0x1", "cuda:99999999999", "gpu", ":0"] {
+    for s in [
+        "tpu:0",
+        "cuda:",
+        "cuda:-1",
+        "cuda:x",
+        "vulkan:1:2",
+        "",
+        " ",
+        "cpu:0x1",
+        "cuda:99999999999",
+        "gpu",
+        ":0",
+    ] {
         assert_eq!(s.parse::<Device>().unwrap_err(), Error::UnknownDevice(s.to_string()), "{s:?}");
     }
     let e = "tpu:0".parse::<Device>().unwrap_err().to_string();
@@ -193,7 +229,9 @@ fn non_integer_scale_on_an_integer_dtype() {
             let e = a.t.scale(Scale::Mul(f)).unwrap_err();
             // NaN != NaN: compare the fields that can be compared.
             match (&e, f.is_nan()) {
-                (Error::NonIntegerScale { op: "scale", factor, dtype: d }, true) => assert!(factor.is_nan() && *d == dtype),
+                (Error::NonIntegerScale { op: "scale", factor, dtype: d }, true) => {
+                    assert!(factor.is_nan() && *d == dtype)
+                }
                 _ => assert_eq!(e, want("scale")),
             }
             if !f.is_nan() {
@@ -208,7 +246,11 @@ fn non_integer_scale_on_an_integer_dtype() {
         assert!(matches!(zero, Error::InvalidArgument { what: "reduce", .. }), "{zero:?}");
         a.check(&format!("{dtype} seed {seed}"));
     }
-    let msg = Tensor::from_vec(vec![1i32], [1], Device::Cpu(0)).unwrap().scale(Scale::Mul(0.5)).unwrap_err().to_string();
+    let msg = Tensor::from_vec(vec![1i32], [1], Device::Cpu(0))
+        .unwrap()
+        .scale(Scale::Mul(0.5))
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("cast to a float dtype"), "{msg}");
     // Floats take any factor.
     let f = Tensor::from_vec(vec![1.0f32], [1], Device::Cpu(0)).unwrap();
@@ -220,7 +262,12 @@ fn reshape_and_empty_reduce() {
     let seed = fresh_seed();
     let a = Kept::input(DType::U8, &[4, 6], Device::Cpu(0), seed);
     let e = a.t.reshape([5, 5]).unwrap_err();
-    let want = Error::ReshapeMismatch { from: Shape::from([4, 6]), from_numel: 24, to: Shape::from([5, 5]), to_numel: 25 };
+    let want = Error::ReshapeMismatch {
+        from: Shape::from([4, 6]),
+        from_numel: 24,
+        to: Shape::from([5, 5]),
+        to_numel: 25,
+    };
     assert_eq!(e, want);
     assert_eq!(Tensor::reduce(&[], ReduceKind::Sum, None).unwrap_err(), Error::NoInputs { op: "reduce" });
     a.check(&format!("seed {seed}"));

@@ -14,7 +14,8 @@ fn building_a_graph_touches_no_device() {
     let b = Tensor::from_vec(vec![2.0f32; 6], [2, 3], Device::Vulkan(5)).unwrap();
     let c = Tensor::from_vec(vec![3.0f32; 6], [2, 3], Device::Cuda(3)).unwrap();
     let sum = a.add(&b).unwrap().mul(&c).unwrap();
-    let red = Tensor::reduce(&[sum.clone(), b.clone(), c.clone()], ReduceKind::Max, Some(Scale::Div(2.0))).unwrap();
+    let red =
+        Tensor::reduce(&[sum.clone(), b.clone(), c.clone()], ReduceKind::Max, Some(Scale::Div(2.0))).unwrap();
     let cat = Tensor::concat(&[red.clone(), sum.narrow(1, 1, 2).unwrap()], 1).unwrap();
     let out = cat.cast(DType::BF16).unwrap().reshape([5, 2]).unwrap().scale(Scale::Mul(3.0)).unwrap();
     let hop = out.copy_to_device(Device::Cpu(0)).unwrap().copy_to_device(Device::Vulkan(1)).unwrap();
@@ -97,7 +98,8 @@ fn host_devices_read_each_other_in_place() {
         assert!(readable(on, from) && readable(from, on) && readable(on, on));
         let seed = fresh_seed();
         let mut r = rng(seed);
-        let (a, b) = (random(DType::F32, 50, Range::General, &mut r), random(DType::F32, 50, Range::General, &mut r));
+        let (a, b) =
+            (random(DType::F32, 50, Range::General, &mut r), random(DType::F32, 50, Range::General, &mut r));
         let (x, y) = (tensor(DType::F32, &a, [5, 10], on), tensor(DType::F32, &b, [5, 10], from));
         let s = x.mul(&y).unwrap();
         let out = insert_cross_device_copies(std::slice::from_ref(&s)).remove(0);
@@ -106,7 +108,11 @@ fn host_devices_read_each_other_in_place() {
         check_all(&values(&s), &want, |_| 0.0, &format!("{from} -> {on}, seed {seed}"));
         assert_eq!(s.device(), on);
     }
-    for (on, from) in [(Device::Cpu(0), Device::Cuda(0)), (Device::Cuda(0), Device::Cuda(1)), (Device::Vulkan(0), Device::Cpu(1))] {
+    for (on, from) in [
+        (Device::Cpu(0), Device::Cuda(0)),
+        (Device::Cuda(0), Device::Cuda(1)),
+        (Device::Vulkan(0), Device::Cpu(1)),
+    ] {
         assert!(!readable(on, from), "{on} reads {from} only through a copy");
     }
 }
@@ -118,15 +124,20 @@ fn reduce_on_and_concat_on_run_on_the_given_device() {
     let seed = fresh_seed();
     let mut r = rng(seed);
     let xs: Vec<Vec<f64>> = (0..3).map(|_| random(DType::I32, 12, Range::General, &mut r)).collect();
-    let ts: Vec<Tensor> = xs.iter().enumerate().map(|(i, x)| tensor(DType::I32, x, [3, 4], Device::Cpu(i as u32))).collect();
+    let ts: Vec<Tensor> =
+        xs.iter().enumerate().map(|(i, x)| tensor(DType::I32, x, [3, 4], Device::Cpu(i as u32))).collect();
     let red = Tensor::reduce_on(Device::Cpu(5), &ts, ReduceKind::Sum, Some(Scale::Mul(2.0))).unwrap();
     let cat = Tensor::concat_on(Device::Cpu(6), &ts, 1).unwrap();
-    assert_eq!((red.device(), cat.device(), cat.shape().dims()), (Device::Cpu(5), Device::Cpu(6), &[3usize, 12][..]));
+    assert_eq!(
+        (red.device(), cat.device(), cat.shape().dims()),
+        (Device::Cpu(5), Device::Cpu(6), &[3usize, 12][..])
+    );
     let out = insert_cross_device_copies(&[red.clone(), cat.clone()]);
     assert!(out[0].same_node(&red) && out[1].same_node(&cat), "host inputs are read in place");
     let want: Vec<f64> = (0..12).map(|i| 2.0 * (xs[0][i] + xs[1][i] + xs[2][i])).collect();
     check_all(&values(&red), &want, |_| 0.0, &format!("reduce_on, seed {seed}"));
-    let want: Vec<f64> = (0..3).flat_map(|row| xs.iter().flat_map(move |x| x[row * 4..row * 4 + 4].to_vec())).collect();
+    let want: Vec<f64> =
+        (0..3).flat_map(|row| xs.iter().flat_map(move |x| x[row * 4..row * 4 + 4].to_vec())).collect();
     check_all(&values(&cat), &want, |_| 0.0, &format!("concat_on, seed {seed}"));
     // On a GPU, every input is copied there: one hop from the host, two from the other vendor.
     let v = Tensor::from_vec(vec![1i32; 12], [3, 4], Device::Vulkan(0)).unwrap();
@@ -138,7 +149,10 @@ fn reduce_on_and_concat_on_run_on_the_given_device() {
     assert_eq!(copies_below(&out), 5, "three from the host, two for the Vulkan input");
     let cat = Tensor::concat_on(Device::Vulkan(2), &on_gpu, 0).unwrap();
     assert_eq!(copies_below(&insert_cross_device_copies(&[cat]).remove(0)), 4);
-    assert_eq!(Tensor::reduce_on(Device::Cpu(0), &[], ReduceKind::Sum, None).unwrap_err(), Error::NoInputs { op: "reduce" });
+    assert_eq!(
+        Tensor::reduce_on(Device::Cpu(0), &[], ReduceKind::Sum, None).unwrap_err(),
+        Error::NoInputs { op: "reduce" }
+    );
     assert_eq!(Tensor::concat_on(Device::Cpu(0), &[], 0).unwrap_err(), Error::NoInputs { op: "concat" });
 }
 
@@ -200,7 +214,8 @@ fn realize_many_targets_across_devices() {
     let n = 105;
     let dt = DType::F32;
     let xs: Vec<Vec<f64>> = (0..4).map(|_| random(dt, n, Range::General, &mut r)).collect();
-    let ts: Vec<Tensor> = xs.iter().enumerate().map(|(i, x)| tensor(dt, x, shape, Device::Cpu(i as u32))).collect();
+    let ts: Vec<Tensor> =
+        xs.iter().enumerate().map(|(i, x)| tensor(dt, x, shape, Device::Cpu(i as u32))).collect();
     // On cpu:i, x_i op x_(i+1) with the neighbour read in place; plus a 4-way reduce on cpu:3.
     let ops = [BinaryOp::Add, BinaryOp::Mul, BinaryOp::Max, BinaryOp::Sub];
     let mut targets: Vec<Tensor> = (0..4).map(|i| ts[i].binary(ops[i], &ts[(i + 1) % 4]).unwrap()).collect();
@@ -212,7 +227,8 @@ fn realize_many_targets_across_devices() {
         assert_eq!(t.device(), Device::Cpu((i % 4) as u32 + 3 * u32::from(i == 4)));
     }
     for i in 0..4 {
-        let want: Vec<f64> = (0..n).map(|e| ref_binary(dt, ops[i], xs[i][e], xs[(i + 1) % 4][e]) as f32 as f64).collect();
+        let want: Vec<f64> =
+            (0..n).map(|e| ref_binary(dt, ops[i], xs[i][e], xs[(i + 1) % 4][e]) as f32 as f64).collect();
         check_all(&values(&targets[i]), &want, |_| 0.0, &format!("target {i}, seed {seed}"));
     }
     let want: Vec<f64> = (0..n).map(|e| xs[3][e] + xs[0][e] + xs[1][e] + xs[2][e]).collect();

@@ -43,7 +43,8 @@ struct Graph {
     log: Vec<String>,
 }
 
-const BINARY: [BinaryOp; 6] = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min];
+const BINARY: [BinaryOp; 6] =
+    [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min];
 const KINDS: [ReduceKind; 4] = [ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min];
 
 /// Rounds an f64 result to the compute type of `dtype`.
@@ -60,8 +61,20 @@ fn fbin(op: BinaryOp, a: f64, b: f64) -> f64 {
         BinaryOp::Div => a / b,
         BinaryOp::Max if a.is_nan() || b.is_nan() => f64::NAN,
         BinaryOp::Min if a.is_nan() || b.is_nan() => f64::NAN,
-        BinaryOp::Max => if a >= b { a } else { b },
-        BinaryOp::Min => if a <= b { a } else { b },
+        BinaryOp::Max => {
+            if a >= b {
+                a
+            } else {
+                b
+            }
+        }
+        BinaryOp::Min => {
+            if a <= b {
+                a
+            } else {
+                b
+            }
+        }
     }
 }
 
@@ -87,18 +100,24 @@ fn wrap(dtype: DType, v: i128) -> i64 {
 
 fn fscale(dtype: DType, s: Scale, a: f64) -> f64 {
     let f = cround(dtype, s.factor());
-    cround(dtype, match s {
-        Scale::Mul(_) => a * f,
-        Scale::Div(_) => a / f,
-    })
+    cround(
+        dtype,
+        match s {
+            Scale::Mul(_) => a * f,
+            Scale::Div(_) => a / f,
+        },
+    )
 }
 
 fn iscale(dtype: DType, s: Scale, a: i64) -> i64 {
     let f = s.factor() as i128;
-    wrap(dtype, match s {
-        Scale::Mul(_) => a as i128 * f,
-        Scale::Div(_) => a as i128 / f,
-    })
+    wrap(
+        dtype,
+        match s {
+            Scale::Mul(_) => a as i128 * f,
+            Scale::Div(_) => a as i128 / f,
+        },
+    )
 }
 
 fn interp_reduce(dtype: DType, kind: ReduceKind, scale: Option<Scale>, xs: &[&Vals]) -> Vals {
@@ -168,13 +187,21 @@ fn dims_from(c: u32) -> Vec<usize> {
 
 /// Scales valid for `dtype`, picked by `c`.
 fn scale_from(dtype: DType, c: u32) -> Scale {
-    let f = if dtype.is_float() { [2.0, 0.5, -3.0, 1.5, 0.1][(c % 5) as usize] } else { [2.0, -3.0, 5.0, 1.0, 7.0][(c % 5) as usize] };
+    let f = if dtype.is_float() {
+        [2.0, 0.5, -3.0, 1.5, 0.1][(c % 5) as usize]
+    } else {
+        [2.0, -3.0, 5.0, 1.0, 7.0][(c % 5) as usize]
+    };
     if (c / 5) % 2 == 0 { Scale::Mul(f) } else { Scale::Div(f) }
 }
 
 impl Graph {
     fn push(&mut self, t: Tensor, m: Model, what: String) -> usize {
-        assert_eq!((t.dtype(), t.shape().dims(), t.device()), (m.dtype, &m.dims[..], m.device), "metadata of {what}");
+        assert_eq!(
+            (t.dtype(), t.shape().dims(), t.device()),
+            (m.dtype, &m.dims[..], m.device),
+            "metadata of {what}"
+        );
         self.log.push(format!("#{}: {what}", self.tensors.len()));
         self.tensors.push(t);
         self.models.push(m);
@@ -200,7 +227,9 @@ impl Graph {
                 .collect();
             let t = match dtype {
                 DType::U8 => Tensor::from_vec(v.iter().map(|&x| x as u8).collect(), dims.as_slice(), device),
-                DType::I32 => Tensor::from_vec(v.iter().map(|&x| x as i32).collect(), dims.as_slice(), device),
+                DType::I32 => {
+                    Tensor::from_vec(v.iter().map(|&x| x as i32).collect(), dims.as_slice(), device)
+                }
                 _ => Tensor::from_vec(v.clone(), dims.as_slice(), device),
             };
             (t.unwrap(), Vals::I(v))
@@ -212,7 +241,9 @@ impl Graph {
     /// An existing node of `a`'s dtype whose dims satisfy `fits`, picked by `c`, or a new input.
     fn partner(&mut self, a: usize, c: u32, dims: Vec<usize>, devices: &[Device], r: &mut StdRng) -> usize {
         let dtype = self.models[a].dtype;
-        let found: Vec<usize> = (0..self.models.len()).filter(|&i| self.models[i].dtype == dtype && self.models[i].dims == dims).collect();
+        let found: Vec<usize> = (0..self.models.len())
+            .filter(|&i| self.models[i].dtype == dtype && self.models[i].dims == dims)
+            .collect();
         if !found.is_empty() && c % 4 != 0 {
             return found[(c / 4) as usize % found.len()];
         }
@@ -238,12 +269,18 @@ impl Graph {
                     let b = g.partner(a, c[3], ma.dims.clone(), devices, &mut r);
                     let t = ta.binary(op, &g.tensors[b]).unwrap();
                     let vals = match (&ma.vals, &g.models[b].vals) {
-                        (Vals::F(x), Vals::F(y)) => {
-                            Vals::F(x.iter().zip(y).map(|(&p, &q)| round_to(ma.dtype, cround(ma.dtype, fbin(op, p, q)))).collect())
-                        }
-                        (Vals::I(x), Vals::I(y)) => {
-                            Vals::I(x.iter().zip(y).map(|(&p, &q)| wrap(ma.dtype, ibin(op, p as i128, q as i128))).collect())
-                        }
+                        (Vals::F(x), Vals::F(y)) => Vals::F(
+                            x.iter()
+                                .zip(y)
+                                .map(|(&p, &q)| round_to(ma.dtype, cround(ma.dtype, fbin(op, p, q))))
+                                .collect(),
+                        ),
+                        (Vals::I(x), Vals::I(y)) => Vals::I(
+                            x.iter()
+                                .zip(y)
+                                .map(|(&p, &q)| wrap(ma.dtype, ibin(op, p as i128, q as i128)))
+                                .collect(),
+                        ),
                         _ => unreachable!("same dtype"),
                     };
                     g.push(t, Model { vals, input: false, ..ma }, format!("#{a} {op:?} #{b}"));
@@ -252,7 +289,13 @@ impl Graph {
                     let k = 1 + (c[2] % 4) as usize;
                     let mut ids = vec![a];
                     for j in 1..k {
-                        ids.push(g.partner(a, c[3].rotate_left(8 * j as u32), ma.dims.clone(), devices, &mut r));
+                        ids.push(g.partner(
+                            a,
+                            c[3].rotate_left(8 * j as u32),
+                            ma.dims.clone(),
+                            devices,
+                            &mut r,
+                        ));
                     }
                     let kind = KINDS[(c[3] % 4) as usize];
                     let scale = match (c[2] / 4) % 3 {
@@ -263,7 +306,9 @@ impl Graph {
                     // Half the time on the first input's device, else on a given one.
                     let (t, on) = match (c[0] / 10) % 2 {
                         0 => (Tensor::reduce(&inputs, kind, scale).unwrap(), device),
-                        _ => (Tensor::reduce_on(dev(c[0] / 20), &inputs, kind, scale).unwrap(), dev(c[0] / 20)),
+                        _ => {
+                            (Tensor::reduce_on(dev(c[0] / 20), &inputs, kind, scale).unwrap(), dev(c[0] / 20))
+                        }
                     };
                     let xs: Vec<&Vals> = ids.iter().map(|&i| &g.models[i].vals).collect();
                     let vals = interp_reduce(ma.dtype, kind, scale, &xs);
@@ -282,7 +327,11 @@ impl Graph {
                 4 => {
                     let to = DType::ALL[(c[2] % 7) as usize];
                     let vals = interp_cast(&ma.vals, to);
-                    g.push(ta.cast(to).unwrap(), Model { dtype: to, vals, input: false, ..ma }, format!("#{a} cast {to}"));
+                    g.push(
+                        ta.cast(to).unwrap(),
+                        Model { dtype: to, vals, input: false, ..ma },
+                        format!("#{a} cast {to}"),
+                    );
                 }
                 5 => {
                     let dim = c[2] as usize % ma.dims.len();
@@ -291,10 +340,18 @@ impl Graph {
                     let len = (c[3] >> 8) as usize % (size - start + 1);
                     let t = ta.narrow(dim, start, len).unwrap();
                     let d = &ma.dims;
-                    let vals = map_vals(&ma.vals, |x| ref_slice(x, d, dim, start, len), |x| ref_slice(x, d, dim, start, len));
+                    let vals = map_vals(
+                        &ma.vals,
+                        |x| ref_slice(x, d, dim, start, len),
+                        |x| ref_slice(x, d, dim, start, len),
+                    );
                     let mut dims = ma.dims.clone();
                     dims[dim] = len;
-                    g.push(t, Model { dims, vals, input: false, ..ma }, format!("#{a} slice dim {dim} {start}+{len}"));
+                    g.push(
+                        t,
+                        Model { dims, vals, input: false, ..ma },
+                        format!("#{a} slice dim {dim} {start}+{len}"),
+                    );
                 }
                 6 if ma.dims.iter().product::<usize>() < 2000 => {
                     let dim = c[2] as usize % ma.dims.len();
@@ -307,8 +364,14 @@ impl Graph {
                     let t = Tensor::concat_on(on, &inputs, dim).unwrap();
                     let ms: Vec<&Model> = ids.iter().map(|&i| &g.models[i]).collect();
                     let vals = match &ma.vals {
-                        Vals::F(_) => Vals::F(ref_concat(&ms.iter().map(|m| (f_of(m), m.dims.as_slice())).collect::<Vec<_>>(), dim)),
-                        Vals::I(_) => Vals::I(ref_concat(&ms.iter().map(|m| (i_of(m), m.dims.as_slice())).collect::<Vec<_>>(), dim)),
+                        Vals::F(_) => Vals::F(ref_concat(
+                            &ms.iter().map(|m| (f_of(m), m.dims.as_slice())).collect::<Vec<_>>(),
+                            dim,
+                        )),
+                        Vals::I(_) => Vals::I(ref_concat(
+                            &ms.iter().map(|m| (i_of(m), m.dims.as_slice())).collect::<Vec<_>>(),
+                            dim,
+                        )),
                     };
                     let mut dims = ma.dims.clone();
                     dims[dim] = ms.iter().map(|m| m.dims[dim]).sum();
@@ -328,7 +391,11 @@ impl Graph {
                         _ => ma.dims.iter().rev().copied().collect(),
                     };
                     let t = ta.reshape(dims.clone()).unwrap();
-                    g.push(t, Model { dims: dims.clone(), input: false, ..ma }, format!("#{a} reshape {dims:?}"));
+                    g.push(
+                        t,
+                        Model { dims: dims.clone(), input: false, ..ma },
+                        format!("#{a} reshape {dims:?}"),
+                    );
                 }
                 8 | 9 => {
                     let to = dev(c[2]);
@@ -376,9 +443,9 @@ fn read(t: &Tensor) -> Vals {
 fn same(got: &Vals, want: &Vals) -> Option<String> {
     let diff = |i: usize, g: String, w: String| Some(format!("element {i}: got {g}, want {w}"));
     match (got, want) {
-        (Vals::F(g), Vals::F(w)) if g.len() == w.len() => {
-            (0..g.len()).find(|&i| !(g[i] == w[i] || g[i].is_nan() && w[i].is_nan())).and_then(|i| diff(i, g[i].to_string(), w[i].to_string()))
-        }
+        (Vals::F(g), Vals::F(w)) if g.len() == w.len() => (0..g.len())
+            .find(|&i| !(g[i] == w[i] || g[i].is_nan() && w[i].is_nan()))
+            .and_then(|i| diff(i, g[i].to_string(), w[i].to_string())),
         (Vals::I(g), Vals::I(w)) if g.len() == w.len() => {
             (0..g.len()).find(|&i| g[i] != w[i]).and_then(|i| diff(i, g[i].to_string(), w[i].to_string()))
         }

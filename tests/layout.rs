@@ -39,7 +39,11 @@ fn slice_every_dim_and_range() {
                     for out in [&by_slice, &by_narrow] {
                         let mut shape = dims.to_vec();
                         shape[dim] = range.len();
-                        assert_eq!((out.shape().dims(), out.dtype(), out.device()), (&shape[..], dtype, Device::Cpu(2)), "{ctx}");
+                        assert_eq!(
+                            (out.shape().dims(), out.dtype(), out.device()),
+                            (&shape[..], dtype, Device::Cpu(2)),
+                            "{ctx}"
+                        );
                         assert_eq!(out.op(), &Op::Slice { dim, start: range.start, len: range.len() });
                         check_all(&values(out), &want, |_| 0.0, &ctx);
                     }
@@ -80,7 +84,12 @@ fn large_slices_take_the_parallel_paths() {
     let u = tensor(DType::U8, &y, dims, Device::Cpu(1));
     for (dim, start, len) in [(1, 300, 600), (0, 17, 1000), (1, 0, 1023)] {
         let want = ref_slice(&y, &dims, dim, start, len);
-        check_all(&values(&u.narrow(dim, start, len).unwrap()), &want, |_| 0.0, &format!("dim {dim}, seed {seed}"));
+        check_all(
+            &values(&u.narrow(dim, start, len).unwrap()),
+            &want,
+            |_| 0.0,
+            &format!("dim {dim}, seed {seed}"),
+        );
     }
     let z = random(DType::F64, 3 * 100_003, Range::General, &mut r);
     let w = tensor(DType::F64, &z, [3, 100_003], Device::Cpu(1));
@@ -104,14 +113,22 @@ fn concat_every_dim_with_uneven_inputs() {
                             (random(dtype, d.iter().product(), Range::General, &mut r), d)
                         })
                         .collect();
-                    let ts: Vec<Tensor> =
-                        parts.iter().enumerate().map(|(j, (v, d))| tensor(dtype, v, d.as_slice(), Device::Cpu(j as u32))).collect();
+                    let ts: Vec<Tensor> = parts
+                        .iter()
+                        .enumerate()
+                        .map(|(j, (v, d))| tensor(dtype, v, d.as_slice(), Device::Cpu(j as u32)))
+                        .collect();
                     let out = Tensor::concat(&ts, dim).unwrap();
                     let mut shape = dims.to_vec();
                     shape[dim] = parts.iter().map(|(_, d)| d[dim]).sum();
                     let ctx = format!("{dtype} {dims:?} dim {dim} k={k} seed {seed}");
-                    assert_eq!((out.shape().dims(), out.dtype(), out.device()), (&shape[..], dtype, Device::Cpu(0)), "{ctx}");
-                    let refs: Vec<(&[f64], &[usize])> = parts.iter().map(|(v, d)| (v.as_slice(), d.as_slice())).collect();
+                    assert_eq!(
+                        (out.shape().dims(), out.dtype(), out.device()),
+                        (&shape[..], dtype, Device::Cpu(0)),
+                        "{ctx}"
+                    );
+                    let refs: Vec<(&[f64], &[usize])> =
+                        parts.iter().map(|(v, d)| (v.as_slice(), d.as_slice())).collect();
                     check_all(&values(&out), &ref_concat(&refs, dim), |_| 0.0, &ctx);
                 }
             }
@@ -126,15 +143,27 @@ fn large_concats_take_the_parallel_paths() {
     // Dim 0 of 1-d tensors: each input is one contiguous block.
     let lens = [(1 << 19) + 1, 3, (1 << 19) - 1];
     let xs: Vec<Vec<f64>> = lens.iter().map(|&n| random(DType::BF16, n, Range::General, &mut r)).collect();
-    let ts: Vec<Tensor> = xs.iter().enumerate().map(|(j, x)| tensor(DType::BF16, x, [x.len()], Device::Cpu(j as u32))).collect();
+    let ts: Vec<Tensor> = xs
+        .iter()
+        .enumerate()
+        .map(|(j, x)| tensor(DType::BF16, x, [x.len()], Device::Cpu(j as u32)))
+        .collect();
     let want: Vec<f64> = xs.concat();
     check_all(&values(&Tensor::concat(&ts, 0).unwrap()), &want, |_| 0.0, &format!("1-d, seed {seed}"));
     // Many rows, uneven widths.
-    let parts: Vec<(Vec<f64>, Vec<usize>)> =
-        [300, 1, 723].iter().map(|&w| (random(DType::I32, 1021 * w, Range::General, &mut r), vec![1021, w])).collect();
-    let ts: Vec<Tensor> = parts.iter().map(|(v, d)| tensor(DType::I32, v, d.as_slice(), Device::Cpu(3))).collect();
+    let parts: Vec<(Vec<f64>, Vec<usize>)> = [300, 1, 723]
+        .iter()
+        .map(|&w| (random(DType::I32, 1021 * w, Range::General, &mut r), vec![1021, w]))
+        .collect();
+    let ts: Vec<Tensor> =
+        parts.iter().map(|(v, d)| tensor(DType::I32, v, d.as_slice(), Device::Cpu(3))).collect();
     let refs: Vec<(&[f64], &[usize])> = parts.iter().map(|(v, d)| (v.as_slice(), d.as_slice())).collect();
-    check_all(&values(&Tensor::concat(&ts, 1).unwrap()), &ref_concat(&refs, 1), |_| 0.0, &format!("rows, seed {seed}"));
+    check_all(
+        &values(&Tensor::concat(&ts, 1).unwrap()),
+        &ref_concat(&refs, 1),
+        |_| 0.0,
+        &format!("rows, seed {seed}"),
+    );
 }
 
 #[test]

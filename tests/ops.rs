@@ -5,8 +5,8 @@
 
 use collectives::{BinaryOp, DType, Device, Error, Scale, Tensor};
 use collectives_tests::{
-    Range, check_all, fold_tol, fresh_seed, random, ref_binary, ref_cast, ref_scale, ref_slice, rng, round_op, round_to, tensor,
-    values,
+    Range, check_all, fold_tol, fresh_seed, random, ref_binary, ref_cast, ref_scale, ref_slice, rng,
+    round_op, round_to, tensor, values,
 };
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -15,7 +15,8 @@ use rand::rngs::StdRng;
 /// dimension, and 1M+3 elements (past the kernels' parallel threshold, with a ragged last chunk).
 const SHAPES: &[&[usize]] = &[&[0], &[1], &[7], &[3, 5, 7], &[4, 0, 9], &[(1 << 20) + 3]];
 
-const BINARY: [BinaryOp; 6] = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min];
+const BINARY: [BinaryOp; 6] =
+    [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min];
 
 /// Binary ops on values exact in their dtype are exactly the f64 result rounded as the library
 /// rounds (to the compute type, f32 for f16/bf16, then to the dtype).
@@ -35,7 +36,11 @@ fn binary_ops_every_dtype_and_size() {
             let d = random(dtype, n, Range::Divisor, &mut r);
             // Small cases take the second operand from another device (the pass copies it).
             let other = Device::Cpu(if n < 1000 { 1 + si as u32 } else { 0 });
-            let (ta, tb, td) = (tensor(dtype, &a, shape, Device::Cpu(0)), tensor(dtype, &b, shape, other), tensor(dtype, &d, shape, other));
+            let (ta, tb, td) = (
+                tensor(dtype, &a, shape, Device::Cpu(0)),
+                tensor(dtype, &b, shape, other),
+                tensor(dtype, &d, shape, other),
+            );
             for op in BINARY {
                 let (rhs, trhs) = if op == BinaryOp::Div { (&d, &td) } else { (&b, &tb) };
                 let out = ta.binary(op, trhs).unwrap();
@@ -94,7 +99,8 @@ fn integer_division_truncates_and_by_zero_gives_zero() {
                 *v = 0.0;
             }
         }
-        let out = tensor(dtype, &a, [n], Device::Cpu(0)).div(&tensor(dtype, &b, [n], Device::Cpu(0))).unwrap();
+        let out =
+            tensor(dtype, &a, [n], Device::Cpu(0)).div(&tensor(dtype, &b, [n], Device::Cpu(0))).unwrap();
         let got = values(&out);
         let ctx = format!("{dtype} seed {seed}");
         check_all(&got, &binary_want(dtype, BinaryOp::Div, &a, &b), |_| 0.0, &ctx);
@@ -132,7 +138,14 @@ fn integer_ops_wrap_exactly() {
                 let got = ta.binary(op, &tb).unwrap().to_vec::<$t>().unwrap();
                 for i in 0..n {
                     let want = f(a[i] as i128, b[i] as i128) as $t;
-                    assert_eq!(got[i], want, "{op:?} {} at {i}: {} {} (seed {seed})", stringify!($t), a[i], b[i]);
+                    assert_eq!(
+                        got[i],
+                        want,
+                        "{op:?} {} at {i}: {} {} (seed {seed})",
+                        stringify!($t),
+                        a[i],
+                        b[i]
+                    );
                 }
             }
         }};
@@ -177,7 +190,14 @@ fn scale_factors(dtype: DType, r: &mut StdRng) -> Vec<Scale> {
     if dtype.is_float() {
         let f: f64 = r.random_range(-4.0..4.0);
         let g: f64 = r.random_range(0.1..3.0);
-        return vec![Scale::Mul(f), Scale::Div(g), Scale::Mul(0.5), Scale::Div(3.0), Scale::Mul(-2.0), Scale::Mul(0.0)];
+        return vec![
+            Scale::Mul(f),
+            Scale::Div(g),
+            Scale::Mul(0.5),
+            Scale::Div(3.0),
+            Scale::Mul(-2.0),
+            Scale::Mul(0.0),
+        ];
     }
     let mut v: Vec<Scale> = [-3.0, -1.0, 0.0, 1.0, 2.0, 7.0, 1000.0].map(Scale::Mul).to_vec();
     v.extend([-3.0, -1.0, 1.0, 2.0, 7.0, 1000.0].map(Scale::Div));
@@ -236,8 +256,22 @@ fn integer_scale_division_truncates_toward_zero() {
 /// specials (NaN, infinities, -0) of each dtype.
 fn cast_source(dtype: DType, n: usize, r: &mut StdRng) -> Vec<f64> {
     const SPECIAL: [f64; 16] = [
-        f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.5, -0.5, 1.5, -1.5, 255.5, 256.0, -1.0, 1e10, -1e10, 65504.0,
-        65520.0, 3.0e38,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        -1.5,
+        255.5,
+        256.0,
+        -1.0,
+        1e10,
+        -1e10,
+        65504.0,
+        65520.0,
+        3.0e38,
     ];
     (0..n)
         .map(|_| {
@@ -277,14 +311,16 @@ fn cast_every_pair_and_size() {
 fn cast_semantics_spot_checks() {
     // Spelled out once, so the reference's own rules are pinned: truncation toward zero,
     // saturation, NaN to 0, integer wrapping, round-to-nearest-even into f16.
-    let x = Tensor::from_vec(vec![-1.7f32, 2.9, 300.0, -5.0, f32::NAN, f32::INFINITY], [6], Device::Cpu(0)).unwrap();
+    let x = Tensor::from_vec(vec![-1.7f32, 2.9, 300.0, -5.0, f32::NAN, f32::INFINITY], [6], Device::Cpu(0))
+        .unwrap();
     assert_eq!(x.cast(DType::U8).unwrap().to_vec::<u8>().unwrap(), vec![0, 2, 255, 0, 0, 255]);
     assert_eq!(x.cast(DType::I32).unwrap().to_vec::<i32>().unwrap(), vec![-1, 2, 300, -5, 0, i32::MAX]);
     let w = Tensor::from_vec(vec![300i32, -1, 65_536 + 7, i32::MIN], [4], Device::Cpu(1)).unwrap();
     assert_eq!(w.cast(DType::U8).unwrap().to_vec::<u8>().unwrap(), vec![44, 255, 7, 0]);
     assert_eq!(w.cast(DType::I64).unwrap().to_vec::<i64>().unwrap(), vec![300, -1, 65_543, i32::MIN as i64]);
     let h = Tensor::from_vec(vec![2049i32, 2051, 70_000], [3], Device::Cpu(0)).unwrap();
-    let got: Vec<f64> = h.cast(DType::F16).unwrap().to_vec::<half::f16>().unwrap().into_iter().map(f64::from).collect();
+    let got: Vec<f64> =
+        h.cast(DType::F16).unwrap().to_vec::<half::f16>().unwrap().into_iter().map(f64::from).collect();
     assert_eq!(got, vec![2048.0, 2052.0, f64::INFINITY]);
     let e = x.cast(DType::F32).unwrap().to_vec::<f64>().unwrap_err();
     assert!(matches!(e, Error::ElementType { .. }));

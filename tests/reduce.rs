@@ -13,7 +13,11 @@ const KINDS: [ReduceKind; 4] = [ReduceKind::Sum, ReduceKind::Prod, ReduceKind::M
 /// The scales tried on a dtype: none, a multiply and a divide (an average, for integers).
 fn scales(dtype: DType, k: usize, r: &mut StdRng) -> [Option<Scale>; 3] {
     if dtype.is_float() {
-        [None, Some(Scale::Mul(r.random_range(-2.0..2.0))), Some(Scale::Div(k as f64 + r.random_range(0.0..1.0)))]
+        [
+            None,
+            Some(Scale::Mul(r.random_range(-2.0..2.0))),
+            Some(Scale::Div(k as f64 + r.random_range(0.0..1.0))),
+        ]
     } else {
         [None, Some(Scale::Mul(-3.0)), Some(Scale::Div(k as f64))]
     }
@@ -35,9 +39,17 @@ fn magnitude(kind: ReduceKind, scale: Option<Scale>, xs: &[&[f64]], i: usize) ->
 }
 
 /// Runs `Tensor::reduce` over `xs` (input j on `cpu:devs[j]`) and checks every element.
-fn check_reduce(dtype: DType, kind: ReduceKind, scale: Option<Scale>, xs: &[Vec<f64>], shape: &[usize], ctx: &str) {
+fn check_reduce(
+    dtype: DType,
+    kind: ReduceKind,
+    scale: Option<Scale>,
+    xs: &[Vec<f64>],
+    shape: &[usize],
+    ctx: &str,
+) {
     let k = xs.len();
-    let ts: Vec<Tensor> = xs.iter().enumerate().map(|(j, x)| tensor(dtype, x, shape, Device::Cpu(j as u32))).collect();
+    let ts: Vec<Tensor> =
+        xs.iter().enumerate().map(|(j, x)| tensor(dtype, x, shape, Device::Cpu(j as u32))).collect();
     let out = Tensor::reduce(&ts, kind, scale).unwrap();
     assert_eq!((out.dtype(), out.shape().dims(), out.device()), (dtype, shape, Device::Cpu(0)), "{ctx}");
     let refs: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
@@ -90,11 +102,14 @@ fn reduce_large_every_kind_and_dtype() {
 /// would stall at the first value; accumulated in f32, as documented, it is right.
 #[test]
 fn low_precision_sums_accumulate_in_f32() {
-    for (dtype, lo, hi) in [(DType::BF16, 2f64.powi(-10), 2f64.powi(-9)), (DType::F16, 2f64.powi(-13), 2f64.powi(-12))] {
+    for (dtype, lo, hi) in
+        [(DType::BF16, 2f64.powi(-10), 2f64.powi(-9)), (DType::F16, 2f64.powi(-13), 2f64.powi(-12))]
+    {
         let seed = fresh_seed();
         let mut r = rng(seed);
         let (n, k) = (37, 256);
-        let mut xs: Vec<Vec<f64>> = vec![(0..n).map(|_| collectives_tests::round_to(dtype, r.random_range(1.0..1.5))).collect()];
+        let mut xs: Vec<Vec<f64>> =
+            vec![(0..n).map(|_| collectives_tests::round_to(dtype, r.random_range(1.0..1.5))).collect()];
         for _ in 0..k {
             xs.push((0..n).map(|_| collectives_tests::round_to(dtype, r.random_range(lo..hi))).collect());
         }
@@ -147,8 +162,11 @@ fn integer_reduces_are_exact_and_wrap() {
     macro_rules! case {
         ($t:ty) => {{
             let xs: Vec<Vec<$t>> = (0..k).map(|_| (0..n).map(|_| r.random()).collect()).collect();
-            let ts: Vec<Tensor> =
-                xs.iter().enumerate().map(|(j, x)| Tensor::from_vec(x.clone(), [n], Device::Cpu(j as u32)).unwrap()).collect();
+            let ts: Vec<Tensor> = xs
+                .iter()
+                .enumerate()
+                .map(|(j, x)| Tensor::from_vec(x.clone(), [n], Device::Cpu(j as u32)).unwrap())
+                .collect();
             let folds: [(ReduceKind, fn(i128, i128) -> i128); 4] = [
                 (ReduceKind::Sum, |a, b| a + b),
                 (ReduceKind::Prod, |a, b| a.wrapping_mul(b)),
@@ -160,7 +178,8 @@ fn integer_reduces_are_exact_and_wrap() {
                     let got = Tensor::reduce(&ts, kind, scale).unwrap().to_vec::<$t>().unwrap();
                     for i in 0..n {
                         // Wrap at every step, as the device does.
-                        let acc = (1..k).fold(xs[0][i] as i128, |a, j| f(a, xs[j][i] as i128) as $t as i128) as $t;
+                        let acc =
+                            (1..k).fold(xs[0][i] as i128, |a, j| f(a, xs[j][i] as i128) as $t as i128) as $t;
                         let want = match scale {
                             None => acc,
                             Some(Scale::Div(_)) => (acc as i128 / k as i128) as $t,
@@ -186,9 +205,16 @@ fn reduce_of_one_input_is_its_scale() {
         let t = tensor(dtype, &x, [19], Device::Cpu(3));
         let same = Tensor::reduce(std::slice::from_ref(&t), ReduceKind::Max, None).unwrap();
         check_all(&values(&same), &x, |_| 0.0, &format!("{dtype} seed {seed}"));
-        let twice = Tensor::reduce(std::slice::from_ref(&t), ReduceKind::Prod, Some(Scale::Mul(2.0))).unwrap();
-        let want: Vec<f64> = x.iter().map(|v| collectives_tests::ref_scale(dtype, Scale::Mul(2.0), *v)).collect();
-        check_all(&values(&twice), &want, |i| fold_tol(dtype, 1, want[i].abs()), &format!("{dtype} x2 seed {seed}"));
+        let twice =
+            Tensor::reduce(std::slice::from_ref(&t), ReduceKind::Prod, Some(Scale::Mul(2.0))).unwrap();
+        let want: Vec<f64> =
+            x.iter().map(|v| collectives_tests::ref_scale(dtype, Scale::Mul(2.0), *v)).collect();
+        check_all(
+            &values(&twice),
+            &want,
+            |i| fold_tol(dtype, 1, want[i].abs()),
+            &format!("{dtype} x2 seed {seed}"),
+        );
         assert_eq!(twice.device(), Device::Cpu(3));
     }
 }

@@ -5,7 +5,8 @@ use collectives::device::{CPU_DEVICES_ENV, DEFAULT_CPU_DEVICES, cpu_device_count
 use collectives::{DType, Device, DeviceKind, Element, Tensor, available_devices, parse_devices};
 use half::{bf16, f16};
 
-const KINDS: [(DeviceKind, &str); 3] = [(DeviceKind::Cpu, "cpu"), (DeviceKind::Cuda, "cuda"), (DeviceKind::Vulkan, "vulkan")];
+const KINDS: [(DeviceKind, &str); 3] =
+    [(DeviceKind::Cpu, "cpu"), (DeviceKind::Cuda, "cuda"), (DeviceKind::Vulkan, "vulkan")];
 
 fn make(kind: DeviceKind, n: u32) -> Device {
     match kind {
@@ -24,7 +25,11 @@ fn device_display_and_parse_round_trip() {
             let d = make(kind, n);
             assert_eq!(d.to_string(), format!("{name}:{n}"));
             assert_eq!(d.to_string().parse::<Device>().unwrap(), d);
-            assert_eq!(format!(" {}:{n} ", name.to_uppercase()).parse::<Device>().unwrap(), d, "case and spaces");
+            assert_eq!(
+                format!(" {}:{n} ", name.to_uppercase()).parse::<Device>().unwrap(),
+                d,
+                "case and spaces"
+            );
             assert_eq!((d.kind(), d.ordinal()), (kind, n));
         }
         assert_eq!(name.parse::<Device>().unwrap(), make(kind, 0), "a bare kind is ordinal 0");
@@ -45,15 +50,26 @@ fn device_kind_queries() {
             assert_eq!(y.needs_staging(x), staged, "symmetric");
         }
     }
-    assert!(Device::Cpu(0) < Device::Cpu(1) && Device::Cpu(9) < Device::Cuda(0) && Device::Cuda(9) < Device::Vulkan(0));
+    assert!(
+        Device::Cpu(0) < Device::Cpu(1)
+            && Device::Cpu(9) < Device::Cuda(0)
+            && Device::Cuda(9) < Device::Vulkan(0)
+    );
 }
 
 #[test]
 fn device_lists_parse() {
     let all = parse_devices("cuda:0, cuda:1,vulkan:0,cpu:3,cpu").unwrap();
-    assert_eq!(all, vec![Device::Cuda(0), Device::Cuda(1), Device::Vulkan(0), Device::Cpu(3), Device::Cpu(0)]);
+    assert_eq!(
+        all,
+        vec![Device::Cuda(0), Device::Cuda(1), Device::Vulkan(0), Device::Cpu(3), Device::Cpu(0)]
+    );
     assert_eq!(parse_devices("").unwrap(), vec![]);
-    assert_eq!(parse_devices("cpu:1,,cpu:2,").unwrap(), vec![Device::Cpu(1), Device::Cpu(2)], "empty items skipped");
+    assert_eq!(
+        parse_devices("cpu:1,,cpu:2,").unwrap(),
+        vec![Device::Cpu(1), Device::Cpu(2)],
+        "empty items skipped"
+    );
 }
 
 #[test]
@@ -135,13 +151,33 @@ fn element_case<T: Element>(dtype: DType, samples: &[T], from: &[(f64, T)]) {
 
 #[test]
 fn element_types() {
-    element_case::<f32>(DType::F32, &[0.0, -1.5, f32::MAX, f32::MIN_POSITIVE, 1e-45], &[(0.1, 0.1f32), (1e40, f32::INFINITY)]);
+    element_case::<f32>(
+        DType::F32,
+        &[0.0, -1.5, f32::MAX, f32::MIN_POSITIVE, 1e-45],
+        &[(0.1, 0.1f32), (1e40, f32::INFINITY)],
+    );
     element_case::<f64>(DType::F64, &[0.0, -1.5, f64::MAX, 5e-324], &[(0.1, 0.1)]);
     let h = |v: f32| f16::from_f32(v);
-    element_case::<f16>(DType::F16, &[h(0.0), h(-2.5), f16::MAX, f16::MIN_POSITIVE_SUBNORMAL], &[(65520.0, f16::INFINITY), (2049.0, h(2048.0))]);
+    element_case::<f16>(
+        DType::F16,
+        &[h(0.0), h(-2.5), f16::MAX, f16::MIN_POSITIVE_SUBNORMAL],
+        &[(65520.0, f16::INFINITY), (2049.0, h(2048.0))],
+    );
     let b = |v: f32| bf16::from_f32(v);
-    element_case::<bf16>(DType::BF16, &[b(0.0), b(3.0), bf16::MAX, b(-1e-30)], &[(257.0, b(256.0)), (1.0 + 1.0 / 128.0, b(1.0078125))]);
-    element_case::<i32>(DType::I32, &[0, -1, i32::MAX, i32::MIN], &[(-2.9, -2), (3e9, i32::MAX), (f64::NAN, 0)]);
-    element_case::<i64>(DType::I64, &[0, -1, 1 << 53, -(1 << 53)], &[(-2.9, -2), (1e19, i64::MAX), (-1e19, i64::MIN)]);
+    element_case::<bf16>(
+        DType::BF16,
+        &[b(0.0), b(3.0), bf16::MAX, b(-1e-30)],
+        &[(257.0, b(256.0)), (1.0 + 1.0 / 128.0, b(1.0078125))],
+    );
+    element_case::<i32>(
+        DType::I32,
+        &[0, -1, i32::MAX, i32::MIN],
+        &[(-2.9, -2), (3e9, i32::MAX), (f64::NAN, 0)],
+    );
+    element_case::<i64>(
+        DType::I64,
+        &[0, -1, 1 << 53, -(1 << 53)],
+        &[(-2.9, -2), (1e19, i64::MAX), (-1e19, i64::MIN)],
+    );
     element_case::<u8>(DType::U8, &[0, 1, 128, 255], &[(-3.0, 0), (300.0, 255), (7.9, 7)]);
 }

@@ -96,7 +96,9 @@ fn copy(c: &mut Criterion) {
         });
         g.bench_function(BenchmarkId::new("memcpy_parallel", label(bytes)), |b| {
             b.iter(|| {
-                dst.par_chunks_mut(MIB / 2).zip(src.par_chunks(MIB / 2)).for_each(|(d, s)| d.copy_from_slice(s));
+                dst.par_chunks_mut(MIB / 2)
+                    .zip(src.par_chunks(MIB / 2))
+                    .for_each(|(d, s)| d.copy_from_slice(s));
                 black_box(&mut dst);
             })
         });

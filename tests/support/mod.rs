@@ -266,7 +266,8 @@ pub fn fold_tol(dtype: DType, k: usize, mag: f64) -> f64 {
         return 0.0;
     }
     let acc = if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 };
-    (eps(dtype) + k as f64 * acc.max(eps(dtype))) * mag.max(f64::MIN_POSITIVE) * 1.01 + (k + 1) as f64 * tiny(dtype)
+    (eps(dtype) + k as f64 * acc.max(eps(dtype))) * mag.max(f64::MIN_POSITIVE) * 1.01
+        + (k + 1) as f64 * tiny(dtype)
 }
 
 /// The largest absolute error of one rounding into `dtype`'s subnormal range (half its smallest

@@ -115,7 +115,9 @@ macro_rules! int_acc {
                 // is 0, not u8 / 44), so a divisor outside the type divides exactly in i128.
                 let f = s.factor();
                 match s {
-                    Scale::Mul(_) => a.wrapping_mul(if f.abs() < 2f64.powi(127) { f as i128 as $t } else { 0 }),
+                    Scale::Mul(_) => {
+                        a.wrapping_mul(if f.abs() < 2f64.powi(127) { f as i128 as $t } else { 0 })
+                    }
                     Scale::Div(_) => match <$t>::try_from(f as i128) {
                         Ok(0) => 0,
                         Ok(f) => a.wrapping_div(f),
