@@ -271,7 +271,7 @@ fn realize_edge_cases() {
     let y = x.add(&x).unwrap();
     realize(&[y.clone(), y.clone(), x.clone()]).unwrap(); // duplicates and a leaf
     assert_eq!(values(&y), vec![2.0, 4.0, 6.0]);
-    realize(&[y.clone()]).unwrap(); // already realized: nothing to do
+    realize(std::slice::from_ref(&y)).unwrap(); // already realized: nothing to do
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 6.0]);
 }
 

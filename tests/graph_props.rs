@@ -192,7 +192,7 @@ fn scale_from(dtype: DType, c: u32) -> Scale {
     } else {
         [2.0, -3.0, 5.0, 1.0, 7.0][(c % 5) as usize]
     };
-    if (c / 5) % 2 == 0 { Scale::Mul(f) } else { Scale::Div(f) }
+    if (c / 5).is_multiple_of(2) { Scale::Mul(f) } else { Scale::Div(f) }
 }
 
 impl Graph {
@@ -244,7 +244,7 @@ impl Graph {
         let found: Vec<usize> = (0..self.models.len())
             .filter(|&i| self.models[i].dtype == dtype && self.models[i].dims == dims)
             .collect();
-        if !found.is_empty() && c % 4 != 0 {
+        if !found.is_empty() && !c.is_multiple_of(4) {
             return found[(c / 4) as usize % found.len()];
         }
         self.input(dtype, dims, devices[(c / 16) as usize % devices.len()], r)
@@ -384,7 +384,7 @@ impl Graph {
                     let dims = match c[2] % 3 {
                         0 => vec![n],
                         1 if n > 0 => {
-                            let divisors: Vec<usize> = (1..=n).filter(|d| n % d == 0).collect();
+                            let divisors: Vec<usize> = (1..=n).filter(|&d| n.is_multiple_of(d)).collect();
                             let p = divisors[c[3] as usize % divisors.len()];
                             vec![p, n / p]
                         }

@@ -174,10 +174,10 @@ fn concat_of_slices_rebuilds_the_tensor() {
         let dims = [5, 9, 4];
         let x = random(dtype, 180, Range::General, &mut r);
         let t = tensor(dtype, &x, dims, Device::Cpu(0));
-        for dim in 0..3 {
-            let cut = r.random_range(0..=dims[dim]);
+        for (dim, &size) in dims.iter().enumerate() {
+            let cut = r.random_range(0..=size);
             let a = t.narrow(dim, 0, cut).unwrap().copy_to_device(Device::Cpu(1)).unwrap();
-            let b = t.narrow(dim, cut, dims[dim] - cut).unwrap();
+            let b = t.narrow(dim, cut, size - cut).unwrap();
             let back = Tensor::concat(&[a, b], dim).unwrap();
             assert_eq!(back.device(), Device::Cpu(1));
             check_all(&values(&back), &x, |_| 0.0, &format!("{dtype} dim {dim} cut {cut} seed {seed}"));

@@ -132,9 +132,12 @@ fn nan_propagates_through_reduce_max_and_min() {
         let mut r = rng(seed);
         let (n, k) = (500, 5);
         let mut xs: Vec<Vec<f64>> = (0..k).map(|_| random(dtype, n, Range::General, &mut r)).collect();
-        for i in 0..n {
-            if r.random_ratio(1, 3) {
-                xs[r.random_range(0..k)][i] = f64::NAN;
+        // Poison a third of the positions, each in one random input.
+        let picks: Vec<Option<usize>> =
+            (0..n).map(|_| r.random_ratio(1, 3).then(|| r.random_range(0..k))).collect();
+        for (i, j) in picks.into_iter().enumerate() {
+            if let Some(j) = j {
+                xs[j][i] = f64::NAN;
             }
         }
         for kind in [ReduceKind::Max, ReduceKind::Min] {
