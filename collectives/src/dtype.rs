@@ -125,7 +125,8 @@ pub trait Element:
     const DTYPE: DType;
     /// The value as an `f64` (exact for every type but i64 beyond 2^53).
     fn to_f64(self) -> f64;
-    /// The nearest value to `v` (integers truncate toward zero and saturate).
+    /// The nearest value to `v`, rounded once to nearest-even (integers truncate toward zero and
+    /// saturate, NaN gives 0).
     fn from_f64(v: f64) -> Self;
 }
 
@@ -147,8 +148,21 @@ macro_rules! element {
 
 element!(f32, F32, |x| x as f64, |v| v as f32);
 element!(f64, F64, |x| x, |v| v);
-element!(f16, F16, |x| x.to_f64(), |v| f16::from_f64(v));
-element!(bf16, BF16, |x| x.to_f64(), |v| bf16::from_f64(v));
+element!(f16, F16, |x| x.to_f64(), |v| f16::from_f32(f32_round_odd(v)));
+element!(bf16, BF16, |x| x.to_f64(), |v| bf16::from_f32(f32_round_odd(v)));
+
+/// `v` rounded to f32 with round-to-odd: when inexact, the neighbour whose last bit is 1. A
+/// second rounding, to nearest-even in a format at least two bits narrower (f16, bf16), then
+/// gives the correctly rounded result; rounding `v` to nearest f32 first may not (a double
+/// rounding), and neither does `half`'s `from_f64`, which drops the low 32 bits of the f64.
+pub(crate) fn f32_round_odd(v: f64) -> f32 {
+    let r = v as f32;
+    if !r.is_finite() || r as f64 == v || r.to_bits() & 1 == 1 {
+        return r;
+    }
+    // `r` is even and inexact: step one ulp toward `v` (same sign, so the bits move by one).
+    if (r as f64).abs() < v.abs() { f32::from_bits(r.to_bits() + 1) } else { f32::from_bits(r.to_bits() - 1) }
+}
 element!(i32, I32, |x| x as f64, |v| v as i32);
 element!(i64, I64, |x| x as f64, |v| v as i64);
 element!(u8, U8, |x| x as f64, |v| v as u8);

@@ -6,7 +6,6 @@
 //! builds a tensor of them, [`values`] reads any tensor back as `f64`.
 
 use collectives::{BinaryOp, DType, Device, Element, ReduceKind, Scale, Shape, Tensor};
-use half::{bf16, f16};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -43,7 +42,6 @@ macro_rules! with_type {
                 type $T = u8;
                 $body
             }
-            _ => unreachable!("unknown dtype"),
         }
     };
 }
@@ -90,18 +88,35 @@ fn draw(dtype: DType, range: Range, rng: &mut StdRng) -> f64 {
     }
 }
 
-/// `v` as the nearest value of `dtype` (integers wrap as the library's integer ops do).
+/// `v` as the nearest value of `dtype`, ties to even (integers wrap as the library's integer ops
+/// do). f16 and bf16 are rounded by [`round_nearest_even`], not by the `half` crate, whose
+/// `from_f64` ignores the low 32 bits of the f64 and so can round a value just past a tie the
+/// wrong way.
 pub fn round_to(dtype: DType, v: f64) -> f64 {
     match dtype {
         DType::F32 => v as f32 as f64,
         DType::F64 => v,
-        DType::F16 => f16::from_f64(v).to_f64(),
-        DType::BF16 => bf16::from_f64(v).to_f64(),
+        DType::F16 => round_nearest_even(v, 11, -14, 15),
+        DType::BF16 => round_nearest_even(v, 8, -126, 127),
         DType::I32 => wrap_int(dtype, v as i128),
         DType::I64 => wrap_int(dtype, v as i128),
         DType::U8 => wrap_int(dtype, v as i128),
-        _ => unreachable!(),
     }
+}
+
+/// `v` rounded to the nearest value, ties to even, of a binary float format with `p` significant
+/// bits and normal exponents `emin..=emax` (with subnormals below, and infinity past the largest
+/// finite value). Plain f64 arithmetic: scaling by a power of two is exact, and so is
+/// `round_ties_even` of the scaled value.
+pub fn round_nearest_even(v: f64, p: i32, emin: i32, emax: i32) -> f64 {
+    if !v.is_finite() || v == 0.0 {
+        return v;
+    }
+    let e = (((v.to_bits() >> 52) & 0x7ff) as i32 - 1023).max(emin);
+    let ulp = 2f64.powi(e - p + 1);
+    let r = (v / ulp).round_ties_even() * ulp;
+    let max = (2.0 - 2f64.powi(1 - p)) * 2f64.powi(emax);
+    if r.abs() > max { f64::INFINITY.copysign(v) } else { r }
 }
 
 /// An exact integer wrapped to `dtype`'s range, as f64.
@@ -160,7 +175,6 @@ pub fn ref_binary(dtype: DType, op: BinaryOp, a: f64, b: f64) -> f64 {
             BinaryOp::Min if a.is_nan() || b.is_nan() => f64::NAN,
             BinaryOp::Max => a.max(b),
             BinaryOp::Min => a.min(b),
-            _ => unreachable!(),
         };
     }
     let (x, y) = (as_int(a), as_int(b));
@@ -172,7 +186,6 @@ pub fn ref_binary(dtype: DType, op: BinaryOp, a: f64, b: f64) -> f64 {
         BinaryOp::Div => x / y,
         BinaryOp::Max => x.max(y),
         BinaryOp::Min => x.min(y),
-        _ => unreachable!(),
     };
     wrap_int(dtype, r)
 }
@@ -220,6 +233,9 @@ pub fn ref_cast(from: DType, to: DType, x: f64) -> f64 {
     if from.is_int() && to.is_int() {
         return wrap_int(to, x as i128);
     }
+    if to.is_float() {
+        return round_to(to, x);
+    }
     with_type!(to, T => T::from_f64(x).to_f64())
 }
 
@@ -251,6 +267,34 @@ pub fn fold_tol(dtype: DType, k: usize, mag: f64) -> f64 {
     }
     let acc = if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 };
     (eps(dtype) + k as f64 * acc.max(eps(dtype))) * mag.max(f64::MIN_POSITIVE) * 1.01
+        + (k + 1) as f64 * tiny(dtype)
+}
+
+/// The largest absolute error of one rounding into `dtype`'s subnormal range (half its smallest
+/// subnormal), where a relative bound does not hold; 0 for integers.
+pub fn tiny(dtype: DType) -> f64 {
+    match dtype {
+        DType::F32 => 2f64.powi(-150),
+        DType::F64 => f64::MIN_POSITIVE * f64::EPSILON,
+        DType::F16 => 2f64.powi(-25),
+        DType::BF16 => 2f64.powi(-134),
+        _ => 0.0,
+    }
+}
+
+/// The type a dtype computes in: f32 for f32, f16 and bf16; the dtype itself otherwise.
+pub fn compute_type(dtype: DType) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 => DType::F32,
+        other => other,
+    }
+}
+
+/// `v`, the exact (or f64) result of one op on values of `dtype`, rounded as the library rounds
+/// it: to the compute type, then to the dtype. For +, -, *, / of values exact in `dtype` this
+/// is the library's result bit for bit.
+pub fn round_op(dtype: DType, v: f64) -> f64 {
+    round_to(dtype, round_to(compute_type(dtype), v))
 }
 
 /// Elementwise sum of magnitudes of `inputs` (the scale of a sum's rounding error).
@@ -270,3 +314,31 @@ pub fn cuda_required() -> bool {
 
 /// Helpers of the collective tests (groups, shards, references of every `ReduceOp`).
 pub mod collective;
+
+/// The elements `start..start + len` along `dim` of row-major `vals` of shape `dims`.
+pub fn ref_slice<T: Copy>(vals: &[T], dims: &[usize], dim: usize, start: usize, len: usize) -> Vec<T> {
+    let outer: usize = dims[..dim].iter().product();
+    let inner: usize = dims[dim + 1..].iter().product();
+    let mid = dims[dim];
+    let mut out = Vec::with_capacity(outer * len * inner);
+    for o in 0..outer {
+        let from = (o * mid + start) * inner;
+        out.extend_from_slice(&vals[from..from + len * inner]);
+    }
+    out
+}
+
+/// Row-major `parts` (each with its dims) joined along `dim`.
+pub fn ref_concat<T: Copy>(parts: &[(&[T], &[usize])], dim: usize) -> Vec<T> {
+    let dims0 = parts[0].1;
+    let outer: usize = dims0[..dim].iter().product();
+    let inner: usize = dims0[dim + 1..].iter().product();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for (vals, dims) in parts {
+            let n = dims[dim] * inner;
+            out.extend_from_slice(&vals[o * n..(o + 1) * n]);
+        }
+    }
+    out
+}

@@ -22,12 +22,12 @@ pub(crate) fn issue(step: &Step, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> 
         Op::Part { index } => part(&inputs[0], *index, t),
         Op::Move { to } if *to == inputs[0].device => {
             let out = inputs[0].clone();
-            release_source(step);
+            release_source(step, &out);
             Ok(out)
         }
         Op::Copy { to } | Op::Move { to } => {
             let out = Arc::new(copy(&inputs[0], *to)?);
-            release_source(step);
+            release_source(step, &out);
             Ok(out)
         }
         op => {
@@ -62,10 +62,12 @@ fn upload(t: &Tensor) -> Result<Arc<Buffer>> {
     Ok(buf)
 }
 
-/// A `Move` whose source nothing else holds frees the source's buffer.
-fn release_source(step: &Step) {
+/// A `Move` whose source nothing else holds frees the source's buffer, and caches the moved data
+/// in the move's node: the source can no longer recompute it (an input's data is gone).
+fn release_source(step: &Step, out: &Arc<Buffer>) {
     if step.take_source {
         step.tensor.inputs()[0].0.value.lock().take();
+        *step.tensor.0.value.lock() = Some(out.clone());
     }
 }
 

@@ -24,6 +24,19 @@ pub(crate) struct Node {
     pub value: Mutex<Option<Arc<Buffer>>>,
 }
 
+impl Drop for Node {
+    /// Drops the inputs with an explicit stack: a long chain of nodes would otherwise be dropped
+    /// recursively, one stack frame per node, and overflow the stack.
+    fn drop(&mut self) {
+        let mut stack = std::mem::take(&mut self.inputs);
+        while let Some(t) = stack.pop() {
+            if let Some(mut node) = Arc::into_inner(t.0) {
+                stack.append(&mut node.inputs);
+            }
+        }
+    }
+}
+
 /// A lazy tensor: a handle on a graph node. Cloning is cheap (an `Arc`); building ops on tensors
 /// touches no device; [`Tensor::realize`], [`crate::realize`] and [`Tensor::to_vec`] run the graph.
 ///

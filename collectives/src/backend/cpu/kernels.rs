@@ -110,7 +110,8 @@ pub(crate) fn scale<T: Num>(s: Scale, x: &[T], out: &mut [T]) {
 }
 
 /// `out = x as U`: integer to integer exactly as Rust's `as` (wrapping); anything involving a
-/// float through f64 (float to integer truncates toward zero and saturates, NaN gives 0).
+/// float through f64, rounded once to nearest-even (float to integer truncates toward zero and
+/// saturates, NaN gives 0).
 pub(crate) fn cast<T: Num, U: Num>(x: &[T], out: &mut [U]) {
     let ints = T::DTYPE.is_int() && U::DTYPE.is_int();
     for_chunks(out, |off, o| {

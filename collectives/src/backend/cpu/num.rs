@@ -94,16 +94,19 @@ macro_rules! int_acc {
             #[inline(always)]
             fn scale(s: Scale, a: Self) -> Self {
                 // Factors were checked integral (and non-zero for Div) when the op was built.
-                let f = s.factor() as i64 as $t;
+                // A product wraps, so only the factor modulo 2^bits matters (a factor of 2^127 or
+                // more is a multiple of 2^bits); a quotient must not wrap its divisor (u8 / 300
+                // is 0, not u8 / 44), so a divisor outside the type divides exactly in i128.
+                let f = s.factor();
                 match s {
-                    Scale::Mul(_) => a.wrapping_mul(f),
-                    Scale::Div(_) => {
-                        if f == 0 {
-                            0
-                        } else {
-                            a.wrapping_div(f)
-                        }
+                    Scale::Mul(_) => {
+                        a.wrapping_mul(if f.abs() < 2f64.powi(127) { f as i128 as $t } else { 0 })
                     }
+                    Scale::Div(_) => match <$t>::try_from(f as i128) {
+                        Ok(0) => 0,
+                        Ok(f) => a.wrapping_div(f),
+                        Err(_) => (a as i128 / f as i128) as $t,
+                    },
                 }
             }
         }

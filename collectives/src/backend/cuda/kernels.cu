@@ -9,8 +9,7 @@
 // - float max/min return NaN if either side is NaN, else `a >= b ? a : b` (`a <= b ? a : b`);
 // - casts go through f64 when a float is involved, as the CPU does (`from_f64(to_f64(x))`):
 //   float -> int truncates toward zero and saturates, NaN -> 0; int -> int wraps as Rust `as`;
-//   -> f16 rounds f64 -> f32 -> f16 (what half::f16::from_f64 does on x86 with F16C);
-//   -> bf16 uses half::bf16::from_f64's algorithm bit for bit (it rounds from the upper 32 bits).
+//   -> f16/bf16 round once to nearest-even (through f32 rounded to odd, as the CPU does).
 
 typedef unsigned char u8;
 typedef int i32;
@@ -53,33 +52,15 @@ __device__ __forceinline__ unsigned short f32_to_bf16(float f) {
     return (unsigned short)(x >> 16);
 }
 
-// half::bf16::from_f64, ported as is: it rounds using only the upper 32 bits of the f64.
-__device__ unsigned short f64_to_bf16(double d) {
-    u64 val = f64_bits(d);
-    u32 x = (u32)(val >> 32);
-    u32 sign = x & 0x80000000u, exp = x & 0x7ff00000u, man = x & 0x000fffffu;
-    if (exp == 0x7ff00000u) {
-        u32 nan_bit = (man == 0u && (u32)val == 0u) ? 0u : 0x40u;
-        return (unsigned short)((sign >> 16) | 0x7f80u | nan_bit | (man >> 13));
-    }
-    u32 half_sign = sign >> 16;
-    i64 half_exp = (i64)(exp >> 20) - 1023 + 127;
-    if (half_exp >= 0xff) return (unsigned short)(half_sign | 0x7f80u);
-    if (half_exp <= 0) {
-        if (7 - half_exp > 21) return (unsigned short)half_sign;
-        u32 m = man | 0x00100000u;
-        u32 half_man = m >> (14 - half_exp);
-        u32 round_bit = 1u << (13 - half_exp);
-        if ((m & round_bit) != 0u && (m & (3u * round_bit - 1u)) != 0u) half_man += 1u;
-        return (unsigned short)(half_sign | half_man);
-    }
-    u32 e = (u32)half_exp << 7;
-    u32 half_man = man >> 13;
-    const u32 round_bit = 0x00001000u;
-    if ((man & round_bit) != 0u && (man & (3u * round_bit - 1u)) != 0u) {
-        return (unsigned short)((half_sign | e | half_man) + 1u);
-    }
-    return (unsigned short)(half_sign | e | half_man);
+// f64 -> f32 rounding to odd: exact values stay, inexact ones take the neighbour with an odd last
+// bit. Rounding that to f16/bf16 to nearest-even then rounds the f64 correctly (f32 keeps more
+// than two extra bits). The CPU backend does the same (cpu/num.rs).
+__device__ float f32_round_odd(double v) {
+    float r = (float)v;
+    u32 b = f32_bits(r);
+    if ((b & 0x7f800000u) == 0x7f800000u || (double)r == v || (b & 1u)) return r;
+    double ar = (double)r < 0.0 ? -(double)r : (double)r, av = v < 0.0 ? -v : v;
+    return ar < av ? bits_f32(b + 1u) : bits_f32(b - 1u);
 }
 
 // ---- element types: compute type, widen, narrow, f64/i64 conversions ---------------------
@@ -185,7 +166,7 @@ template <> struct Num<f16> {
     static __device__ __forceinline__ A bin(int op, A a, A b) { return fbin<A>(op, a, b); }
     static __device__ __forceinline__ A scale(int k, A a, double f, i64) { return fscale<A>(k, a, f); }
     static __device__ __forceinline__ double to_f64(f16 x) { return (double)f16_to_f32(x.b); }
-    static __device__ __forceinline__ f16 from_f64(double d) { f16 r; r.b = f32_to_f16((float)d); return r; }
+    static __device__ __forceinline__ f16 from_f64(double d) { f16 r; r.b = f32_to_f16(f32_round_odd(d)); return r; }
 };
 
 template <> struct Num<bf16> {
@@ -196,7 +177,7 @@ template <> struct Num<bf16> {
     static __device__ __forceinline__ A bin(int op, A a, A b) { return fbin<A>(op, a, b); }
     static __device__ __forceinline__ A scale(int k, A a, double f, i64) { return fscale<A>(k, a, f); }
     static __device__ __forceinline__ double to_f64(bf16 x) { return (double)bf16_to_f32(x.b); }
-    static __device__ __forceinline__ bf16 from_f64(double d) { bf16 r; r.b = f64_to_bf16(d); return r; }
+    static __device__ __forceinline__ bf16 from_f64(double d) { bf16 r; r.b = f32_to_bf16(f32_round_odd(d)); return r; }
 };
 
 #define INT_NUM(T, U, SAT)                                                                      \
