@@ -27,7 +27,7 @@ pub fn random_data<T: Element>(n: usize, prod: bool, rng: &mut impl Rng) -> Vec<
 pub fn fold(dtype: DType, op: ReduceOp, xs: impl Iterator<Item = f64> + Clone) -> f64 {
     let n = xs.clone().count() as f64;
     let sum = || xs.clone().sum::<f64>();
-    let v = match op {
+    match op {
         ReduceOp::Sum => sum(),
         ReduceOp::Prod => xs.clone().product(),
         ReduceOp::Max => xs.clone().fold(f64::NEG_INFINITY, f64::max),
@@ -35,8 +35,7 @@ pub fn fold(dtype: DType, op: ReduceOp, xs: impl Iterator<Item = f64> + Clone) -
         ReduceOp::Avg if dtype.is_int() => (sum() / n).trunc(),
         ReduceOp::Avg => sum() / n,
         ReduceOp::PreMulSum(s) => s * sum(),
-    };
-    v
+    }
 }
 
 /// Allowed absolute error of a fold of values whose magnitudes sum to `mag` (0 for integers).
