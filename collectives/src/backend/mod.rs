@@ -138,6 +138,26 @@ pub(crate) trait Backend: Send + Sync {
     /// Runs `kernel` on `inputs` (all on this device) into a new buffer shaped by `out`.
     fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer>;
 
+    /// As [`Backend::compute`], also delivering the result to each device of `to` (other host
+    /// devices of a host backend). The default computes, then copies; the CPU backend writes
+    /// every copy while the result is still in cache.
+    fn compute_fanout(
+        &self,
+        kernel: &Kernel,
+        inputs: &[&Buffer],
+        out: OutSpec,
+        to: &[Device],
+    ) -> Result<(Buffer, Vec<Buffer>)> {
+        let first = self.compute(kernel, inputs, out)?;
+        let copy = |d: Device| match (first.device.is_host(), d.is_host()) {
+            (true, _) => get(d)?.htod(&first),
+            (false, true) => self.dtoh(&first, d),
+            (false, false) => self.dtod(&first, d),
+        };
+        let copies = to.iter().map(|&d| copy(d)).collect::<Result<Vec<_>>>()?;
+        Ok((first, copies))
+    }
+
     /// Copies a host buffer (on any CPU device) onto this device.
     fn htod(&self, src: &Buffer) -> Result<Buffer>;
 

@@ -39,7 +39,7 @@ pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
     };
     let shared = Shared { sched, state: Mutex::new(state), cv: Condvar::new() };
     let mut queues: Vec<(Device, Vec<usize>)> = Vec::new();
-    for i in (0..n).filter(|&i| sched.steps[i].ready.is_none()) {
+    for i in (0..n).filter(|&i| sched.steps[i].ready.is_none() && !sched.steps[i].fused) {
         let q = sched.steps[i].queue;
         match queues.iter_mut().find(|(d, _)| *d == q) {
             Some((_, v)) => v.push(i),
@@ -70,11 +70,23 @@ impl Shared<'_> {
             let Some(inputs) = self.wait_inputs(&self.sched.steps[i]) else {
                 return;
             };
-            let out = super::step::issue(&self.sched.steps[i], &inputs);
+            let step = &self.sched.steps[i];
+            let out = if step.fanout.is_empty() {
+                super::step::issue(step, &inputs).map(|b| (b, vec![]))
+            } else {
+                let to: Vec<Device> =
+                    step.fanout.iter().map(|&c| self.sched.steps[c].tensor.device()).collect();
+                super::step::issue_fanout(step, &inputs, &to)
+            };
             drop(inputs);
             let mut st = self.state.lock();
             match out {
-                Ok(buf) => self.finish(&mut st, i, buf),
+                Ok((buf, copies)) => {
+                    self.finish(&mut st, i, buf);
+                    for (&c, b) in step.fanout.iter().zip(copies) {
+                        self.finish(&mut st, c, b);
+                    }
+                }
                 Err(e) => {
                     st.failed.get_or_insert(e);
                 }

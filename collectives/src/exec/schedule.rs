@@ -22,6 +22,11 @@ pub(crate) struct Step {
     pub keep: bool,
     /// For a `Move`: the source is held by nothing but the move, so its buffer may be taken.
     pub take_source: bool,
+    /// Copies of this host kernel's result to other host devices that the kernel writes itself
+    /// (indices of those copy steps).
+    pub fanout: Vec<usize>,
+    /// A copy written by its producer's kernel (a `fanout` entry): never issued on its own.
+    pub fused: bool,
 }
 
 /// The queue a node runs on: its own device, except a copy from a GPU to the host, which the GPU
@@ -58,7 +63,39 @@ pub(crate) fn build(targets: &[Tensor]) -> Schedule {
     for &t in &targets {
         steps[t].keep = true;
     }
+    fuse_host_fanout(&mut steps);
     Schedule { steps, targets }
+}
+
+/// Marks copies of a host kernel's result to other host devices as written by the kernel itself
+/// (see [`Step::fanout`]): one pass over the inputs, each copy written while the result is in
+/// cache, instead of a kernel then a memcpy per copy.
+fn fuse_host_fanout(steps: &mut [Step]) {
+    for c in 0..steps.len() {
+        let to = match steps[c].tensor.op() {
+            Op::Copy { to } | Op::Move { to } if steps[c].ready.is_none() => *to,
+            _ => continue,
+        };
+        let Some(&s) = steps[c].inputs.first() else { continue };
+        let producer = &steps[s];
+        let host_kernel = producer.ready.is_none()
+            && producer.tensor.device().is_host()
+            && to.is_host()
+            && to != producer.tensor.device()
+            && is_kernel(producer.tensor.op());
+        if host_kernel {
+            steps[s].fanout.push(c);
+            steps[c].fused = true;
+        }
+    }
+}
+
+/// Whether the op is a compute kernel a backend runs (not a transfer, alias or multi-device call).
+fn is_kernel(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_) | Op::Slice { .. } | Op::Concat { .. }
+    )
 }
 
 #[derive(Default)]
@@ -104,6 +141,8 @@ impl Builder {
             consumers: 0,
             keep: take_source,
             take_source,
+            fanout: vec![],
+            fused: false,
             tensor: t,
         });
     }

@@ -30,15 +30,29 @@ pub(crate) fn issue(step: &Step, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> 
             release_source(step, &out);
             Ok(out)
         }
-        op => {
-            let kernel = lower(op, t)?;
-            let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
-            let out = OutSpec { dtype: t.dtype(), len: t.numel() };
-            let be = backend::get(t.device())?;
-            debug_assert_eq!(be.device(), t.device());
-            Ok(Arc::new(be.compute(&kernel, &refs, out)?))
-        }
+        _ => Ok(issue_fanout(step, inputs, &[])?.0),
     }
+}
+
+/// Issues compute step `step`, its result also delivered to each device of `to` (copies the
+/// kernel writes itself; see `Step::fanout`).
+pub(crate) fn issue_fanout(
+    step: &Step,
+    inputs: &[Arc<Buffer>],
+    to: &[Device],
+) -> Result<(Arc<Buffer>, Vec<Arc<Buffer>>)> {
+    let t = &step.tensor;
+    let kernel = lower(t.op(), t)?;
+    let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
+    let out = OutSpec { dtype: t.dtype(), len: t.numel() };
+    let be = backend::get(t.device())?;
+    debug_assert_eq!(be.device(), t.device());
+    let (first, copies) = if to.is_empty() {
+        (be.compute(&kernel, &refs, out)?, vec![])
+    } else {
+        be.compute_fanout(&kernel, &refs, out, to)?
+    };
+    Ok((Arc::new(first), copies.into_iter().map(Arc::new).collect()))
 }
 
 /// Output `index` of a collective call's result.

@@ -13,13 +13,31 @@ const PAR_CHUNK: usize = 1 << 15;
 /// Elements folded per block of the n-ary reduce (the accumulator stays in L1).
 const BLOCK: usize = 512;
 
-/// Runs `f(offset, out_chunk)` over `out`, in parallel when it is large.
-fn for_chunks<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync + Send) {
+/// Runs `f(offset, out_chunk)` over `out`, in parallel when it is large, and copies each finished
+/// chunk into every buffer of `fan` (the same bytes, for other host devices) while it is still in
+/// cache: a kernel whose result several devices need reads its inputs once and writes each copy
+/// once, with no second pass over memory.
+fn for_chunks<T: Num>(out: &mut [T], fan: &mut [&mut [u8]], f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    let spread = |o: &[T], fan: &mut [&mut [u8]]| {
+        for dst in fan.iter_mut() {
+            dst.copy_from_slice(bytemuck::cast_slice(o));
+        }
+    };
     if out.len() < PAR_MIN_ELEMS {
         f(0, out);
-    } else {
-        out.par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(c, o)| f(c * PAR_CHUNK, o));
+        return spread(out, fan);
     }
+    let chunk_bytes = PAR_CHUNK * std::mem::size_of::<T>();
+    let mut per_chunk: Vec<Vec<&mut [u8]>> = (0..out.len().div_ceil(PAR_CHUNK)).map(|_| vec![]).collect();
+    for dst in fan.iter_mut() {
+        for (c, piece) in dst.chunks_mut(chunk_bytes).enumerate() {
+            per_chunk[c].push(piece);
+        }
+    }
+    out.par_chunks_mut(PAR_CHUNK).zip(per_chunk).enumerate().for_each(|(c, (o, mut fan))| {
+        f(c * PAR_CHUNK, o);
+        spread(o, &mut fan);
+    });
 }
 
 /// Runs `$body` with `$f` bound to a closure computing `op` on the compute type `$A`, one arm per
@@ -56,8 +74,8 @@ macro_rules! with_op {
 }
 
 /// `out = a op b`.
-pub(crate) fn binary<T: Num>(op: BinaryOp, a: &[T], b: &[T], out: &mut [T]) {
-    with_op!(op, T::A, |f| for_chunks(out, |off, o| {
+pub(crate) fn binary<T: Num>(op: BinaryOp, a: &[T], b: &[T], out: &mut [T], fan: &mut [&mut [u8]]) {
+    with_op!(op, T::A, |f| for_chunks(out, fan, |off, o| {
         let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
         for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
             *o = T::narrow(f(x.widen(), y.widen()));
@@ -66,8 +84,14 @@ pub(crate) fn binary<T: Num>(op: BinaryOp, a: &[T], b: &[T], out: &mut [T]) {
 }
 
 /// `out = scale(fold(inputs))`, one pass, folding in the compute type.
-pub(crate) fn reduce<T: Num>(kind: ReduceKind, scale: Option<Scale>, inputs: &[&[T]], out: &mut [T]) {
-    with_op!(kind.binary(), T::A, |f| for_chunks(out, |off, o| reduce_chunk(f, scale, inputs, off, o)))
+pub(crate) fn reduce<T: Num>(
+    kind: ReduceKind,
+    scale: Option<Scale>,
+    inputs: &[&[T]],
+    out: &mut [T],
+    fan: &mut [&mut [u8]],
+) {
+    with_op!(kind.binary(), T::A, |f| for_chunks(out, fan, |off, o| reduce_chunk(f, scale, inputs, off, o)))
 }
 
 /// One chunk of the n-ary reduce, folded block by block so the accumulator stays in L1.
@@ -100,8 +124,8 @@ fn reduce_chunk<T: Num>(
 }
 
 /// `out = scale(x)`.
-pub(crate) fn scale<T: Num>(s: Scale, x: &[T], out: &mut [T]) {
-    for_chunks(out, |off, o| {
+pub(crate) fn scale<T: Num>(s: Scale, x: &[T], out: &mut [T], fan: &mut [&mut [u8]]) {
+    for_chunks(out, fan, |off, o| {
         let x = &x[off..off + o.len()];
         for (o, &v) in o.iter_mut().zip(x) {
             *o = T::narrow(T::A::scale(s, v.widen()));
@@ -112,9 +136,9 @@ pub(crate) fn scale<T: Num>(s: Scale, x: &[T], out: &mut [T]) {
 /// `out = x as U`: integer to integer exactly as Rust's `as` (wrapping); anything involving a
 /// float through f64, rounded once to nearest-even (float to integer truncates toward zero and
 /// saturates, NaN gives 0).
-pub(crate) fn cast<T: Num, U: Num>(x: &[T], out: &mut [U]) {
+pub(crate) fn cast<T: Num, U: Num>(x: &[T], out: &mut [U], fan: &mut [&mut [u8]]) {
     let ints = T::DTYPE.is_int() && U::DTYPE.is_int();
-    for_chunks(out, |off, o| {
+    for_chunks(out, fan, |off, o| {
         let x = &x[off..off + o.len()];
         if ints {
             for (o, &v) in o.iter_mut().zip(x) {

@@ -61,6 +61,14 @@ impl CpuBackend {
         CpuBackend { device: Device::Cpu(ordinal) }
     }
 
+    /// The backend of host device `d` (an error for any other device).
+    fn on(d: Device) -> Result<CpuBackend> {
+        match d {
+            Device::Cpu(n) => Ok(CpuBackend::new(n)),
+            other => Err(Error::driver(other, "host copy", "not a host device")),
+        }
+    }
+
     fn alloc(&self, out: OutSpec) -> Buffer {
         let mem = OwnedHost::uninit(out.len * out.dtype.size());
         Buffer::host(self.device, out.dtype, out.len, Box::new(mem))
@@ -82,43 +90,75 @@ fn out_bytes(out: &mut Buffer) -> &mut [u8] {
     }
 }
 
+/// Runs `kernel` on host bytes into `o`, copying the result into every buffer of `fan` as it goes
+/// (elementwise kernels chunk by chunk while in cache; layout kernels after).
+fn run_kernel(
+    kernel: &Kernel,
+    ins: &[&[u8]],
+    in_dtype: DType,
+    dtype: DType,
+    o: &mut [u8],
+    fan: &mut [&mut [u8]],
+) {
+    match kernel {
+        Kernel::Binary(op) => {
+            with_type!(dtype, T => kernels::binary::<T>(*op, typed(ins[0]), typed(ins[1]), typed_mut(o), fan))
+        }
+        Kernel::Reduce { kind, scale } => with_type!(dtype, T => {
+            let xs: Vec<&[T]> = ins.iter().map(|b| typed::<T>(b)).collect();
+            kernels::reduce::<T>(*kind, *scale, &xs, typed_mut(o), fan)
+        }),
+        Kernel::Scale(s) => with_type!(dtype, T => kernels::scale::<T>(*s, typed(ins[0]), typed_mut(o), fan)),
+        Kernel::Cast => {
+            with_type!(in_dtype, T => with_type!(dtype, U => kernels::cast::<T, U>(typed(ins[0]), typed_mut(o), fan)))
+        }
+        Kernel::Slice { outer, in_mid, start, len, inner } => {
+            kernels::slice(ins[0], o, *outer, *in_mid, *start, *len, inner * dtype.size());
+            fan.iter_mut().for_each(|d| kernels::copy_bytes(o, d));
+        }
+        Kernel::Concat { outer, mids, inner } => {
+            kernels::concat(ins, mids, o, *outer, inner * dtype.size());
+            fan.iter_mut().for_each(|d| kernels::copy_bytes(o, d));
+        }
+    }
+}
+
 impl Backend for CpuBackend {
     fn device(&self) -> Device {
         self.device
     }
 
     fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], spec: OutSpec) -> Result<Buffer> {
+        Ok(self.compute_fanout(kernel, inputs, spec, &[])?.0)
+    }
+
+    fn compute_fanout(
+        &self,
+        kernel: &Kernel,
+        inputs: &[&Buffer],
+        spec: OutSpec,
+        to: &[Device],
+    ) -> Result<(Buffer, Vec<Buffer>)> {
         let mut ins = Vec::with_capacity(inputs.len());
         for b in inputs {
             b.wait()?;
             ins.push(b.host_bytes("cpu kernel")?);
         }
-        let in_dtype = inputs.first().map_or(spec.dtype, |b| b.dtype);
-        let mut out = self.alloc(spec);
-        let o = out_bytes(&mut out);
-        match kernel {
-            Kernel::Binary(op) => {
-                with_type!(spec.dtype, T => kernels::binary::<T>(*op, typed(ins[0]), typed(ins[1]), typed_mut(o)))
-            }
-            Kernel::Reduce { kind, scale } => with_type!(spec.dtype, T => {
-                let xs: Vec<&[T]> = ins.iter().map(|b| typed::<T>(b)).collect();
-                kernels::reduce::<T>(*kind, *scale, &xs, typed_mut(o))
-            }),
-            Kernel::Scale(s) => {
-                with_type!(spec.dtype, T => kernels::scale::<T>(*s, typed(ins[0]), typed_mut(o)))
-            }
-            Kernel::Cast => {
-                with_type!(in_dtype, T => with_type!(spec.dtype, U => kernels::cast::<T, U>(typed(ins[0]), typed_mut(o))))
-            }
-            Kernel::Slice { outer, in_mid, start, len, inner } => {
-                let sz = spec.dtype.size();
-                kernels::slice(ins[0], o, *outer, *in_mid, *start, *len, inner * sz)
-            }
-            Kernel::Concat { outer, mids, inner } => {
-                kernels::concat(&ins, mids, o, *outer, inner * spec.dtype.size())
-            }
+        let mut copies = Vec::with_capacity(to.len());
+        for &d in to {
+            copies.push(CpuBackend::on(d)?.alloc(spec));
         }
-        Ok(out)
+        let mut out = self.alloc(spec);
+        let mut fan: Vec<&mut [u8]> = copies.iter_mut().map(out_bytes).collect();
+        run_kernel(
+            kernel,
+            &ins,
+            inputs.first().map_or(spec.dtype, |b| b.dtype),
+            spec.dtype,
+            out_bytes(&mut out),
+            &mut fan,
+        );
+        Ok((out, copies))
     }
 
     fn htod(&self, src: &Buffer) -> Result<Buffer> {
