@@ -12,6 +12,8 @@
 pub(crate) mod cpu;
 mod host;
 mod registry;
+#[cfg(feature = "vulkan")]
+pub(crate) mod vulkan;
 
 use std::any::Any;
 use std::sync::Arc;

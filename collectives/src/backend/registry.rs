@@ -39,6 +39,9 @@ fn open(device: Device) -> Result<Arc<dyn Backend>> {
     match device {
         Device::Cpu(n) => Ok(Arc::new(super::cpu::CpuBackend::new(n))),
         Device::Cuda(_) => Err(Error::BackendNotBuilt { device, feature: "cuda" }),
+        #[cfg(feature = "vulkan")]
+        Device::Vulkan(n) => super::vulkan::open(n),
+        #[cfg(not(feature = "vulkan"))]
         Device::Vulkan(_) => Err(Error::BackendNotBuilt { device, feature: "vulkan" }),
     }
 }
@@ -48,6 +51,10 @@ fn open(device: Device) -> Result<Arc<dyn Backend>> {
 pub(crate) fn device_count(kind: DeviceKind) -> u32 {
     match kind {
         DeviceKind::Cpu => crate::device::cpu_device_count(),
-        DeviceKind::Cuda | DeviceKind::Vulkan => 0,
+        #[cfg(feature = "vulkan")]
+        DeviceKind::Vulkan => super::vulkan::device_count(),
+        #[cfg(not(feature = "vulkan"))]
+        DeviceKind::Vulkan => 0,
+        DeviceKind::Cuda => 0,
     }
 }
