@@ -18,78 +18,46 @@ fn f32_is_inf(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
 }
 
-// f16 bits (low 16 bits of `h`) to the exact f32 value, subnormals included.
-fn f16_to_f32(h: u32) -> f32 {
-    let sign = (h & 0x8000u) << 16u;
-    let exp = h & 0x7c00u;
-    let man = h & 0x03ffu;
-    if (exp == 0x7c00u) {
-        if (man == 0u) {
-            return bitcast<f32>(sign | 0x7f800000u);
-        }
-        return bitcast<f32>(sign | 0x7fc00000u | (man << 13u));
-    }
-    if (exp == 0u) {
-        if (man == 0u) {
-            return bitcast<f32>(sign);
-        }
-        // Subnormal: normalise the mantissa.
-        let e = countLeadingZeros(man) - 22u;
-        let bits = sign | ((112u - e) << 23u) | ((man << (14u + e)) & 0x7fffffu);
-        return bitcast<f32>(bits);
-    }
-    return bitcast<f32>(sign | (((exp >> 10u) + 112u) << 23u) | (man << 13u));
+// Four f16 values (low 16 bits of each component) to their exact f32 values, subnormals included.
+// Branch-free, so SIMD implementations (lavapipe) keep every lane busy.
+fn f16x4_to_f32(h: vec4<u32>) -> vec4<f32> {
+    let sign = (h & vec4(0x8000u)) << vec4(16u);
+    let exp = h & vec4(0x7c00u);
+    let man = h & vec4(0x03ffu);
+    let normal = sign | ((exp + vec4(0x1c000u)) << vec4(13u)) | (man << vec4(13u));
+    let quiet = select(vec4(0u), vec4(0x400000u), man != vec4(0u));
+    let special = sign | vec4(0x7f800000u) | quiet | (man << vec4(13u));
+    // Subnormals and zeros: man * 2^-24 is exact (and a normal f32 unless zero).
+    let sub = bitcast<vec4<u32>>(vec4<f32>(man) * 5.9604644775390625e-8) | sign;
+    return bitcast<vec4<f32>>(select(select(normal, sub, exp == vec4(0u)), special, exp == vec4(0x7c00u)));
 }
 
-// f32 to f16 bits, rounding to nearest even (as the `half` crate does).
-fn f32_to_f16(x: f32) -> u32 {
-    let b = bitcast<u32>(x);
-    let sign = (b >> 16u) & 0x8000u;
-    let exp = (b >> 23u) & 0xffu;
-    let man = b & 0x7fffffu;
-    if (exp == 0xffu) {
-        if (man == 0u) {
-            return sign | 0x7c00u;
-        }
-        return sign | 0x7e00u | (man >> 13u);
-    }
-    let e = i32(exp) - 112;
-    if (e >= 0x1f) {
-        return sign | 0x7c00u;
-    }
-    if (e <= 0) {
-        if (14 - e > 24) {
-            return sign;
-        }
-        let m = man | 0x800000u;
-        let shift = u32(14 - e);
-        let round_bit = 1u << (shift - 1u);
-        var hm = m >> shift;
-        if ((m & round_bit) != 0u && (m & (3u * round_bit - 1u)) != 0u) {
-            hm += 1u;
-        }
-        return sign | hm;
-    }
-    let h = sign | (u32(e) << 10u) | (man >> 13u);
-    if ((man & 0x1000u) != 0u && (man & 0x2fffu) != 0u) {
-        return h + 1u;
-    }
-    return h;
+// Four f32 values to f16 bits, rounding to nearest even as the `half` crate does (NaN stays NaN,
+// quiet; values from 65520 up become infinity). Branch-free.
+fn f32_to_f16x4(x: vec4<f32>) -> vec4<u32> {
+    let b = bitcast<vec4<u32>>(x);
+    let sign = (b >> vec4(16u)) & vec4(0x8000u);
+    let a = b & vec4(0x7fffffffu);
+    let nan = vec4(0x7e00u) | ((a >> vec4(13u)) & vec4(0x3ffu));
+    let big = select(vec4(0x7c00u), nan, a > vec4(0x7f800000u));
+    // Results below 2^-14 (subnormal or zero): adding 0.5 aligns the f16 subnormal unit (2^-24)
+    // with the f32 mantissa's last bit, and the addition rounds to nearest even.
+    let magic = vec4(0x3f000000u);
+    let sub = bitcast<vec4<u32>>(bitcast<vec4<f32>>(a) + bitcast<vec4<f32>>(magic)) - magic;
+    // Normal results: rebias the exponent (-112 << 23), round to nearest even, shift.
+    let normal = (a + vec4(0xc8000fffu) + ((a >> vec4(13u)) & vec4(1u))) >> vec4(13u);
+    return select(select(normal, sub, a < vec4(0x38800000u)), big, a >= vec4(0x47800000u)) | sign;
 }
 
-// bf16 bits (low 16 bits of `h`) to the exact f32 value.
-fn bf16_to_f32(h: u32) -> f32 {
-    return bitcast<f32>(h << 16u);
+// Four bf16 values (low 16 bits of each component) to their exact f32 values.
+fn bf16x4_to_f32(h: vec4<u32>) -> vec4<f32> {
+    return bitcast<vec4<f32>>(h << vec4(16u));
 }
 
-// f32 to bf16 bits, rounding to nearest even; NaN stays NaN (quiet).
-fn f32_to_bf16(x: f32) -> u32 {
-    let b = bitcast<u32>(x);
-    if ((b & 0x7fffffffu) > 0x7f800000u) {
-        return (b >> 16u) | 0x40u;
-    }
-    if ((b & 0x8000u) != 0u && (b & 0x17fffu) != 0u) {
-        return (b >> 16u) + 1u;
-    }
-    return b >> 16u;
+// Four f32 values to bf16 bits, rounding to nearest even; NaN stays NaN (quiet). Branch-free.
+fn f32_to_bf16x4(x: vec4<f32>) -> vec4<u32> {
+    let b = bitcast<vec4<u32>>(x);
+    let nan = (b & vec4(0x7fffffffu)) > vec4(0x7f800000u);
+    let rounded = (b + vec4(0x7fffu) + ((b >> vec4(16u)) & vec4(1u))) >> vec4(16u);
+    return select(rounded, (b >> vec4(16u)) | vec4(0x40u), nan);
 }

@@ -1,24 +1,25 @@
-// The fold kernel, once per dtype (after the dtype's storage and arithmetic): binary ops (k = 2),
-// the n-ary reduce and scale (k = 1) are all `out = scale?(in0 op in1 op ... op in(k-1))`, folded
-// left to right in the compute type and rounded once. One invocation makes one output word.
+// The fold kernel, once per (dtype, op) (after the dtype's storage, its arithmetic, the block
+// helpers of its shape and the `op` chosen at build time): binary ops (k = 2), the n-ary reduce
+// and scale (k = 1) are all `out = scale?(in0 op in1 op ... op in(k-1))`, folded left to right in
+// the compute type and rounded once. One invocation makes one 16-byte output block (`B`: 2 to
+// 16 lanes), so loads and stores are 16 bytes wide.
 //
-// More than 8 inputs take several passes through an accumulator buffer of the compute type:
-// the first pass writes it, later passes read it first, the last one writes the output.
+// More than 8 inputs take several passes through an accumulator of blocks: the first pass
+// writes it, later passes fold onto it, the last one writes the output.
 
 struct Params {
     // Elements in this piece.
     n: u32,
-    // Output words in this piece (one per invocation).
-    words: u32,
+    // Output blocks in this piece (one per invocation).
+    blocks: u32,
     // Inputs bound in this pass (1..=8).
     k: u32,
-    // The fold op (see the arithmetic file).
-    op: u32,
+    pad0: u32,
     // READ_ACC | WRITE_ACC | SCALE | DIVIDE.
     flags: u32,
-    pad0: u32,
     pad1: u32,
     pad2: u32,
+    pad3: u32,
     // The scale factor, in the compute type's factor type.
     factor: F,
 }
@@ -38,74 +39,49 @@ var<immediate> p: Params;
 @group(0) @binding(5) var<storage, read> in5: array<W>;
 @group(0) @binding(6) var<storage, read> in6: array<W>;
 @group(0) @binding(7) var<storage, read> in7: array<W>;
-@group(0) @binding(8) var<storage, read_write> acc: array<C>;
+@group(0) @binding(8) var<storage, read_write> acc: array<B>;
 @group(0) @binding(9) var<storage, read_write> out: array<W>;
-
-fn input_word(j: u32, w: u32) -> W {
-    switch j {
-        case 0u: {
-            return in0[w];
-        }
-        case 1u: {
-            return in1[w];
-        }
-        case 2u: {
-            return in2[w];
-        }
-        case 3u: {
-            return in3[w];
-        }
-        case 4u: {
-            return in4[w];
-        }
-        case 5u: {
-            return in5[w];
-        }
-        case 6u: {
-            return in6[w];
-        }
-        default: {
-            return in7[w];
-        }
-    }
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let w = flat_id(gid, nwg);
-    if (w >= p.words) {
+    if (w >= p.blocks) {
         return;
     }
-    var a: array<C, LANES>;
-    var first = true;
+    var a = unpack(in0[w]);
     if ((p.flags & READ_ACC) != 0u) {
-        for (var l = 0u; l < LANES; l++) {
-            a[l] = acc[w * LANES + l];
-        }
-        first = false;
+        a = fold(acc[w], a);
     }
-    for (var j = 0u; j < p.k; j++) {
-        let x = input_word(j, w);
-        for (var l = 0u; l < LANES; l++) {
-            let v = unpack(x, l);
-            if (first) {
-                a[l] = v;
-            } else {
-                a[l] = bin(p.op, a[l], v);
-            }
-        }
-        first = false;
+    if (p.k > 1u) {
+        a = fold(a, unpack(in1[w]));
+    }
+    if (p.k > 2u) {
+        a = fold(a, unpack(in2[w]));
+    }
+    if (p.k > 3u) {
+        a = fold(a, unpack(in3[w]));
+    }
+    if (p.k > 4u) {
+        a = fold(a, unpack(in4[w]));
+    }
+    if (p.k > 5u) {
+        a = fold(a, unpack(in5[w]));
+    }
+    if (p.k > 6u) {
+        a = fold(a, unpack(in6[w]));
+    }
+    if (p.k > 7u) {
+        a = fold(a, unpack(in7[w]));
     }
     if ((p.flags & WRITE_ACC) != 0u) {
-        for (var l = 0u; l < LANES; l++) {
-            acc[w * LANES + l] = a[l];
-        }
+        acc[w] = a;
         return;
     }
     if ((p.flags & SCALE) != 0u) {
-        let divide = (p.flags & DIVIDE) != 0u;
-        for (var l = 0u; l < LANES; l++) {
-            a[l] = scale(divide, a[l], p.factor);
+        if ((p.flags & DIVIDE) != 0u) {
+            a = scale_d(a, p.factor);
+        } else {
+            a = scale_m(a, p.factor);
         }
     }
     out[w] = pack(a);

@@ -1,43 +1,37 @@
-// Arithmetic in f32 (for f32, f16 and bf16). Ops: 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min.
+// Arithmetic in f32 (for f32, and f16/bf16 two lanes at a time) on `$V` values.
 // Max and Min propagate NaN and keep the first operand on ties, as the CPU backend does.
-fn $bin(op: u32, a: f32, b: f32) -> f32 {
-    switch op {
-        case 0u: {
-            return a + b;
-        }
-        case 1u: {
-            return a - b;
-        }
-        case 2u: {
-            return a * b;
-        }
-        case 3u: {
-            return a / b;
-        }
-        case 4u: {
-            if (f32_is_nan(a)) {
-                return a;
-            }
-            if (f32_is_nan(b)) {
-                return b;
-            }
-            return select(b, a, a >= b);
-        }
-        default: {
-            if (f32_is_nan(a)) {
-                return a;
-            }
-            if (f32_is_nan(b)) {
-                return b;
-            }
-            return select(b, a, a <= b);
-        }
-    }
+fn $op_add(a: $V, b: $V) -> $V {
+    return a + b;
 }
 
-fn $scale(divide: bool, a: f32, f: f32) -> f32 {
-    if (divide) {
-        return a / f;
-    }
+fn $op_sub(a: $V, b: $V) -> $V {
+    return a - b;
+}
+
+fn $op_mul(a: $V, b: $V) -> $V {
+    return a * b;
+}
+
+fn $op_div(a: $V, b: $V) -> $V {
+    return a / b;
+}
+
+fn $op_max(a: $V, b: $V) -> $V {
+    let an = (bitcast<$U>(a) & $U(0x7fffffffu)) > $U(0x7f800000u);
+    let bn = (bitcast<$U>(b) & $U(0x7fffffffu)) > $U(0x7f800000u);
+    return select(select(select(b, a, a >= b), b, bn), a, an);
+}
+
+fn $op_min(a: $V, b: $V) -> $V {
+    let an = (bitcast<$U>(a) & $U(0x7fffffffu)) > $U(0x7f800000u);
+    let bn = (bitcast<$U>(b) & $U(0x7fffffffu)) > $U(0x7f800000u);
+    return select(select(select(b, a, a <= b), b, bn), a, an);
+}
+
+fn $scale_mul(a: $V, f: $F) -> $V {
     return a * f;
+}
+
+fn $scale_div(a: $V, f: $F) -> $V {
+    return a / f;
 }

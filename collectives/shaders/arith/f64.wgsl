@@ -1,47 +1,33 @@
-// Arithmetic in f64. Ops: 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min.
-// Max and Min propagate NaN and keep the first operand on ties, as the CPU backend does.
-fn $is_nan(x: f64) -> bool {
-    return !(x == x);
+// Arithmetic in f64. Max and Min propagate NaN and keep the first operand on ties, as the CPU
+// backend does.
+fn $op_add(a: $V, b: $V) -> $V {
+    return a + b;
 }
 
-fn $bin(op: u32, a: f64, b: f64) -> f64 {
-    switch op {
-        case 0u: {
-            return a + b;
-        }
-        case 1u: {
-            return a - b;
-        }
-        case 2u: {
-            return a * b;
-        }
-        case 3u: {
-            return a / b;
-        }
-        case 4u: {
-            if ($is_nan(a)) {
-                return a;
-            }
-            if ($is_nan(b)) {
-                return b;
-            }
-            return select(b, a, a >= b);
-        }
-        default: {
-            if ($is_nan(a)) {
-                return a;
-            }
-            if ($is_nan(b)) {
-                return b;
-            }
-            return select(b, a, a <= b);
-        }
-    }
+fn $op_sub(a: $V, b: $V) -> $V {
+    return a - b;
 }
 
-fn $scale(divide: bool, a: f64, f: f64) -> f64 {
-    if (divide) {
-        return a / f;
-    }
+fn $op_mul(a: $V, b: $V) -> $V {
+    return a * b;
+}
+
+fn $op_div(a: $V, b: $V) -> $V {
+    return a / b;
+}
+
+fn $op_max(a: $V, b: $V) -> $V {
+    return select(select(select(b, a, a >= b), b, !(b == b)), a, !(a == a));
+}
+
+fn $op_min(a: $V, b: $V) -> $V {
+    return select(select(select(b, a, a <= b), b, !(b == b)), a, !(a == a));
+}
+
+fn $scale_mul(a: $V, f: $F) -> $V {
     return a * f;
+}
+
+fn $scale_div(a: $V, f: $F) -> $V {
+    return a / f;
 }

@@ -1,38 +1,34 @@
-// Arithmetic of u8 values held in u32, results kept in 0..=255 (wrapping); x / 0 is 0.
-// Ops: 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min.
-fn $div(a: u32, b: u32) -> u32 {
-    if (b == 0u) {
-        return 0u;
-    }
-    return a / b;
+// Arithmetic of u8 values held in u32 lanes, results kept in 0..=255 (wrapping); x / 0
+// is 0.
+fn $op_add(a: $V, b: $V) -> $V {
+    return (a + b) & $V(0xffu);
 }
 
-fn $bin(op: u32, a: u32, b: u32) -> u32 {
-    switch op {
-        case 0u: {
-            return (a + b) & 0xffu;
-        }
-        case 1u: {
-            return (a - b) & 0xffu;
-        }
-        case 2u: {
-            return (a * b) & 0xffu;
-        }
-        case 3u: {
-            return $div(a, b);
-        }
-        case 4u: {
-            return max(a, b);
-        }
-        default: {
-            return min(a, b);
-        }
-    }
+fn $op_sub(a: $V, b: $V) -> $V {
+    return (a - b) & $V(0xffu);
 }
 
-fn $scale(divide: bool, a: u32, f: u32) -> u32 {
-    if (divide) {
-        return $div(a, f);
-    }
-    return (a * f) & 0xffu;
+fn $op_mul(a: $V, b: $V) -> $V {
+    return (a * b) & $V(0xffu);
+}
+
+fn $op_div(a: $V, b: $V) -> $V {
+    let zero = b == $V(0u);
+    return select(a / select(b, $V(1u), zero), $V(0u), zero);
+}
+
+fn $op_max(a: $V, b: $V) -> $V {
+    return max(a, b);
+}
+
+fn $op_min(a: $V, b: $V) -> $V {
+    return min(a, b);
+}
+
+fn $scale_mul(a: $V, f: $F) -> $V {
+    return (a * f) & $V(0xffu);
+}
+
+fn $scale_div(a: $V, f: $F) -> $V {
+    return select(a / max(f, 1u), $V(0u), f == 0u);
 }

@@ -1,13 +1,21 @@
-// i64 (needs shaderInt64): one element per 64-bit word, computing in i64 (wrapping).
-alias $W = i64;
+// i64 (needs shaderInt64): two elements per 16-byte block, computing in i64 (wrapping).
+alias $SW = i64;
+const $EPW: u32 = 1u;
+alias $W = vec2<i64>;
 alias $C = i64;
+alias $V = vec2<i64>;
+alias $B = vec2<i64>;
 alias $F = i64;
-const $LANES: u32 = 1u;
+const $LANES: u32 = 2u;
 
-fn $unpack(w: i64, lane: u32) -> i64 {
+fn $elem(w: i64, lane: u32) -> $C {
     return w;
 }
 
-fn $pack(c: array<$C, $LANES>) -> i64 {
-    return c[0];
+fn $unpack(w: $W) -> $B {
+    return w;
+}
+
+fn $pack(b: $B) -> $W {
+    return b;
 }

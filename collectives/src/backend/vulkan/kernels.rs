@@ -3,9 +3,9 @@
 //!
 //! Tensors are cut into pieces whose bindings stay within `maxStorageBufferRange` (128 MiB on
 //! lavapipe): a piece is a power-of-two count of elements, so its offsets stay aligned and whole
-//! words. One invocation makes one 32-bit output word (four u8, two f16/bf16, one of the rest);
-//! the last word of a packed tensor is computed whole and its spare lanes land in the buffer's
-//! padding.
+//! blocks. One invocation makes one 16-byte output block (16 u8, 8 f16/bf16, 4 f32/i32, 2
+//! f64/i64), so memory moves in wide loads and stores; the last block of a tensor is computed
+//! whole and its spare lanes land in the buffer's padding.
 
 use std::sync::Arc;
 
@@ -25,9 +25,9 @@ const WRITE_ACC: u32 = 2;
 const SCALE: u32 = 4;
 const DIVIDE: u32 = 8;
 
-/// Elements per 32-bit word, or 1 for 64-bit types.
+/// Elements per 16-byte block.
 fn lanes(d: DType) -> u64 {
-    (4 / d.size()).max(1) as u64
+    (16 / d.size()) as u64
 }
 
 /// Bytes of one element of the compute type (f32 for f16/bf16, u32 for u8).
@@ -37,25 +37,13 @@ fn compute_size(d: DType) -> u64 {
 
 /// Elements per piece: the largest power of two whose widest binding fits in one binding range.
 fn piece_elems(max_binding: u64, widest: u64) -> u64 {
-    let fit = (max_binding / widest).max(4);
+    let fit = (max_binding / widest).max(16);
     1 << (63 - fit.leading_zeros())
 }
 
-/// Bytes `n` elements of `d` occupy when bound (whole words).
+/// Bytes `n` elements of `d` occupy when bound (whole blocks).
 fn bound_bytes(d: DType, n: u64) -> u64 {
-    (n * d.size() as u64).div_ceil(4) * 4
-}
-
-/// The kernel code of a binary op (see `shaders/arith/*.wgsl`).
-fn op_code(op: BinaryOp) -> u32 {
-    match op {
-        BinaryOp::Add => 0,
-        BinaryOp::Sub => 1,
-        BinaryOp::Mul => 2,
-        BinaryOp::Div => 3,
-        BinaryOp::Max => 4,
-        BinaryOp::Min => 5,
-    }
+    (n * d.size() as u64).div_ceil(16) * 16
 }
 
 /// The factor as the kernel's factor type, little-endian in 8 bytes: f32 for f32/f16/bf16, and
@@ -96,7 +84,7 @@ impl Fold {
     /// several passes through an accumulator of the compute type.
     pub fn record(&self, rec: &mut Recorder<'_>, inputs: &[&Arc<DevBuf>], out: &Arc<DevBuf>, n: u64) -> Result<()> {
         let gpu = rec.gpu().clone();
-        let pipeline = gpu.pipelines.get(&gpu, Key::Fold(self.dtype))?;
+        let pipeline = gpu.pipelines.get(&gpu, Key::Fold(self.dtype, self.op))?;
         let (size, csize, ln) = (self.dtype.size() as u64, compute_size(self.dtype), lanes(self.dtype));
         let acc = match inputs.len() > MAX_INPUTS {
             true => Some(DevBuf::new(&gpu, n.div_ceil(ln) * ln * csize, Usage::Device)?),
@@ -110,17 +98,17 @@ impl Fold {
             let mut e0 = 0;
             while e0 < n {
                 let np = piece.min(n - e0);
-                let words = np.div_ceil(ln);
+                let blocks = np.div_ceil(ln);
                 let at = |buf| Binding { buf, offset: e0 * size, range: bound_bytes(self.dtype, np) };
                 let mut b: Vec<Binding<'_>> = (0..MAX_INPUTS).map(|j| at(group.get(j).unwrap_or(&group[0]))).collect();
                 b.push(match &acc {
-                    Some(a) => Binding { buf: a, offset: e0 * csize, range: words * ln * csize },
+                    Some(a) => Binding { buf: a, offset: e0 * csize, range: blocks * ln * csize },
                     None => at(out),
                 });
                 b.push(at(out));
-                let fields = [np as u32, words as u32, group.len() as u32, op_code(self.op), flags, 0, 0, 0];
+                let fields = [np as u32, blocks as u32, group.len() as u32, 0, flags, 0, 0, 0];
                 let factor = self.scale.map_or([0; 8], |s| factor_bytes(self.dtype, s));
-                rec.dispatch(&pipeline, &b, &push(&fields, Some(factor)), words)?;
+                rec.dispatch(&pipeline, &b, &push(&fields, Some(factor)), blocks)?;
                 e0 += np;
             }
             rec.barrier();
@@ -155,12 +143,12 @@ pub(super) fn cast(rec: &mut Recorder<'_>, from: DType, to: DType, src: &Arc<Dev
     let mut e0 = 0;
     while e0 < n {
         let np = piece.min(n - e0);
-        let words = np.div_ceil(lanes(to));
+        let blocks = np.div_ceil(lanes(to));
         let b = [
             Binding { buf: src, offset: e0 * si, range: bound_bytes(from, np) },
             Binding { buf: dst, offset: e0 * so, range: bound_bytes(to, np) },
         ];
-        rec.dispatch(&pipeline, &b, &push(&[np as u32, words as u32, 0, 0], None), words)?;
+        rec.dispatch(&pipeline, &b, &push(&[np as u32, blocks as u32, 0, 0], None), blocks)?;
         e0 += np;
     }
     Ok(())
@@ -187,9 +175,10 @@ mod tests {
     }
 
     #[test]
-    fn bound_ranges_are_whole_words() {
-        assert_eq!(bound_bytes(DType::U8, 7), 8);
-        assert_eq!(bound_bytes(DType::F16, 3), 8);
-        assert_eq!(bound_bytes(DType::F64, 3), 24);
+    fn bound_ranges_are_whole_blocks() {
+        assert_eq!(bound_bytes(DType::U8, 7), 16);
+        assert_eq!(bound_bytes(DType::F16, 9), 32);
+        assert_eq!(bound_bytes(DType::F64, 3), 32);
+        assert_eq!(lanes(DType::U8) * lanes(DType::F64), 32);
     }
 }

@@ -30,7 +30,7 @@ pub(super) enum Usage {
 pub(super) struct DevBuf {
     pub gpu: Arc<Gpu>,
     pub buffer: vk::Buffer,
-    /// Size of the buffer in bytes (a multiple of 4, at least 16).
+    /// Size of the buffer in bytes (whole 16-byte blocks, at least one).
     pub size: u64,
     alloc: Option<Allocation>,
     /// The host address of the memory, when host-visible.
@@ -45,9 +45,9 @@ unsafe impl Send for DevBuf {}
 // SAFETY: as above; shared access only reads the mapping.
 unsafe impl Sync for DevBuf {}
 
-/// The size a buffer of `bytes` is given: whole 32-bit words (the kernels' unit), never empty.
+/// The size a buffer of `bytes` is given: whole 16-byte blocks (the kernels' unit), never empty.
 pub(super) fn padded(bytes: u64) -> u64 {
-    bytes.div_ceil(4).max(4) * 4
+    bytes.div_ceil(16).max(1) * 16
 }
 
 impl DevBuf {

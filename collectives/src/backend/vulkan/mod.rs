@@ -169,6 +169,19 @@ fn check_kernel(gpu: &Gpu, kernel: &Kernel, inputs: &[&Buffer], spec: OutSpec) -
     }
 }
 
+/// The pipeline `kernel` runs (slices and concats may also get by with buffer copies alone).
+fn pipeline_key(kernel: &Kernel, from: DType, to: DType) -> Option<pipelines::Key> {
+    use pipelines::Key;
+    Some(match kernel {
+        Kernel::Binary(op) => Key::Fold(to, *op),
+        Kernel::Reduce { kind, .. } => Key::Fold(to, kind.binary()),
+        Kernel::Scale(_) => Key::Fold(to, BinaryOp::Mul),
+        Kernel::Cast if from == to => return None,
+        Kernel::Cast => Key::Cast(from, to),
+        Kernel::Slice { .. } | Kernel::Concat { .. } => Key::CopyBytes,
+    })
+}
+
 fn kernel_name(kernel: &Kernel) -> &'static str {
     match kernel {
         Kernel::Binary(_) => "binary",
@@ -192,6 +205,10 @@ impl Backend for VulkanBackend {
         let out = self.alloc(spec.dtype, spec.len)?;
         if spec.len == 0 {
             return Ok(self.output(out, spec.dtype, 0, None));
+        }
+        // Build the kernel's pipeline (on first use) before taking the queue.
+        if let Some(key) = pipeline_key(kernel, in_dtype, spec.dtype) {
+            self.gpu.pipelines.get(&self.gpu, key)?;
         }
         let mut rec = Recorder::begin(&self.gpu)?;
         self.record(&mut rec, kernel, &ins, in_dtype, &out, spec)?;
@@ -265,5 +282,49 @@ impl Backend for VulkanBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.gpu.synchronize()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Vulkan(0)`, or `None` (printing the skip) without one; `REQUIRE_VULKAN=1` makes it a failure.
+    fn backend() -> Option<VulkanBackend> {
+        match Gpu::open(0) {
+            Ok(gpu) => Some(VulkanBackend { gpu }),
+            Err(e) if std::env::var("REQUIRE_VULKAN").is_ok_and(|v| v == "1") => panic!("REQUIRE_VULKAN=1: {e}"),
+            Err(e) => {
+                println!("skipped: no Vulkan device ({e})");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn allocation_failure_is_out_of_memory() {
+        let Some(vk) = backend() else { return };
+        let err = DevBuf::new(&vk.gpu, 1 << 50, Usage::Device).err().expect("a petabyte cannot be allocated");
+        assert!(matches!(err, Error::OutOfMemory { device: Device::Vulkan(0), .. }), "{err}");
+        let err = vk.alloc(DType::F64, 1 << 47).err().expect("too big");
+        assert!(err.to_string().contains("out of memory"), "{err}");
+    }
+
+    #[test]
+    fn bad_kernel_inputs_are_errors_not_gpu_faults() {
+        let Some(vk) = backend() else { return };
+        let host = Buffer::from_vec(Device::Cpu(0), vec![1.0f32, 2.0, 3.0]);
+        let a = vk.htod(&host).unwrap();
+        let spec = OutSpec { dtype: DType::F32, len: 3 };
+        assert!(vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a], spec).is_err());
+        let long = OutSpec { dtype: DType::F32, len: 4 };
+        assert!(vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &a], long).is_err());
+        let slice = Kernel::Slice { outer: 1, in_mid: 3, start: 2, len: 2, inner: 1 };
+        assert!(vk.compute(&slice, &[&a], OutSpec { dtype: DType::F32, len: 2 }).is_err());
+        assert!(vk.compute(&Kernel::Cast, &[&host], spec).is_err(), "a host buffer is not a device buffer");
+        let ok = vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &a], spec).unwrap();
+        let back = vk.dtoh(&ok, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        assert_eq!(back.host_bytes("test").unwrap(), bytemuck::cast_slice::<f32, u8>(&[2.0, 4.0, 6.0]));
     }
 }

@@ -1,6 +1,10 @@
 //! The compute pipelines, built once per device on first use and cached: one fold kernel per
-//! dtype, one cast kernel per dtype pair, and the strided byte copy. The SPIR-V was compiled from
+//! dtype and op, one cast kernel per dtype pair, and the strided byte copy. The SPIR-V was compiled from
 //! `shaders/` by naga in `build.rs`.
+//!
+//! The fold kernels are one per (dtype, op) rather than one per dtype with the op chosen at run
+//! time: a SIMD implementation such as lavapipe would otherwise run every op's code for each
+//! element (it was 5x slower).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +17,7 @@ use super::features::FOLD_BINDINGS;
 use super::raw::{self, check};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::graph::BinaryOp;
 
 mod spirv {
     include!(concat!(env!("OUT_DIR"), "/spirv.rs"));
@@ -24,8 +29,8 @@ pub(super) const PUSH_BYTES: u32 = 48;
 /// Which kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Key {
-    /// Binary ops, the n-ary reduce and scale of one dtype.
-    Fold(DType),
+    /// Binary ops, the n-ary reduce and scale of one dtype, folding with one op.
+    Fold(DType, BinaryOp),
     /// Conversion from the first dtype to the second (never equal).
     Cast(DType, DType),
     /// Strided byte copy (slice and concat).
@@ -35,7 +40,7 @@ pub(super) enum Key {
 impl Key {
     fn spirv(self) -> &'static [u8] {
         match self {
-            Key::Fold(d) => spirv::FOLD[index(d)],
+            Key::Fold(d, op) => spirv::FOLD[index(d)][op_index(op)],
             Key::Cast(a, b) => spirv::CAST[index(a)][index(b)],
             Key::CopyBytes => spirv::COPY_BYTES,
         }
@@ -44,7 +49,7 @@ impl Key {
     /// Storage buffers the kernel binds.
     fn bindings(self) -> u32 {
         match self {
-            Key::Fold(_) => FOLD_BINDINGS,
+            Key::Fold(..) => FOLD_BINDINGS,
             Key::Cast(..) | Key::CopyBytes => 2,
         }
     }
@@ -52,6 +57,18 @@ impl Key {
 
 fn index(d: DType) -> usize {
     DType::ALL.iter().position(|&x| x == d).expect("every dtype is in ALL")
+}
+
+/// The op's place in the kernel table (the order of `build.rs`'s `OPS`).
+fn op_index(op: BinaryOp) -> usize {
+    match op {
+        BinaryOp::Add => 0,
+        BinaryOp::Sub => 1,
+        BinaryOp::Mul => 2,
+        BinaryOp::Div => 3,
+        BinaryOp::Max => 4,
+        BinaryOp::Min => 5,
+    }
 }
 
 /// A compute pipeline with its layouts.
