@@ -9,7 +9,9 @@
 //! `group.reduce`, `group.all_reduce`, `group.gather`, ... with the same checks.
 
 use collectives::{DType, Device, ReduceKind, Scale, Tensor};
-use collectives_tests::{Range, check_all, fold_tol, random, ref_reduce, rng, tensor, values, vulkan_required};
+use collectives_tests::{
+    Range, check_all, fold_tol, random, ref_reduce, rng, tensor, values, vulkan_required,
+};
 
 const VK: Device = Device::Vulkan(0);
 
@@ -36,7 +38,10 @@ fn have_vulkan() -> bool {
 
 /// Shard i of `vals` on device i (shape `[len]` each).
 fn shards(dtype: DType, vals: &[Vec<f64>], devices: &[Device]) -> Vec<Tensor> {
-    vals.iter().zip(devices).map(|(v, &d)| tensor(dtype, v, [v.len()], d)).collect()
+    vals.iter()
+        .zip(devices)
+        .map(|(v, &d)| tensor(dtype, v, [v.len()], d))
+        .collect()
 }
 
 /// reduce: every shard folded on the leader (the first device) in one kernel.
@@ -46,19 +51,30 @@ fn star_reduce(shards: &[Tensor], kind: ReduceKind, scale: Option<Scale>) -> Ten
 
 /// broadcast: `t` copied to every device.
 fn star_broadcast(t: &Tensor, devices: &[Device]) -> Vec<Tensor> {
-    devices.iter().map(|&d| t.copy_to_device(d).unwrap()).collect()
+    devices
+        .iter()
+        .map(|&d| t.copy_to_device(d).unwrap())
+        .collect()
 }
 
 /// gather: the shards concatenated on the leader.
 fn star_gather(shards: &[Tensor], leader: Device) -> Tensor {
-    let local: Vec<Tensor> = shards.iter().map(|s| s.copy_to_device(leader).unwrap()).collect();
+    let local: Vec<Tensor> = shards
+        .iter()
+        .map(|s| s.copy_to_device(leader).unwrap())
+        .collect();
     Tensor::concat(&local, 0).unwrap()
 }
 
 /// scatter: `t` cut into equal parts, part i copied to device i.
 fn star_scatter(t: &Tensor, devices: &[Device]) -> Vec<Tensor> {
     let part = t.numel() / devices.len();
-    let parts = devices.iter().enumerate().map(|(i, &d)| t.narrow(0, i * part, part).unwrap().copy_to_device(d).unwrap());
+    let parts = devices.iter().enumerate().map(|(i, &d)| {
+        t.narrow(0, i * part, part)
+            .unwrap()
+            .copy_to_device(d)
+            .unwrap()
+    });
     parts.collect()
 }
 
@@ -71,10 +87,24 @@ fn reduce_and_all_reduce_with_vulkan_leading_and_not() {
     println!("seed {seed}");
     let mut r = rng(seed);
     for devices in groups() {
-        for dtype in [DType::F32, DType::F16, DType::BF16, DType::I32, DType::U8, DType::F64, DType::I64] {
-            let vals: Vec<Vec<f64>> = (0..4).map(|_| random(dtype, 1001, Range::General, &mut r)).collect();
+        for dtype in [
+            DType::F32,
+            DType::F16,
+            DType::BF16,
+            DType::I32,
+            DType::U8,
+            DType::F64,
+            DType::I64,
+        ] {
+            let vals: Vec<Vec<f64>> = (0..4)
+                .map(|_| random(dtype, 1001, Range::General, &mut r))
+                .collect();
             let refs: Vec<&[f64]> = vals.iter().map(|v| v.as_slice()).collect();
-            for (kind, scale) in [(ReduceKind::Sum, None), (ReduceKind::Sum, Some(Scale::Div(4.0))), (ReduceKind::Max, None)] {
+            for (kind, scale) in [
+                (ReduceKind::Sum, None),
+                (ReduceKind::Sum, Some(Scale::Div(4.0))),
+                (ReduceKind::Max, None),
+            ] {
                 let ctx = format!("{devices:?} {dtype} {kind:?} {scale:?}");
                 let on_leader = star_reduce(&shards(dtype, &vals, &devices), kind, scale);
                 assert_eq!(on_leader.device(), devices[0]);
@@ -101,29 +131,59 @@ fn gather_scatter_and_all_to_all_with_vulkan_leading_and_not() {
         for dtype in DType::ALL {
             let n = devices.len();
             // Uneven shards for gather (lengths 5, 6, 7, 8: unaligned u8/f16 offsets).
-            let vals: Vec<Vec<f64>> = (0..n).map(|i| random(dtype, 5 + i, Range::General, &mut r)).collect();
+            let vals: Vec<Vec<f64>> = (0..n)
+                .map(|i| random(dtype, 5 + i, Range::General, &mut r))
+                .collect();
             let flat: Vec<f64> = vals.concat();
             let cat = star_gather(&shards(dtype, &vals, &devices), devices[0]);
             assert_eq!(cat.device(), devices[0]);
-            check_all(&values(&cat), &flat, |_| 0.0, &format!("gather {devices:?} {dtype}"));
+            check_all(
+                &values(&cat),
+                &flat,
+                |_| 0.0,
+                &format!("gather {devices:?} {dtype}"),
+            );
             for t in star_broadcast(&cat, &devices) {
-                check_all(&values(&t), &flat, |_| 0.0, &format!("all_gather {devices:?} {dtype} on {}", t.device()));
+                check_all(
+                    &values(&t),
+                    &flat,
+                    |_| 0.0,
+                    &format!("all_gather {devices:?} {dtype} on {}", t.device()),
+                );
             }
             // scatter from the leader: 4 parts of 3.
             let whole = random(dtype, 3 * n, Range::General, &mut r);
             let parts = star_scatter(&tensor(dtype, &whole, [3 * n], devices[0]), &devices);
             for (i, p) in parts.iter().enumerate() {
                 assert_eq!(p.device(), devices[i]);
-                check_all(&values(p), &whole[3 * i..3 * i + 3], |_| 0.0, &format!("scatter {devices:?} {dtype} part {i}"));
+                check_all(
+                    &values(p),
+                    &whole[3 * i..3 * i + 3],
+                    |_| 0.0,
+                    &format!("scatter {devices:?} {dtype} part {i}"),
+                );
             }
             // all_to_all: device j gets part j of every shard, in shard order.
-            let blocks: Vec<Vec<f64>> = (0..n).map(|_| random(dtype, 2 * n, Range::General, &mut r)).collect();
+            let blocks: Vec<Vec<f64>> = (0..n)
+                .map(|_| random(dtype, 2 * n, Range::General, &mut r))
+                .collect();
             let src = shards(dtype, &blocks, &devices);
             for (j, &d) in devices.iter().enumerate() {
-                let mine: Vec<Tensor> = src.iter().map(|s| s.narrow(0, 2 * j, 2).unwrap().copy_to_device(d).unwrap()).collect();
+                let mine: Vec<Tensor> = src
+                    .iter()
+                    .map(|s| s.narrow(0, 2 * j, 2).unwrap().copy_to_device(d).unwrap())
+                    .collect();
                 let got = Tensor::concat(&mine, 0).unwrap();
-                let want: Vec<f64> = blocks.iter().flat_map(|b| b[2 * j..2 * j + 2].iter().copied()).collect();
-                check_all(&values(&got), &want, |_| 0.0, &format!("all_to_all {devices:?} {dtype} to {d}"));
+                let want: Vec<f64> = blocks
+                    .iter()
+                    .flat_map(|b| b[2 * j..2 * j + 2].iter().copied())
+                    .collect();
+                check_all(
+                    &values(&got),
+                    &want,
+                    |_| 0.0,
+                    &format!("all_to_all {devices:?} {dtype} to {d}"),
+                );
             }
         }
     }

@@ -69,7 +69,10 @@ pub fn seed(test: &str) -> u64 {
 
 /// The same values as a tensor on `VK` and on `Cpu(0)`.
 pub fn pair(dtype: DType, vals: &[f64], shape: &[usize]) -> (Tensor, Tensor) {
-    (tensor(dtype, vals, shape, VK), tensor(dtype, vals, shape, Device::Cpu(0)))
+    (
+        tensor(dtype, vals, shape, VK),
+        tensor(dtype, vals, shape, Device::Cpu(0)),
+    )
 }
 
 /// Whether results of `n` elements are also compared with the CPU backend's. The exact
@@ -82,7 +85,14 @@ pub fn vs_cpu(n: usize) -> bool {
 /// Checks `vk` element by element against the f64 reference `want` (within `tol(i)`) and, if
 /// given, bit for bit against `cpu`, the same graph on the CPU backend (NaN payloads aside; signed
 /// zeros count). With `div`, float results may differ from the CPU's by one unit in the last place.
-pub fn check_op(vk: &Tensor, cpu: Option<Tensor>, want: &[f64], tol: impl Fn(usize) -> f64, div: bool, context: &str) {
+pub fn check_op(
+    vk: &Tensor,
+    cpu: Option<Tensor>,
+    want: &[f64],
+    tol: impl Fn(usize) -> f64,
+    div: bool,
+    context: &str,
+) {
     let got = values(vk);
     check_all(&got, want, tol, context);
     let Some(cpu) = cpu else { return };
@@ -96,14 +106,30 @@ pub fn check_op(vk: &Tensor, cpu: Option<Tensor>, want: &[f64], tol: impl Fn(usi
         // f64 does not hold every i64: compare the integers themselves.
         let (g, w) = (vk.to_vec::<i64>().unwrap(), cpu.to_vec::<i64>().unwrap());
         let bad: Vec<usize> = (0..g.len()).filter(|&i| g[i] != w[i]).take(5).collect();
-        assert!(bad.is_empty(), "{context}: first differences at {bad:?}: {:?} vs {:?}", bad.iter().map(|&i| g[i]).collect::<Vec<_>>(), bad.iter().map(|&i| w[i]).collect::<Vec<_>>());
+        assert!(
+            bad.is_empty(),
+            "{context}: first differences at {bad:?}: {:?} vs {:?}",
+            bad.iter().map(|&i| g[i]).collect::<Vec<_>>(),
+            bad.iter().map(|&i| w[i]).collect::<Vec<_>>()
+        );
         return;
     }
     let key = |v: f64| if v.is_nan() { u64::MAX } else { v.to_bits() };
-    let bad: Vec<usize> = (0..got.len()).filter(|&i| key(got[i]) != key(theirs[i])).collect();
+    let bad: Vec<usize> = (0..got.len())
+        .filter(|&i| key(got[i]) != key(theirs[i]))
+        .collect();
     if !bad.is_empty() {
-        let show: Vec<String> = bad.iter().take(5).map(|&i| format!("[{i}] vulkan {:e} cpu {:e}", got[i], theirs[i])).collect();
-        panic!("{context}: {} of {} elements differ: {}", bad.len(), got.len(), show.join("; "));
+        let show: Vec<String> = bad
+            .iter()
+            .take(5)
+            .map(|&i| format!("[{i}] vulkan {:e} cpu {:e}", got[i], theirs[i]))
+            .collect();
+        panic!(
+            "{context}: {} of {} elements differ: {}",
+            bad.len(),
+            got.len(),
+            show.join("; ")
+        );
     }
 }
 

@@ -22,7 +22,10 @@ fn cast_every_pair_random() {
                 // Spread floats over [-300, 300] so integer targets truncate and saturate.
                 x.iter_mut().for_each(|v| *v = round_to(from, *v * 300.0));
                 if n >= 7 {
-                    for (v, e) in x.iter_mut().zip([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e10, -0.0]) {
+                    for (v, e) in
+                        x.iter_mut()
+                            .zip([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e10, -0.0])
+                    {
                         *v = round_to(from, e);
                     }
                 }
@@ -32,7 +35,14 @@ fn cast_every_pair_random() {
                 let ctx = format!("cast {from} -> {to} n={n}");
                 let got = vx.cast(to).unwrap();
                 let want: Vec<f64> = x.iter().map(|&v| ref_cast(from, to, v)).collect();
-                check_op(&got, vs_cpu(n).then(|| cx.cast(to).unwrap()), &want, |_| 0.0, false, &ctx);
+                check_op(
+                    &got,
+                    vs_cpu(n).then(|| cx.cast(to).unwrap()),
+                    &want,
+                    |_| 0.0,
+                    false,
+                    &ctx,
+                );
             }
         }
     }
@@ -41,13 +51,56 @@ fn cast_every_pair_random() {
 /// f32 values at the edges of every conversion.
 fn f32_edges() -> Vec<f32> {
     let mut v = vec![
-        0.0, -0.0, 0.5, -0.5, 0.999, -0.999, 1.5, 2.5, -2.5, 254.5, 255.0, 255.9, 256.0, 300.0, -1.0, -300.0,
-        2147483520.0, 2147483648.0, -2147483648.0, -2147483904.0, 9.223372e18, -9.223372e18, 1e20, -1e20,
-        f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, 65504.0, 65519.99, 65520.0, -65520.0,
-        1e-30, 5.9604645e-8, 2.9802322e-8, 3.0e-5, 6.1e-5, 1.0000001,
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        0.999,
+        -0.999,
+        1.5,
+        2.5,
+        -2.5,
+        254.5,
+        255.0,
+        255.9,
+        256.0,
+        300.0,
+        -1.0,
+        -300.0,
+        2147483520.0,
+        2147483648.0,
+        -2147483648.0,
+        -2147483904.0,
+        9.223372e18,
+        -9.223372e18,
+        1e20,
+        -1e20,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        f32::MIN,
+        65504.0,
+        65519.99,
+        65520.0,
+        -65520.0,
+        1e-30,
+        5.9604645e-8,
+        2.9802322e-8,
+        3.0e-5,
+        6.1e-5,
+        1.0000001,
     ];
     // bf16 rounding: ties to even, above-tie, and ties whose low 3 bits `half` drops through f64.
-    for b in [0x3f80_8000u32, 0x3f81_8000, 0x3f80_8001, 0x3f80_8004, 0x3f80_7fff, 0x3f80_fff8, 0xbf81_8004] {
+    for b in [
+        0x3f80_8000u32,
+        0x3f81_8000,
+        0x3f80_8001,
+        0x3f80_8004,
+        0x3f80_7fff,
+        0x3f80_fff8,
+        0xbf81_8004,
+    ] {
         v.push(f32::from_bits(b));
     }
     v
@@ -84,18 +137,66 @@ fn f64_edges() -> Vec<f64> {
 }
 
 fn i32_edges() -> Vec<i32> {
-    let mut v = vec![0, 1, -1, 2, 127, 128, 255, 256, -256, 300, 65504, 65519, 65520, -65520, i32::MAX, i32::MIN];
-    v.extend([(1 << 24) + 1, (1 << 24) + 3, -((1 << 24) + 1), (1 << 25) + 3, 123_456_789, -987_654_321]);
+    let mut v = vec![
+        0,
+        1,
+        -1,
+        2,
+        127,
+        128,
+        255,
+        256,
+        -256,
+        300,
+        65504,
+        65519,
+        65520,
+        -65520,
+        i32::MAX,
+        i32::MIN,
+    ];
+    v.extend([
+        (1 << 24) + 1,
+        (1 << 24) + 3,
+        -((1 << 24) + 1),
+        (1 << 25) + 3,
+        123_456_789,
+        -987_654_321,
+    ]);
     // bf16 through f64: 24 significant bits of which `half` keeps 21, turning these into ties.
-    v.extend([(1 << 23) + (1 << 15) + 1, (1 << 23) + (3 << 15) + 1, -((1 << 23) + (1 << 15) + 1)]);
+    v.extend([
+        (1 << 23) + (1 << 15) + 1,
+        (1 << 23) + (3 << 15) + 1,
+        -((1 << 23) + (1 << 15) + 1),
+    ]);
     v
 }
 
 fn i64_edges() -> Vec<i64> {
     let mut v: Vec<i64> = i32_edges().into_iter().map(i64::from).collect();
-    v.extend([i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1, 1 << 53, (1 << 53) + 1, (1 << 53) + 3, -((1 << 53) + 1)]);
-    v.extend([(1 << 62) + (1 << 38) + 1, (1 << 62) + (1 << 38), (1 << 40) + (1 << 16) + 1, (1 << 40) + (1 << 32) + (1 << 19)]);
-    v.extend([i64::from(i32::MAX) + 1, i64::from(i32::MIN) - 1, (1 << 32) + 255, -(1 << 32) - 1, 4_294_967_296 * 3 + 7]);
+    v.extend([
+        i64::MAX,
+        i64::MIN,
+        i64::MAX - 1,
+        i64::MIN + 1,
+        1 << 53,
+        (1 << 53) + 1,
+        (1 << 53) + 3,
+        -((1 << 53) + 1),
+    ]);
+    v.extend([
+        (1 << 62) + (1 << 38) + 1,
+        (1 << 62) + (1 << 38),
+        (1 << 40) + (1 << 16) + 1,
+        (1 << 40) + (1 << 32) + (1 << 19),
+    ]);
+    v.extend([
+        i64::from(i32::MAX) + 1,
+        i64::from(i32::MIN) - 1,
+        (1 << 32) + 255,
+        -(1 << 32) - 1,
+        4_294_967_296 * 3 + 7,
+    ]);
     v
 }
 
@@ -124,8 +225,20 @@ fn cast_edge_values_match_cpu_bit_for_bit() {
         let src = |d: Device| match from {
             DType::F32 => typed(&f32_edges(), d),
             DType::F64 => typed(&f64_edges(), d),
-            DType::F16 => typed(&f32_edges().into_iter().map(half::f16::from_f32).collect::<Vec<_>>(), d),
-            DType::BF16 => typed(&f32_edges().into_iter().map(half::bf16::from_f32).collect::<Vec<_>>(), d),
+            DType::F16 => typed(
+                &f32_edges()
+                    .into_iter()
+                    .map(half::f16::from_f32)
+                    .collect::<Vec<_>>(),
+                d,
+            ),
+            DType::BF16 => typed(
+                &f32_edges()
+                    .into_iter()
+                    .map(half::bf16::from_f32)
+                    .collect::<Vec<_>>(),
+                d,
+            ),
             DType::I32 => typed(&i32_edges(), d),
             DType::I64 => typed(&i64_edges(), d),
             _ => typed(&(0..=255u8).collect::<Vec<_>>(), d),
@@ -135,13 +248,22 @@ fn cast_edge_values_match_cpu_bit_for_bit() {
             if from == DType::F64 && to == DType::F16 && !f16c {
                 // half's f64 -> f16 rounds through f32 with F16C and directly without; the kernel
                 // matches the F16C path (every x86-64 machine this runs on has it).
-                println!("skipped f64 -> f16 edges: the CPU reference here does not round through f32");
+                println!(
+                    "skipped f64 -> f16 edges: the CPU reference here does not round through f32"
+                );
                 continue;
             }
             let (got, cpu) = (vx.cast(to).unwrap(), cx.cast(to).unwrap());
             // The CPU result is the reference here (the f64 carrier cannot hold every i64 edge).
             let want = values(&cpu);
-            check_op(&got, Some(cpu), &want, |_| 0.0, false, &format!("cast edges {from} -> {to}"));
+            check_op(
+                &got,
+                Some(cpu),
+                &want,
+                |_| 0.0,
+                false,
+                &format!("cast edges {from} -> {to}"),
+            );
         }
     }
 }

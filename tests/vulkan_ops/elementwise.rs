@@ -5,18 +5,38 @@ use collectives_tests::{Range, eps, fold_tol, random, ref_binary, ref_reduce, re
 
 use super::{SIZES, check_op, dtypes, have_vulkan, pair, seed, tiny, vs_cpu};
 
-const OPS: [BinaryOp; 6] = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min];
+const OPS: [BinaryOp; 6] = [
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Max,
+    BinaryOp::Min,
+];
 
 /// Random values of `range` with edge cases at fixed places when there is room: for floats NaN,
 /// infinities and signed zeros (`side` picks which operand gets which); for i32, and with `min`
 /// for i64, MIN (the f64 references cannot fold past MIN for i64: f64 does not hold every i64).
-fn data(dtype: DType, n: usize, range: Range, side: usize, min: bool, rng: &mut rand::rngs::StdRng) -> Vec<f64> {
+fn data(
+    dtype: DType,
+    n: usize,
+    range: Range,
+    side: usize,
+    min: bool,
+    rng: &mut rand::rngs::StdRng,
+) -> Vec<f64> {
     let mut v = random(dtype, n, range, rng);
     if n < 7 {
         return v;
     }
     if dtype.is_float() && range != Range::Divisor {
-        let edges = [[f64::NAN, 1.0], [0.5, f64::NAN], [0.0, -0.0], [-0.0, 0.0], [f64::INFINITY, f64::NEG_INFINITY]];
+        let edges = [
+            [f64::NAN, 1.0],
+            [0.5, f64::NAN],
+            [0.0, -0.0],
+            [-0.0, 0.0],
+            [f64::INFINITY, f64::NEG_INFINITY],
+        ];
         for (i, e) in edges.iter().enumerate() {
             v[2 + i] = e[side];
         }
@@ -68,12 +88,29 @@ fn binary_ops_every_dtype() {
             let (vb, cb) = pair(dtype, &b, &[n]);
             let (vd, cd) = pair(dtype, &d, &[n]);
             for op in OPS {
-                let (vr, cr, rhs) = if op == BinaryOp::Div { (&vd, &cd, &d) } else { (&vb, &cb, &b) };
+                let (vr, cr, rhs) = if op == BinaryOp::Div {
+                    (&vd, &cd, &d)
+                } else {
+                    (&vb, &cb, &b)
+                };
                 let ctx = format!("{op:?} {dtype} n={n}");
                 let vk = va.binary(op, vr).unwrap();
-                let want: Vec<f64> = (0..n).map(|i| ref_binary(dtype, op, a[i], rhs[i])).collect();
-                let (div, ulps) = if op == BinaryOp::Div { (true, 2.0) } else { (false, 1.0) };
-                check_op(&vk, vs_cpu(n).then(|| ca.binary(op, cr).unwrap()), &want, |i| tol(dtype, want[i], ulps), div, &ctx);
+                let want: Vec<f64> = (0..n)
+                    .map(|i| ref_binary(dtype, op, a[i], rhs[i]))
+                    .collect();
+                let (div, ulps) = if op == BinaryOp::Div {
+                    (true, 2.0)
+                } else {
+                    (false, 1.0)
+                };
+                check_op(
+                    &vk,
+                    vs_cpu(n).then(|| ca.binary(op, cr).unwrap()),
+                    &want,
+                    |i| tol(dtype, want[i], ulps),
+                    div,
+                    &ctx,
+                );
             }
         }
     }
@@ -95,20 +132,35 @@ fn reduce_every_kind_with_and_without_scale() {
         return;
     }
     let seed = seed("reduce");
-    let kinds = [ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min];
+    let kinds = [
+        ReduceKind::Sum,
+        ReduceKind::Prod,
+        ReduceKind::Max,
+        ReduceKind::Min,
+    ];
     for dtype in dtypes() {
         for &n in &SIZES {
             // k = 10 takes two passes through the accumulator (8 inputs per pass).
             let ks: &[usize] = if n > 1000 { &[3] } else { &[1, 3, 10] };
             let mut r = rng(seed ^ n as u64 ^ (dtype as u64) << 40);
             let kmax = *ks.iter().max().unwrap();
-            let general: Vec<Vec<f64>> = (0..kmax).map(|j| data(dtype, n, Range::General, j % 2, false, &mut r)).collect();
-            let product: Vec<Vec<f64>> = (0..kmax).map(|_| random(dtype, n, Range::Product, &mut r)).collect();
-            let up = |vals: &[Vec<f64>]| -> Vec<(Tensor, Tensor)> { vals.iter().map(|v| pair(dtype, v, &[n])).collect() };
+            let general: Vec<Vec<f64>> = (0..kmax)
+                .map(|j| data(dtype, n, Range::General, j % 2, false, &mut r))
+                .collect();
+            let product: Vec<Vec<f64>> = (0..kmax)
+                .map(|_| random(dtype, n, Range::Product, &mut r))
+                .collect();
+            let up = |vals: &[Vec<f64>]| -> Vec<(Tensor, Tensor)> {
+                vals.iter().map(|v| pair(dtype, v, &[n])).collect()
+            };
             let (tg, tp) = (up(&general), up(&product));
             for &k in ks {
                 for kind in kinds {
-                    let (vals, ts) = if kind == ReduceKind::Prod { (&product, &tp) } else { (&general, &tg) };
+                    let (vals, ts) = if kind == ReduceKind::Prod {
+                        (&product, &tp)
+                    } else {
+                        (&general, &tg)
+                    };
                     for scale in [None, Some(scale_for(kind, k))] {
                         check_reduce(dtype, kind, scale, &vals[..k], &ts[..k]);
                     }
@@ -118,7 +170,13 @@ fn reduce_every_kind_with_and_without_scale() {
     }
 }
 
-fn check_reduce(dtype: DType, kind: ReduceKind, scale: Option<Scale>, vals: &[Vec<f64>], ts: &[(Tensor, Tensor)]) {
+fn check_reduce(
+    dtype: DType,
+    kind: ReduceKind,
+    scale: Option<Scale>,
+    vals: &[Vec<f64>],
+    ts: &[(Tensor, Tensor)],
+) {
     let (k, n) = (vals.len(), vals[0].len());
     let ctx = format!("reduce {kind:?} {scale:?} {dtype} k={k} n={n}");
     let vk: Vec<Tensor> = ts.iter().map(|t| t.0.clone()).collect();
@@ -139,7 +197,14 @@ fn check_reduce(dtype: DType, kind: ReduceKind, scale: Option<Scale>, vals: &[Ve
     });
     let t = |i: usize| fold_tol(dtype, k + 1, mag[i]) * smag + tol(dtype, want[i], 1.0);
     let div = matches!(scale, Some(Scale::Div(_)));
-    check_op(&got, vs_cpu(n).then(|| Tensor::reduce(&cpu, kind, scale).unwrap()), &want, t, div, &ctx);
+    check_op(
+        &got,
+        vs_cpu(n).then(|| Tensor::reduce(&cpu, kind, scale).unwrap()),
+        &want,
+        t,
+        div,
+        &ctx,
+    );
 }
 
 #[test]
@@ -150,22 +215,48 @@ fn scale_every_dtype() {
     let seed = seed("scale");
     for dtype in dtypes() {
         let scales: &[Scale] = match dtype {
-            d if d.is_float() => &[Scale::Mul(2.5), Scale::Mul(-0.1), Scale::Div(3.0), Scale::Div(-0.7)],
-            DType::U8 => &[Scale::Mul(3.0), Scale::Mul(-3.0), Scale::Div(3.0), Scale::Div(7.0)],
-            _ => &[Scale::Mul(3.0), Scale::Mul(-7.0), Scale::Div(2.0), Scale::Div(-3.0)],
+            d if d.is_float() => &[
+                Scale::Mul(2.5),
+                Scale::Mul(-0.1),
+                Scale::Div(3.0),
+                Scale::Div(-0.7),
+            ],
+            DType::U8 => &[
+                Scale::Mul(3.0),
+                Scale::Mul(-3.0),
+                Scale::Div(3.0),
+                Scale::Div(7.0),
+            ],
+            _ => &[
+                Scale::Mul(3.0),
+                Scale::Mul(-7.0),
+                Scale::Div(2.0),
+                Scale::Div(-3.0),
+            ],
         };
         for &n in &SIZES {
             let mut r = rng(seed ^ n as u64 ^ (dtype as u64) << 40);
             let x = data(dtype, n, Range::General, 0, true, &mut r);
             let (vx, cx) = pair(dtype, &x, &[n]);
             // Past the small sizes, one Mul and one Div (the kernel is the same for every factor).
-            let scales = if vs_cpu(n) { scales } else { &[scales[0], scales[2]] };
+            let scales = if vs_cpu(n) {
+                scales
+            } else {
+                &[scales[0], scales[2]]
+            };
             for &s in scales {
                 let ctx = format!("scale {s:?} {dtype} n={n}");
                 let got = vx.scale(s).unwrap();
                 let want: Vec<f64> = x.iter().map(|&v| ref_scale(dtype, s, v)).collect();
                 let div = matches!(s, Scale::Div(_));
-                check_op(&got, vs_cpu(n).then(|| cx.scale(s).unwrap()), &want, |i| tol(dtype, want[i], 2.0), div, &ctx);
+                check_op(
+                    &got,
+                    vs_cpu(n).then(|| cx.scale(s).unwrap()),
+                    &want,
+                    |i| tol(dtype, want[i], 2.0),
+                    div,
+                    &ctx,
+                );
             }
         }
     }

@@ -37,7 +37,14 @@ impl Rows {
     /// The rows of `out[o, m, i] = x[o, start + m, i]` (sizes in bytes for `inner`).
     pub fn slice(outer: u64, in_mid: u64, start: u64, len: u64, inner: u64) -> Rows {
         let row_bytes = len * inner;
-        Rows { rows: outer, row_bytes, src_base: start * inner, src_stride: in_mid * inner, dst_base: 0, dst_stride: row_bytes }
+        Rows {
+            rows: outer,
+            row_bytes,
+            src_base: start * inner,
+            src_stride: in_mid * inner,
+            dst_base: 0,
+            dst_stride: row_bytes,
+        }
     }
 
     /// The rows of input `k` of a concat of `mids` (sizes in bytes for `inner`).
@@ -45,7 +52,14 @@ impl Rows {
         let before: u64 = mids[..k].iter().sum();
         let total: u64 = mids.iter().sum();
         let row_bytes = mids[k] * inner;
-        Rows { rows: outer, row_bytes, src_base: 0, src_stride: row_bytes, dst_base: before * inner, dst_stride: total * inner }
+        Rows {
+            rows: outer,
+            row_bytes,
+            src_base: 0,
+            src_stride: row_bytes,
+            dst_base: before * inner,
+            dst_stride: total * inner,
+        }
     }
 
     fn is_empty(&self) -> bool {
@@ -54,14 +68,30 @@ impl Rows {
 
     /// The buffer-copy regions doing these rows, if they suit buffer copies.
     fn regions(&self) -> Option<Vec<vk::BufferCopy>> {
-        let region = |src, dst, size| vk::BufferCopy { src_offset: src, dst_offset: dst, size };
-        if self.rows == 1 || (self.src_stride == self.row_bytes && self.dst_stride == self.row_bytes) {
-            return Some(vec![region(self.src_base, self.dst_base, self.rows * self.row_bytes)]);
+        let region = |src, dst, size| vk::BufferCopy {
+            src_offset: src,
+            dst_offset: dst,
+            size,
+        };
+        if self.rows == 1
+            || (self.src_stride == self.row_bytes && self.dst_stride == self.row_bytes)
+        {
+            return Some(vec![region(
+                self.src_base,
+                self.dst_base,
+                self.rows * self.row_bytes,
+            )]);
         }
         if self.row_bytes < REGION_MIN_BYTES {
             return None;
         }
-        let row = |r: u64| region(self.src_base + r * self.src_stride, self.dst_base + r * self.dst_stride, self.row_bytes);
+        let row = |r: u64| {
+            region(
+                self.src_base + r * self.src_stride,
+                self.dst_base + r * self.dst_stride,
+                self.row_bytes,
+            )
+        };
         Some((0..self.rows).map(row).collect())
     }
 
@@ -86,7 +116,11 @@ impl Rows {
 /// Records the copies of `parts` (a source buffer and its rows each) into `dst`: buffer copies
 /// first, then (after a barrier) the kernel, whose partial-word merges then see the bytes the
 /// buffer copies wrote.
-pub(super) fn record(rec: &mut Recorder<'_>, parts: &[(&Arc<DevBuf>, Rows)], dst: &Arc<DevBuf>) -> Result<()> {
+pub(super) fn record(
+    rec: &mut Recorder<'_>,
+    parts: &[(&Arc<DevBuf>, Rows)],
+    dst: &Arc<DevBuf>,
+) -> Result<()> {
     let mut by_kernel = Vec::new();
     for (src, rows) in parts.iter().filter(|(_, r)| !r.is_empty()) {
         match rows.regions() {
@@ -109,7 +143,12 @@ pub(super) fn record(rec: &mut Recorder<'_>, parts: &[(&Arc<DevBuf>, Rows)], dst
 }
 
 /// Records `rows` through the `copy_bytes` kernel, in pieces.
-fn copy_kernel(rec: &mut Recorder<'_>, src: &Arc<DevBuf>, rows: Rows, dst: &Arc<DevBuf>) -> Result<()> {
+fn copy_kernel(
+    rec: &mut Recorder<'_>,
+    src: &Arc<DevBuf>,
+    rows: Rows,
+    dst: &Arc<DevBuf>,
+) -> Result<()> {
     let gpu = rec.gpu().clone();
     let pipeline = gpu.pipelines.get(&gpu, Key::CopyBytes)?;
     let align = gpu.limits.offset_align;
@@ -117,13 +156,25 @@ fn copy_kernel(rec: &mut Recorder<'_>, src: &Arc<DevBuf>, rows: Rows, dst: &Arc<
     let limit = gpu.limits.max_binding - align - 8;
     let wpr = rows.row_bytes.div_ceil(4) + 1;
     for piece in rows.pieces(limit) {
-        let span = |base: u64, stride: u64| (base, base + (piece.rows - 1) * stride + piece.row_bytes);
-        let (s, d) = (span(piece.src_base, piece.src_stride), span(piece.dst_base, piece.dst_stride));
+        let span =
+            |base: u64, stride: u64| (base, base + (piece.rows - 1) * stride + piece.row_bytes);
+        let (s, d) = (
+            span(piece.src_base, piece.src_stride),
+            span(piece.dst_base, piece.dst_stride),
+        );
         let (s_off, s_range) = bind_range(s, align, src.size);
         let (d_off, d_range) = bind_range(d, align, dst.size);
         let b = [
-            Binding { buf: src, offset: s_off, range: s_range },
-            Binding { buf: dst, offset: d_off, range: d_range },
+            Binding {
+                buf: src,
+                offset: s_off,
+                range: s_range,
+            },
+            Binding {
+                buf: dst,
+                offset: d_off,
+                range: d_range,
+            },
         ];
         let fields = [
             piece.rows,
@@ -135,7 +186,10 @@ fn copy_kernel(rec: &mut Recorder<'_>, src: &Arc<DevBuf>, rows: Rows, dst: &Arc<
             wpr,
             0,
         ];
-        let push: Vec<u8> = fields.iter().flat_map(|&f| (f as u32).to_le_bytes()).collect();
+        let push: Vec<u8> = fields
+            .iter()
+            .flat_map(|&f| (f as u32).to_le_bytes())
+            .collect();
         rec.dispatch(&pipeline, &b, &push, piece.rows * wpr)?;
     }
     Ok(())
@@ -157,7 +211,8 @@ mod tests {
     fn contiguous_and_long_rows_become_regions() {
         let whole = Rows::slice(1, 10, 3, 4, 2);
         assert_eq!(whole.regions().unwrap().len(), 1);
-        assert_eq!(whole.regions().unwrap()[0], vk::BufferCopy { src_offset: 6, dst_offset: 0, size: 8 });
+        let r = whole.regions().unwrap()[0];
+        assert_eq!((r.src_offset, r.dst_offset, r.size), (6, 0, 8));
         let short = Rows::slice(5, 10, 3, 4, 2);
         assert!(short.regions().is_none());
         let long = Rows::slice(3, 4, 1, 2, 16 << 10);
@@ -170,7 +225,10 @@ mod tests {
     fn concat_rows_land_in_their_columns() {
         let mids = [2, 3, 1];
         let r = Rows::concat_input(4, &mids, 1, 2);
-        assert_eq!((r.row_bytes, r.dst_base, r.dst_stride, r.src_stride), (6, 4, 12, 6));
+        assert_eq!(
+            (r.row_bytes, r.dst_base, r.dst_stride, r.src_stride),
+            (6, 4, 12, 6)
+        );
     }
 
     #[test]

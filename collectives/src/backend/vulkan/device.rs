@@ -54,7 +54,9 @@ impl Gpu {
         })
         .map_err(|e| Error::driver(device, "creating the memory allocator", e))?;
         // SAFETY: `dev` is live with timelineSemaphore enabled.
-        let timeline = check(device, "vkCreateSemaphore", unsafe { raw::create_timeline(dev) })?;
+        let timeline = check(device, "vkCreateSemaphore", unsafe {
+            raw::create_timeline(dev)
+        })?;
         let state = match QueueState::new(device, dev, phys.family) {
             Ok(s) => s,
             Err(e) => {
@@ -79,7 +81,9 @@ impl Gpu {
     /// Blocks until submission `value` has completed; reports device loss and validation errors.
     pub fn wait(&self, value: u64) -> Result<()> {
         // SAFETY: the timeline belongs to this live device.
-        check(self.device, "vkWaitSemaphores", unsafe { raw::wait_timeline(&self.raw, self.timeline, value) })?;
+        check(self.device, "vkWaitSemaphores", unsafe {
+            raw::wait_timeline(&self.raw, self.timeline, value)
+        })?;
         if let Some(mut st) = self.state.try_lock() {
             st.retire(self)?;
         }
@@ -89,11 +93,16 @@ impl Gpu {
     /// The value of the last completed submission.
     pub fn completed(&self) -> Result<u64> {
         // SAFETY: the timeline belongs to this live device.
-        check(self.device, "vkGetSemaphoreCounterValue", unsafe { self.raw.get_semaphore_counter_value(self.timeline) })
+        check(self.device, "vkGetSemaphoreCounterValue", unsafe {
+            self.raw.get_semaphore_counter_value(self.timeline)
+        })
     }
 
     /// Blocks until everything submitted so far has completed, and frees what it held.
-    #[allow(dead_code, reason = "reached through Backend::synchronize, which the executor does not call yet")]
+    #[allow(
+        dead_code,
+        reason = "reached through Backend::synchronize, which the executor does not call yet"
+    )]
     pub fn synchronize(&self) -> Result<()> {
         let last = self.state.lock().last_submitted();
         self.wait(last)?;
@@ -138,7 +147,11 @@ impl Drop for DeviceGuard {
     }
 }
 
-fn create_device(device: Device, inst: &ash::Instance, phys: &super::features::Physical) -> Result<ash::Device> {
+fn create_device(
+    device: Device,
+    inst: &ash::Instance,
+    phys: &super::features::Physical,
+) -> Result<ash::Device> {
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default()
         .queue_family_index(phys.family)
@@ -152,5 +165,7 @@ fn create_device(device: Device, inst: &ash::Instance, phys: &super::features::P
         .enabled_features(&core)
         .push_next(&mut v12);
     // SAFETY: the physical device came from `inst`, and only features it reports are enabled.
-    check(device, "vkCreateDevice", unsafe { inst.create_device(phys.handle, &info, None) })
+    check(device, "vkCreateDevice", unsafe {
+        inst.create_device(phys.handle, &info, None)
+    })
 }

@@ -67,15 +67,24 @@ pub(super) struct Physical {
 
 /// Probes `pd`: `Err` with the reason when the backend cannot use it (Vulkan below 1.2, no
 /// timeline semaphores, no compute queue, too few storage-buffer bindings).
-pub(super) fn probe(instance: &ash::Instance, pd: vk::PhysicalDevice) -> std::result::Result<Physical, String> {
+pub(super) fn probe(
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+) -> std::result::Result<Physical, String> {
     let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3);
     // SAFETY: `pd` was enumerated from the live `instance`; the chain is well formed.
     unsafe { instance.get_physical_device_properties2(pd, &mut props) };
     let p = props.properties;
-    let name = p.device_name_as_c_str().map_or_else(|_| "?".into(), |s| s.to_string_lossy().into_owned());
+    let name = p
+        .device_name_as_c_str()
+        .map_or_else(|_| "?".into(), |s| s.to_string_lossy().into_owned());
     if p.api_version < vk::API_VERSION_1_2 {
-        return Err(format!("{name} supports Vulkan {}.{} only; 1.2 is needed", vk::api_version_major(p.api_version), vk::api_version_minor(p.api_version)));
+        return Err(format!(
+            "{name} supports Vulkan {}.{} only; 1.2 is needed",
+            vk::api_version_major(p.api_version),
+            vk::api_version_minor(p.api_version)
+        ));
     }
     let mut v12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut feats = vk::PhysicalDeviceFeatures2::default().push_next(&mut v12);
@@ -93,7 +102,10 @@ pub(super) fn probe(instance: &ash::Instance, pd: vk::PhysicalDevice) -> std::re
         .ok_or_else(|| format!("{name} has no compute queue"))?;
     let l = p.limits;
     if l.max_per_stage_descriptor_storage_buffers < FOLD_BINDINGS {
-        return Err(format!("{name} allows {} storage buffers per stage; {FOLD_BINDINGS} are needed", l.max_per_stage_descriptor_storage_buffers));
+        return Err(format!(
+            "{name} allows {} storage buffers per stage; {FOLD_BINDINGS} are needed",
+            l.max_per_stage_descriptor_storage_buffers
+        ));
     }
     let features = Features {
         float64: core.shader_float64 == vk::TRUE,
@@ -102,10 +114,18 @@ pub(super) fn probe(instance: &ash::Instance, pd: vk::PhysicalDevice) -> std::re
     let limits = Limits {
         max_binding: u64::from(l.max_storage_buffer_range),
         offset_align: l.min_storage_buffer_offset_alignment.max(4),
-        max_groups: [l.max_compute_work_group_count[0], l.max_compute_work_group_count[1]],
+        max_groups: [
+            l.max_compute_work_group_count[0],
+            l.max_compute_work_group_count[1],
+        ],
         max_alloc: maint3.max_memory_allocation_size,
     };
-    Ok(Physical { handle: pd, family: family as u32, features, limits })
+    Ok(Physical {
+        handle: pd,
+        family: family as u32,
+        features,
+        limits,
+    })
 }
 
 #[cfg(test)]
@@ -114,8 +134,13 @@ mod tests {
 
     #[test]
     fn missing_float64_is_a_typed_error_naming_the_feature() {
-        let f = Features { float64: false, int64: true };
-        let err = f.require(Device::Vulkan(0), "binary", &[DType::F64]).unwrap_err();
+        let f = Features {
+            float64: false,
+            int64: true,
+        };
+        let err = f
+            .require(Device::Vulkan(0), "binary", &[DType::F64])
+            .unwrap_err();
         match &err {
             Error::Unsupported { dtype, reason, .. } => {
                 assert_eq!(*dtype, DType::F64);
@@ -124,15 +149,28 @@ mod tests {
             other => panic!("expected Unsupported, got {other:?}"),
         }
         assert!(err.to_string().contains("shaderFloat64"));
-        assert!(f.require(Device::Vulkan(0), "cast", &[DType::I64, DType::F32]).is_ok());
+        assert!(
+            f.require(Device::Vulkan(0), "cast", &[DType::I64, DType::F32])
+                .is_ok()
+        );
     }
 
     #[test]
     fn missing_int64_names_shader_int64_and_other_dtypes_need_nothing() {
-        let f = Features { float64: true, int64: false };
-        let err = f.require(Device::Vulkan(1), "cast", &[DType::F32, DType::I64]).unwrap_err();
-        assert!(matches!(&err, Error::Unsupported { dtype: DType::I64, reason, .. } if reason.contains("shaderInt64")));
-        let none = Features { float64: false, int64: false };
+        let f = Features {
+            float64: true,
+            int64: false,
+        };
+        let err = f
+            .require(Device::Vulkan(1), "cast", &[DType::F32, DType::I64])
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported { dtype: DType::I64, reason, .. } if reason.contains("shaderInt64"))
+        );
+        let none = Features {
+            float64: false,
+            int64: false,
+        };
         let small = [DType::F32, DType::F16, DType::BF16, DType::I32, DType::U8];
         assert!(none.require(Device::Vulkan(0), "reduce", &small).is_ok());
     }

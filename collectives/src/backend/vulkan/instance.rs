@@ -29,18 +29,27 @@ static INSTANCE: OnceLock<std::result::Result<Instance, String>> = OnceLock::new
 
 /// The instance, created on first use; `Err` holds why Vulkan is unavailable.
 pub(super) fn get() -> std::result::Result<&'static Instance, &'static str> {
-    INSTANCE.get_or_init(create).as_ref().map_err(String::as_str)
+    INSTANCE
+        .get_or_init(create)
+        .as_ref()
+        .map_err(String::as_str)
 }
 
 /// The physical device behind `Vulkan(ordinal)`, or why there is none.
 pub(super) fn physical(ordinal: u32) -> Result<(&'static Instance, &'static Physical)> {
     let device = Device::Vulkan(ordinal);
-    let inst = get().map_err(|reason| Error::DeviceUnavailable { device, reason: reason.to_string() })?;
+    let inst = get().map_err(|reason| Error::DeviceUnavailable {
+        device,
+        reason: reason.to_string(),
+    })?;
     match inst.devices.get(ordinal as usize) {
         Some(p) => Ok((inst, p)),
         None => Err(Error::DeviceUnavailable {
             device,
-            reason: format!("this machine has {} usable Vulkan device(s)", inst.devices.len()),
+            reason: format!(
+                "this machine has {} usable Vulkan device(s)",
+                inst.devices.len()
+            ),
         }),
     }
 }
@@ -53,7 +62,8 @@ pub(super) fn device_count() -> u32 {
 fn create() -> std::result::Result<Instance, String> {
     // SAFETY: loading the system's Vulkan loader runs its initialisers; this is the documented way
     // to use ash without linking to it, and the library stays loaded inside the `Entry`.
-    let entry = unsafe { ash::Entry::load() }.map_err(|e| format!("no Vulkan loader (libvulkan): {e}"))?;
+    let entry =
+        unsafe { ash::Entry::load() }.map_err(|e| format!("no Vulkan loader (libvulkan): {e}"))?;
     // SAFETY: `entry` holds a loaded loader.
     let version = unsafe { entry.try_enumerate_instance_version() }
         .map_err(|e| format!("vkEnumerateInstanceVersion failed: {e}"))?
@@ -64,7 +74,11 @@ fn create() -> std::result::Result<Instance, String> {
     // SAFETY: as above.
     let available = unsafe { entry.enumerate_instance_extension_properties(None) }
         .map_err(|e| format!("listing instance extensions failed: {e}"))?;
-    let has = |name: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+    let has = |name: &CStr| {
+        available
+            .iter()
+            .any(|e| e.extension_name_as_c_str() == Ok(name))
+    };
     let debug = has(ash::ext::debug_utils::NAME);
     let portability = has(ash::khr::portability_enumeration::NAME);
     let mut exts = Vec::new();
@@ -89,10 +103,20 @@ fn create() -> std::result::Result<Instance, String> {
         vk::Result::ERROR_INCOMPATIBLE_DRIVER => "no Vulkan driver (ICD) is installed".to_string(),
         e => format!("vkCreateInstance failed: {e}"),
     })?;
-    let messenger = if debug { create_messenger(&entry, &raw) } else { None };
-    let mut inst = Instance { _entry: entry, raw, messenger, devices: Vec::new() };
+    let messenger = if debug {
+        create_messenger(&entry, &raw)
+    } else {
+        None
+    };
+    let mut inst = Instance {
+        _entry: entry,
+        raw,
+        messenger,
+        devices: Vec::new(),
+    };
     // SAFETY: `inst.raw` is live.
-    let handles = unsafe { inst.raw.enumerate_physical_devices() }.map_err(|e| format!("enumerating devices failed: {e}"))?;
+    let handles = unsafe { inst.raw.enumerate_physical_devices() }
+        .map_err(|e| format!("enumerating devices failed: {e}"))?;
     let mut skipped = Vec::new();
     for pd in handles {
         match probe(&inst.raw, pd) {
@@ -101,7 +125,11 @@ fn create() -> std::result::Result<Instance, String> {
         }
     }
     if inst.devices.is_empty() {
-        let why = if skipped.is_empty() { "the driver reports no devices".to_string() } else { skipped.join("; ") };
+        let why = if skipped.is_empty() {
+            "the driver reports no devices".to_string()
+        } else {
+            skipped.join("; ")
+        };
         return Err(format!("no usable Vulkan device: {why}"));
     }
     Ok(inst)
@@ -135,14 +163,27 @@ pub(super) fn validation_result(device: Device) -> Result<()> {
     if errors.is_empty() {
         return Ok(());
     }
-    Err(Error::driver(device, "Vulkan validation", errors.join("\n")))
+    Err(Error::driver(
+        device,
+        "Vulkan validation",
+        errors.join("\n"),
+    ))
 }
 
-fn create_messenger(entry: &ash::Entry, raw: &ash::Instance) -> Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)> {
+fn create_messenger(
+    entry: &ash::Entry,
+    raw: &ash::Instance,
+) -> Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)> {
     let utils = ash::ext::debug_utils::Instance::new(entry, raw);
     let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
-        .message_severity(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING)
-        .message_type(vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL)
+        .message_severity(
+            vk::DebugUtilsMessageSeverityFlagsEXT::ERROR
+                | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING,
+        )
+        .message_type(
+            vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL,
+        )
         .pfn_user_callback(Some(on_message));
     // SAFETY: the extension is enabled on `raw`; `on_message` is a valid callback for its life.
     let m = unsafe { utils.create_debug_utils_messenger(&info, None) }.ok()?;
@@ -160,7 +201,10 @@ unsafe extern "system" fn on_message(
     let msg = unsafe { data.as_ref() }
         // SAFETY: `p_message` is null or a NUL-terminated string valid for the call.
         .and_then(|d| unsafe { d.message_as_c_str() })
-        .map_or_else(|| "(no message)".into(), |s| s.to_string_lossy().into_owned());
+        .map_or_else(
+            || "(no message)".into(),
+            |s| s.to_string_lossy().into_owned(),
+        );
     let error = severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR);
     eprintln!("vulkan {}: {msg}", if error { "error" } else { "warning" });
     if error && kind.contains(vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION) {

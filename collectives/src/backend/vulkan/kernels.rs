@@ -52,7 +52,9 @@ fn factor_bytes(d: DType, s: Scale) -> [u8; 8] {
     let f = s.factor();
     let mut out = [0u8; 8];
     match d {
-        DType::F32 | DType::F16 | DType::BF16 => out[..4].copy_from_slice(&(f as f32).to_le_bytes()),
+        DType::F32 | DType::F16 | DType::BF16 => {
+            out[..4].copy_from_slice(&(f as f32).to_le_bytes())
+        }
         DType::F64 => out.copy_from_slice(&f.to_le_bytes()),
         DType::I32 => out[..4].copy_from_slice(&(f as i64 as i32).to_le_bytes()),
         DType::U8 => out[..4].copy_from_slice(&u32::from(f as i64 as u8).to_le_bytes()),
@@ -82,12 +84,26 @@ pub(super) struct Fold {
 impl Fold {
     /// Records the fold of `inputs` (each `n` elements) into `out`. More than eight inputs take
     /// several passes through an accumulator of the compute type.
-    pub fn record(&self, rec: &mut Recorder<'_>, inputs: &[&Arc<DevBuf>], out: &Arc<DevBuf>, n: u64) -> Result<()> {
+    pub fn record(
+        &self,
+        rec: &mut Recorder<'_>,
+        inputs: &[&Arc<DevBuf>],
+        out: &Arc<DevBuf>,
+        n: u64,
+    ) -> Result<()> {
         let gpu = rec.gpu().clone();
         let pipeline = gpu.pipelines.get(&gpu, Key::Fold(self.dtype, self.op))?;
-        let (size, csize, ln) = (self.dtype.size() as u64, compute_size(self.dtype), lanes(self.dtype));
+        let (size, csize, ln) = (
+            self.dtype.size() as u64,
+            compute_size(self.dtype),
+            lanes(self.dtype),
+        );
         let acc = match inputs.len() > MAX_INPUTS {
-            true => Some(DevBuf::new(&gpu, n.div_ceil(ln) * ln * csize, Usage::Device)?),
+            true => Some(DevBuf::new(
+                &gpu,
+                n.div_ceil(ln) * ln * csize,
+                Usage::Device,
+            )?),
             false => None,
         };
         let piece = piece_elems(gpu.limits.max_binding, size.max(csize));
@@ -99,14 +115,33 @@ impl Fold {
             while e0 < n {
                 let np = piece.min(n - e0);
                 let blocks = np.div_ceil(ln);
-                let at = |buf| Binding { buf, offset: e0 * size, range: bound_bytes(self.dtype, np) };
-                let mut b: Vec<Binding<'_>> = (0..MAX_INPUTS).map(|j| at(group.get(j).unwrap_or(&group[0]))).collect();
+                let at = |buf| Binding {
+                    buf,
+                    offset: e0 * size,
+                    range: bound_bytes(self.dtype, np),
+                };
+                let mut b: Vec<Binding<'_>> = (0..MAX_INPUTS)
+                    .map(|j| at(group.get(j).unwrap_or(&group[0])))
+                    .collect();
                 b.push(match &acc {
-                    Some(a) => Binding { buf: a, offset: e0 * csize, range: blocks * ln * csize },
+                    Some(a) => Binding {
+                        buf: a,
+                        offset: e0 * csize,
+                        range: blocks * ln * csize,
+                    },
                     None => at(out),
                 });
                 b.push(at(out));
-                let fields = [np as u32, blocks as u32, group.len() as u32, 0, flags, 0, 0, 0];
+                let fields = [
+                    np as u32,
+                    blocks as u32,
+                    group.len() as u32,
+                    0,
+                    flags,
+                    0,
+                    0,
+                    0,
+                ];
                 let factor = self.scale.map_or([0; 8], |s| factor_bytes(self.dtype, s));
                 rec.dispatch(&pipeline, &b, &push(&fields, Some(factor)), blocks)?;
                 e0 += np;
@@ -135,7 +170,14 @@ impl Fold {
 }
 
 /// Records the conversion of `n` elements of `src` (dtype `from`) into `dst` (dtype `to`).
-pub(super) fn cast(rec: &mut Recorder<'_>, from: DType, to: DType, src: &Arc<DevBuf>, dst: &Arc<DevBuf>, n: u64) -> Result<()> {
+pub(super) fn cast(
+    rec: &mut Recorder<'_>,
+    from: DType,
+    to: DType,
+    src: &Arc<DevBuf>,
+    dst: &Arc<DevBuf>,
+    n: u64,
+) -> Result<()> {
     let gpu = rec.gpu().clone();
     let pipeline = gpu.pipelines.get(&gpu, Key::Cast(from, to))?;
     let (si, so) = (from.size() as u64, to.size() as u64);
@@ -145,10 +187,23 @@ pub(super) fn cast(rec: &mut Recorder<'_>, from: DType, to: DType, src: &Arc<Dev
         let np = piece.min(n - e0);
         let blocks = np.div_ceil(lanes(to));
         let b = [
-            Binding { buf: src, offset: e0 * si, range: bound_bytes(from, np) },
-            Binding { buf: dst, offset: e0 * so, range: bound_bytes(to, np) },
+            Binding {
+                buf: src,
+                offset: e0 * si,
+                range: bound_bytes(from, np),
+            },
+            Binding {
+                buf: dst,
+                offset: e0 * so,
+                range: bound_bytes(to, np),
+            },
         ];
-        rec.dispatch(&pipeline, &b, &push(&[np as u32, blocks as u32, 0, 0], None), blocks)?;
+        rec.dispatch(
+            &pipeline,
+            &b,
+            &push(&[np as u32, blocks as u32, 0, 0], None),
+            blocks,
+        )?;
         e0 += np;
     }
     Ok(())
@@ -168,10 +223,22 @@ mod tests {
 
     #[test]
     fn integer_factors_wrap_like_the_cpu_backend() {
-        assert_eq!(&factor_bytes(DType::U8, Scale::Div(258.0))[..4], &2u32.to_le_bytes());
-        assert_eq!(&factor_bytes(DType::I32, Scale::Mul(-3.0))[..4], &(-3i32).to_le_bytes());
-        assert_eq!(factor_bytes(DType::F64, Scale::Mul(0.1)), 0.1f64.to_le_bytes());
-        assert_eq!(&factor_bytes(DType::BF16, Scale::Div(3.0))[..4], &3.0f32.to_le_bytes());
+        assert_eq!(
+            &factor_bytes(DType::U8, Scale::Div(258.0))[..4],
+            &2u32.to_le_bytes()
+        );
+        assert_eq!(
+            &factor_bytes(DType::I32, Scale::Mul(-3.0))[..4],
+            &(-3i32).to_le_bytes()
+        );
+        assert_eq!(
+            factor_bytes(DType::F64, Scale::Mul(0.1)),
+            0.1f64.to_le_bytes()
+        );
+        assert_eq!(
+            &factor_bytes(DType::BF16, Scale::Div(3.0))[..4],
+            &3.0f32.to_le_bytes()
+        );
     }
 
     #[test]

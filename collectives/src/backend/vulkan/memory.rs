@@ -55,13 +55,21 @@ impl DevBuf {
     pub fn new(gpu: &Arc<Gpu>, bytes: u64, usage: Usage) -> Result<Arc<DevBuf>> {
         let size = padded(bytes);
         let device = gpu.device;
-        let oom = |detail: String| Error::OutOfMemory { device, bytes: size as usize, detail };
+        let oom = |detail: String| Error::OutOfMemory {
+            device,
+            bytes: size as usize,
+            detail,
+        };
         if size > gpu.limits.max_alloc {
             let max = gpu.limits.max_alloc;
-            return Err(oom(format!("larger than the device's maxMemoryAllocationSize of {max} bytes")));
+            return Err(oom(format!(
+                "larger than the device's maxMemoryAllocationSize of {max} bytes"
+            )));
         }
         // SAFETY: the device is live; the buffer is destroyed below on failure or by `Drop`.
-        let buffer = check(device, "vkCreateBuffer", unsafe { raw::create_buffer(&gpu.raw, size) })?;
+        let buffer = check(device, "vkCreateBuffer", unsafe {
+            raw::create_buffer(&gpu.raw, size)
+        })?;
         let bound = allocate(gpu, buffer, usage).map_err(oom);
         let alloc = match bound {
             Ok(a) => a,
@@ -72,8 +80,17 @@ impl DevBuf {
             }
         };
         let mapped = alloc.mapped_ptr().map(|p| p.cast::<u8>());
-        let host_cached = alloc.memory_properties().contains(vk::MemoryPropertyFlags::HOST_CACHED);
-        Ok(Arc::new(DevBuf { gpu: gpu.clone(), buffer, size, alloc: Some(alloc), mapped, host_cached }))
+        let host_cached = alloc
+            .memory_properties()
+            .contains(vk::MemoryPropertyFlags::HOST_CACHED);
+        Ok(Arc::new(DevBuf {
+            gpu: gpu.clone(),
+            buffer,
+            size,
+            alloc: Some(alloc),
+            mapped,
+            host_cached,
+        }))
     }
 
     /// Whether the host can address the memory directly.
@@ -106,7 +123,11 @@ impl DevBuf {
 }
 
 /// Allocates and binds memory for `buffer`; the error string is the allocator's or driver's.
-fn allocate(gpu: &Gpu, buffer: vk::Buffer, usage: Usage) -> std::result::Result<Allocation, String> {
+fn allocate(
+    gpu: &Gpu,
+    buffer: vk::Buffer,
+    usage: Usage,
+) -> std::result::Result<Allocation, String> {
     // SAFETY: the buffer belongs to this live device.
     let requirements = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
     let location = match usage {
@@ -121,9 +142,16 @@ fn allocate(gpu: &Gpu, buffer: vk::Buffer, usage: Usage) -> std::result::Result<
         linear: true,
         allocation_scheme: AllocationScheme::GpuAllocatorManaged,
     };
-    let alloc = gpu.allocator.lock().allocate(&desc).map_err(|e| e.to_string())?;
+    let alloc = gpu
+        .allocator
+        .lock()
+        .allocate(&desc)
+        .map_err(|e| e.to_string())?;
     // SAFETY: the memory was allocated for this buffer's requirements and is bound once.
-    let bound = unsafe { gpu.raw.bind_buffer_memory(buffer, alloc.memory(), alloc.offset()) };
+    let bound = unsafe {
+        gpu.raw
+            .bind_buffer_memory(buffer, alloc.memory(), alloc.offset())
+    };
     if let Err(e) = bound {
         let _ = gpu.allocator.lock().free(alloc);
         return Err(format!("vkBindBufferMemory: {e}"));

@@ -53,7 +53,9 @@ use submit::{Recorder, TimelineFence};
 
 /// Opens `Vulkan(ordinal)`.
 pub(crate) fn open(ordinal: u32) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(VulkanBackend { gpu: Gpu::open(ordinal)? }))
+    Ok(Arc::new(VulkanBackend {
+        gpu: Gpu::open(ordinal)?,
+    }))
 }
 
 /// How many usable Vulkan devices this machine has (0 without a loader or driver); cached.
@@ -71,7 +73,11 @@ impl VulkanBackend {
     fn mem<'b>(&self, b: &'b Buffer, op: &str) -> Result<&'b Arc<DevBuf>> {
         let m = b.device_mem::<VkMem>(op)?;
         if !Arc::ptr_eq(&m.0.gpu, &self.gpu) {
-            return Err(Error::driver(self.gpu.device, op, format!("the buffer lives on {}", b.device)));
+            return Err(Error::driver(
+                self.gpu.device,
+                op,
+                format!("the buffer lives on {}", b.device),
+            ));
         }
         Ok(&m.0)
     }
@@ -80,7 +86,13 @@ impl VulkanBackend {
         DevBuf::new(&self.gpu, (len * dtype.size()) as u64, Usage::Device)
     }
 
-    fn output(&self, buf: Arc<DevBuf>, dtype: DType, len: usize, fence: Option<Arc<TimelineFence>>) -> Buffer {
+    fn output(
+        &self,
+        buf: Arc<DevBuf>,
+        dtype: DType,
+        len: usize,
+        fence: Option<Arc<TimelineFence>>,
+    ) -> Buffer {
         Buffer {
             device: self.gpu.device,
             dtype,
@@ -91,26 +103,74 @@ impl VulkanBackend {
     }
 
     /// Records `kernel` of `ins` into `out`.
-    fn record(&self, rec: &mut Recorder<'_>, kernel: &Kernel, ins: &[&Arc<DevBuf>], in_dtype: DType, out: &Arc<DevBuf>, spec: OutSpec) -> Result<()> {
+    fn record(
+        &self,
+        rec: &mut Recorder<'_>,
+        kernel: &Kernel,
+        ins: &[&Arc<DevBuf>],
+        in_dtype: DType,
+        out: &Arc<DevBuf>,
+        spec: OutSpec,
+    ) -> Result<()> {
         let (dtype, n) = (spec.dtype, spec.len as u64);
         let inner_bytes = |inner: &usize| (inner * dtype.size()) as u64;
         match kernel {
-            Kernel::Binary(op) => Fold { dtype, op: *op, scale: None }.record(rec, ins, out, n),
-            Kernel::Reduce { kind, scale } => Fold { dtype, op: kind.binary(), scale: *scale }.record(rec, ins, out, n),
-            Kernel::Scale(s) => Fold { dtype, op: BinaryOp::Mul, scale: Some(*s) }.record(rec, ins, out, n),
+            Kernel::Binary(op) => Fold {
+                dtype,
+                op: *op,
+                scale: None,
+            }
+            .record(rec, ins, out, n),
+            Kernel::Reduce { kind, scale } => Fold {
+                dtype,
+                op: kind.binary(),
+                scale: *scale,
+            }
+            .record(rec, ins, out, n),
+            Kernel::Scale(s) => Fold {
+                dtype,
+                op: BinaryOp::Mul,
+                scale: Some(*s),
+            }
+            .record(rec, ins, out, n),
             Kernel::Cast if in_dtype == dtype => {
-                rec.copy(ins[0], out, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: n * dtype.size() as u64 }]);
+                rec.copy(
+                    ins[0],
+                    out,
+                    &[vk::BufferCopy {
+                        src_offset: 0,
+                        dst_offset: 0,
+                        size: n * dtype.size() as u64,
+                    }],
+                );
                 Ok(())
             }
             Kernel::Cast => kernels::cast(rec, in_dtype, dtype, ins[0], out, n),
-            Kernel::Slice { outer, in_mid, start, len, inner } => {
-                let rows = Rows::slice(*outer as u64, *in_mid as u64, *start as u64, *len as u64, inner_bytes(inner));
+            Kernel::Slice {
+                outer,
+                in_mid,
+                start,
+                len,
+                inner,
+            } => {
+                let rows = Rows::slice(
+                    *outer as u64,
+                    *in_mid as u64,
+                    *start as u64,
+                    *len as u64,
+                    inner_bytes(inner),
+                );
                 copy::record(rec, &[(ins[0], rows)], out)
             }
             Kernel::Concat { outer, mids, inner } => {
                 let mids: Vec<u64> = mids.iter().map(|&m| m as u64).collect();
                 let parts: Vec<(&Arc<DevBuf>, Rows)> = (0..mids.len())
-                    .map(|k| (ins[k], Rows::concat_input(*outer as u64, &mids, k, inner_bytes(inner))))
+                    .map(|k| {
+                        (
+                            ins[k],
+                            Rows::concat_input(*outer as u64, &mids, k, inner_bytes(inner)),
+                        )
+                    })
                     .collect();
                 copy::record(rec, &parts, out)
             }
@@ -125,7 +185,15 @@ impl VulkanBackend {
             return Ok(self.output(out, src.dtype, 0, None));
         }
         let mut rec = Recorder::begin(&self.gpu)?;
-        rec.copy(from, &out, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: src.bytes() as u64 }]);
+        rec.copy(
+            from,
+            &out,
+            &[vk::BufferCopy {
+                src_offset: 0,
+                dst_offset: 0,
+                size: src.bytes() as u64,
+            }],
+        );
         let fence = rec.submit()?;
         Ok(self.output(out, src.dtype, src.len, Some(fence)))
     }
@@ -141,30 +209,55 @@ fn check_kernel(gpu: &Gpu, kernel: &Kernel, inputs: &[&Buffer], spec: OutSpec) -
         Kernel::Reduce { .. } if lens.is_empty() => return bad("reduce of no inputs".into()),
         Kernel::Reduce { .. } => vec![spec.len; lens.len()],
         Kernel::Scale(_) | Kernel::Cast => vec![spec.len],
-        Kernel::Slice { outer, in_mid, start, len, inner } => {
+        Kernel::Slice {
+            outer,
+            in_mid,
+            start,
+            len,
+            inner,
+        } => {
             if start + len > *in_mid || outer * len * inner != spec.len {
-                return bad(format!("slice {start}+{len} of {outer}x{in_mid}x{inner} into {} elements", spec.len));
+                return bad(format!(
+                    "slice {start}+{len} of {outer}x{in_mid}x{inner} into {} elements",
+                    spec.len
+                ));
             }
             vec![outer * in_mid * inner]
         }
         Kernel::Concat { outer, mids, inner } => {
             if outer * mids.iter().sum::<usize>() * inner != spec.len {
-                return bad(format!("concat of {mids:?} ({outer}x_x{inner}) into {} elements", spec.len));
+                return bad(format!(
+                    "concat of {mids:?} ({outer}x_x{inner}) into {} elements",
+                    spec.len
+                ));
             }
             mids.iter().map(|m| outer * m * inner).collect()
         }
     };
     if lens != want {
-        return bad(format!("{kernel:?}: input lengths {lens:?}, expected {want:?}"));
+        return bad(format!(
+            "{kernel:?}: input lengths {lens:?}, expected {want:?}"
+        ));
     }
-    if inputs.iter().any(|b| !matches!(kernel, Kernel::Cast) && b.dtype != spec.dtype) {
-        return bad(format!("{kernel:?}: input dtype differs from the output's {}", spec.dtype));
+    if inputs
+        .iter()
+        .any(|b| !matches!(kernel, Kernel::Cast) && b.dtype != spec.dtype)
+    {
+        return bad(format!(
+            "{kernel:?}: input dtype differs from the output's {}",
+            spec.dtype
+        ));
     }
     let in_dtype = inputs.first().map_or(spec.dtype, |b| b.dtype);
     let op = kernel_name(kernel);
     match kernel {
-        Kernel::Binary(_) | Kernel::Reduce { .. } | Kernel::Scale(_) => gpu.features.require(gpu.device, op, &[spec.dtype]),
-        Kernel::Cast if in_dtype != spec.dtype => gpu.features.require(gpu.device, op, &[in_dtype, spec.dtype]),
+        Kernel::Binary(_) | Kernel::Reduce { .. } | Kernel::Scale(_) => {
+            gpu.features.require(gpu.device, op, &[spec.dtype])
+        }
+        Kernel::Cast if in_dtype != spec.dtype => {
+            gpu.features
+                .require(gpu.device, op, &[in_dtype, spec.dtype])
+        }
         _ => Ok(()),
     }
 }
@@ -200,7 +293,10 @@ impl Backend for VulkanBackend {
 
     fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], spec: OutSpec) -> Result<Buffer> {
         check_kernel(&self.gpu, kernel, inputs, spec)?;
-        let ins = inputs.iter().map(|b| self.mem(b, kernel_name(kernel))).collect::<Result<Vec<_>>>()?;
+        let ins = inputs
+            .iter()
+            .map(|b| self.mem(b, kernel_name(kernel)))
+            .collect::<Result<Vec<_>>>()?;
         let in_dtype = inputs.first().map_or(spec.dtype, |b| b.dtype);
         let out = self.alloc(spec.dtype, spec.len)?;
         if spec.len == 0 {
@@ -232,19 +328,35 @@ impl Backend for VulkanBackend {
         }
         let staging = DevBuf::new(&self.gpu, bytes.len() as u64, Usage::Upload)?;
         if !staging.is_mapped() {
-            return Err(Error::driver(self.gpu.device, "copy to vulkan", "staging memory is not host-visible"));
+            return Err(Error::driver(
+                self.gpu.device,
+                "copy to vulkan",
+                "staging memory is not host-visible",
+            ));
         }
         // SAFETY: as above, for the new staging buffer.
         copy_bytes(bytes, unsafe { staging.mapped_bytes_mut(bytes.len()) });
         let mut rec = Recorder::begin(&self.gpu)?;
-        rec.copy(&staging, &dst, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes.len() as u64 }]);
+        rec.copy(
+            &staging,
+            &dst,
+            &[vk::BufferCopy {
+                src_offset: 0,
+                dst_offset: 0,
+                size: bytes.len() as u64,
+            }],
+        );
         let fence = rec.submit()?;
         Ok(self.output(dst, src.dtype, src.len, Some(fence)))
     }
 
     fn dtoh(&self, src: &Buffer, to: Device) -> Result<Buffer> {
         if !to.is_host() {
-            return Err(Error::driver(self.gpu.device, format!("copy to {to}"), "not a host device"));
+            return Err(Error::driver(
+                self.gpu.device,
+                format!("copy to {to}"),
+                "not a host device",
+            ));
         }
         let from = self.mem(src, "copy to host")?;
         let bytes = src.bytes();
@@ -257,16 +369,37 @@ impl Backend for VulkanBackend {
         }
         let staging = DevBuf::new(&self.gpu, bytes as u64, Usage::Readback)?;
         if !staging.is_mapped() {
-            return Err(Error::driver(self.gpu.device, "copy to host", "readback memory is not host-visible"));
+            return Err(Error::driver(
+                self.gpu.device,
+                "copy to host",
+                "readback memory is not host-visible",
+            ));
         }
         let mut fence = None;
         if bytes > 0 {
             let mut rec = Recorder::begin(&self.gpu)?;
-            rec.copy(from, &staging, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes as u64 }]);
+            rec.copy(
+                from,
+                &staging,
+                &[vk::BufferCopy {
+                    src_offset: 0,
+                    dst_offset: 0,
+                    size: bytes as u64,
+                }],
+            );
             fence = Some(rec.submit()? as Arc<dyn Fence>);
         }
-        let mem = Mem::Host(Box::new(StagingHost { buf: staging, len: bytes }));
-        Ok(Buffer { device: to, dtype: src.dtype, len: src.len, mem, fence })
+        let mem = Mem::Host(Box::new(StagingHost {
+            buf: staging,
+            len: bytes,
+        }));
+        Ok(Buffer {
+            device: to,
+            dtype: src.dtype,
+            len: src.len,
+            mem,
+            fence,
+        })
     }
 
     fn dtod(&self, src: &Buffer, to: Device) -> Result<Buffer> {
@@ -276,7 +409,11 @@ impl Backend for VulkanBackend {
                 let host = self.dtoh(src, crate::graph::STAGING_HOST)?;
                 super::get(to)?.htod(&host)
             }
-            _ => Err(Error::driver(self.gpu.device, format!("copy to {to}"), "not a Vulkan device")),
+            _ => Err(Error::driver(
+                self.gpu.device,
+                format!("copy to {to}"),
+                "not a Vulkan device",
+            )),
         }
     }
 
@@ -293,7 +430,9 @@ mod tests {
     fn backend() -> Option<VulkanBackend> {
         match Gpu::open(0) {
             Ok(gpu) => Some(VulkanBackend { gpu }),
-            Err(e) if std::env::var("REQUIRE_VULKAN").is_ok_and(|v| v == "1") => panic!("REQUIRE_VULKAN=1: {e}"),
+            Err(e) if std::env::var("REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
+                panic!("REQUIRE_VULKAN=1: {e}")
+            }
             Err(e) => {
                 println!("skipped: no Vulkan device ({e})");
                 None
@@ -304,8 +443,19 @@ mod tests {
     #[test]
     fn allocation_failure_is_out_of_memory() {
         let Some(vk) = backend() else { return };
-        let err = DevBuf::new(&vk.gpu, 1 << 50, Usage::Device).err().expect("a petabyte cannot be allocated");
-        assert!(matches!(err, Error::OutOfMemory { device: Device::Vulkan(0), .. }), "{err}");
+        let err = DevBuf::new(&vk.gpu, 1 << 50, Usage::Device)
+            .err()
+            .expect("a petabyte cannot be allocated");
+        assert!(
+            matches!(
+                err,
+                Error::OutOfMemory {
+                    device: Device::Vulkan(0),
+                    ..
+                }
+            ),
+            "{err}"
+        );
         let err = vk.alloc(DType::F64, 1 << 47).err().expect("too big");
         assert!(err.to_string().contains("out of memory"), "{err}");
     }
@@ -315,16 +465,88 @@ mod tests {
         let Some(vk) = backend() else { return };
         let host = Buffer::from_vec(Device::Cpu(0), vec![1.0f32, 2.0, 3.0]);
         let a = vk.htod(&host).unwrap();
-        let spec = OutSpec { dtype: DType::F32, len: 3 };
-        assert!(vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a], spec).is_err());
-        let long = OutSpec { dtype: DType::F32, len: 4 };
-        assert!(vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &a], long).is_err());
-        let slice = Kernel::Slice { outer: 1, in_mid: 3, start: 2, len: 2, inner: 1 };
-        assert!(vk.compute(&slice, &[&a], OutSpec { dtype: DType::F32, len: 2 }).is_err());
-        assert!(vk.compute(&Kernel::Cast, &[&host], spec).is_err(), "a host buffer is not a device buffer");
-        let ok = vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &a], spec).unwrap();
+        let spec = OutSpec {
+            dtype: DType::F32,
+            len: 3,
+        };
+        assert!(
+            vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a], spec)
+                .is_err()
+        );
+        let long = OutSpec {
+            dtype: DType::F32,
+            len: 4,
+        };
+        assert!(
+            vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &a], long)
+                .is_err()
+        );
+        let slice = Kernel::Slice {
+            outer: 1,
+            in_mid: 3,
+            start: 2,
+            len: 2,
+            inner: 1,
+        };
+        assert!(
+            vk.compute(
+                &slice,
+                &[&a],
+                OutSpec {
+                    dtype: DType::F32,
+                    len: 2
+                }
+            )
+            .is_err()
+        );
+        assert!(
+            vk.compute(&Kernel::Cast, &[&host], spec).is_err(),
+            "a host buffer is not a device buffer"
+        );
+        let ok = vk
+            .compute(&Kernel::Binary(BinaryOp::Add), &[&a, &a], spec)
+            .unwrap();
         let back = vk.dtoh(&ok, Device::Cpu(0)).unwrap();
         back.wait().unwrap();
-        assert_eq!(back.host_bytes("test").unwrap(), bytemuck::cast_slice::<f32, u8>(&[2.0, 4.0, 6.0]));
+        assert_eq!(
+            back.host_bytes("test").unwrap(),
+            bytemuck::cast_slice::<f32, u8>(&[2.0, 4.0, 6.0])
+        );
+    }
+
+    /// Run by hand under the validation layer (it makes an invalid call on purpose, and the
+    /// errors it records are process-wide, so it must not share a run with other tests):
+    /// `VK_LOADER_LAYERS_ENABLE='*validation*' cargo test -p collectives --lib -- --ignored validation`
+    #[test]
+    #[ignore = "needs the validation layer, alone"]
+    fn validation_errors_surface_as_driver_errors() {
+        let layer =
+            std::env::var("VK_LOADER_LAYERS_ENABLE").is_ok_and(|v| v.contains("validation"));
+        if !layer {
+            println!("skipped: run with VK_LOADER_LAYERS_ENABLE='*validation*'");
+            return;
+        }
+        let Some(vk) = backend() else { return };
+        let buf = DevBuf::new(&vk.gpu, 16, Usage::Device).unwrap();
+        let mut rec = Recorder::begin(&vk.gpu).unwrap();
+        // VUID-VkBufferCopy-size-01988: a zero-sized region (harmless to run, invalid to ask).
+        rec.copy(
+            &buf,
+            &buf,
+            &[vk::BufferCopy {
+                src_offset: 0,
+                dst_offset: 0,
+                size: 0,
+            }],
+        );
+        let err = rec
+            .submit()
+            .err()
+            .expect("the layer reports the zero-sized copy");
+        assert!(
+            matches!(&err, Error::Driver { op, .. } if op == "Vulkan validation"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("01988"), "{err}");
     }
 }

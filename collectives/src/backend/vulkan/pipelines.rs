@@ -56,7 +56,10 @@ impl Key {
 }
 
 fn index(d: DType) -> usize {
-    DType::ALL.iter().position(|&x| x == d).expect("every dtype is in ALL")
+    DType::ALL
+        .iter()
+        .position(|&x| x == d)
+        .expect("every dtype is in ALL")
 }
 
 /// The op's place in the kernel table (the order of `build.rs`'s `OPS`).
@@ -114,7 +117,12 @@ impl Pipelines {
 ///
 /// # Safety
 /// The handles belong to the idle `dev` and are not used again.
-unsafe fn destroy(dev: &ash::Device, pipeline: vk::Pipeline, layout: vk::PipelineLayout, set: vk::DescriptorSetLayout) {
+unsafe fn destroy(
+    dev: &ash::Device,
+    pipeline: vk::Pipeline,
+    layout: vk::PipelineLayout,
+    set: vk::DescriptorSetLayout,
+) {
     // SAFETY: guaranteed by the caller; destroying a null handle is a no-op in Vulkan.
     unsafe {
         dev.destroy_pipeline(pipeline, None);
@@ -126,25 +134,47 @@ unsafe fn destroy(dev: &ash::Device, pipeline: vk::Pipeline, layout: vk::Pipelin
 fn build(gpu: &Gpu, key: Key) -> Result<Pipeline> {
     let code = key.spirv();
     if code.is_empty() {
-        return Err(Error::driver(gpu.device, format!("{key:?}"), "no kernel for an identity cast"));
+        return Err(Error::driver(
+            gpu.device,
+            format!("{key:?}"),
+            "no kernel for an identity cast",
+        ));
     }
     let dev = &gpu.raw;
     let device = gpu.device;
     // SAFETY: every handle made here is on the live `dev` and is destroyed below on failure (the
     // module always, once the pipeline exists or not), or by `Pipelines::destroy`.
     unsafe {
-        let module = check(device, "vkCreateShaderModule", raw::create_shader_module(dev, code))?;
+        let module = check(
+            device,
+            "vkCreateShaderModule",
+            raw::create_shader_module(dev, code),
+        )?;
         let made = (|| {
-            let set_layout = check(device, "vkCreateDescriptorSetLayout", raw::create_set_layout(dev, key.bindings()))?;
+            let set_layout = check(
+                device,
+                "vkCreateDescriptorSetLayout",
+                raw::create_set_layout(dev, key.bindings()),
+            )?;
             let layout = match raw::create_pipeline_layout(dev, set_layout, PUSH_BYTES) {
                 Ok(l) => l,
                 Err(e) => {
-                    destroy(dev, vk::Pipeline::null(), vk::PipelineLayout::null(), set_layout);
+                    destroy(
+                        dev,
+                        vk::Pipeline::null(),
+                        vk::PipelineLayout::null(),
+                        set_layout,
+                    );
                     return Err(raw::vk_error(device, "vkCreatePipelineLayout", e));
                 }
             };
             match raw::create_compute_pipeline(dev, module, layout) {
-                Ok(pipeline) => Ok(Pipeline { pipeline, layout, set_layout, bindings: key.bindings() }),
+                Ok(pipeline) => Ok(Pipeline {
+                    pipeline,
+                    layout,
+                    set_layout,
+                    bindings: key.bindings(),
+                }),
                 Err(e) => {
                     destroy(dev, vk::Pipeline::null(), layout, set_layout);
                     Err(raw::vk_error(device, "vkCreateComputePipelines", e))

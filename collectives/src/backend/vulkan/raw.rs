@@ -13,11 +13,13 @@ use crate::error::Error;
 /// [`Error::OutOfMemory`], everything else [`Error::Driver`].
 pub(super) fn vk_error(device: Device, op: &str, r: vk::Result) -> Error {
     match r {
-        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => Error::OutOfMemory {
-            device,
-            bytes: 0,
-            detail: format!("{op}: {r}"),
-        },
+        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
+            Error::OutOfMemory {
+                device,
+                bytes: 0,
+                detail: format!("{op}: {r}"),
+            }
+        }
         _ => Error::driver(device, op, r),
     }
 }
@@ -31,7 +33,10 @@ pub(super) fn check<T>(device: Device, op: &str, r: ash::prelude::VkResult<T>) -
 ///
 /// # Safety
 /// `dev` must be a live device; the buffer must be destroyed with [`destroy_buffer`] on it.
-pub(super) unsafe fn create_buffer(dev: &ash::Device, size: u64) -> ash::prelude::VkResult<vk::Buffer> {
+pub(super) unsafe fn create_buffer(
+    dev: &ash::Device,
+    size: u64,
+) -> ash::prelude::VkResult<vk::Buffer> {
     let usage = vk::BufferUsageFlags::STORAGE_BUFFER
         | vk::BufferUsageFlags::TRANSFER_SRC
         | vk::BufferUsageFlags::TRANSFER_DST;
@@ -56,7 +61,10 @@ pub(super) unsafe fn destroy_buffer(dev: &ash::Device, buffer: vk::Buffer) {
 ///
 /// # Safety
 /// `dev` must be a live device; the module must be destroyed on it.
-pub(super) unsafe fn create_shader_module(dev: &ash::Device, spirv: &[u8]) -> ash::prelude::VkResult<vk::ShaderModule> {
+pub(super) unsafe fn create_shader_module(
+    dev: &ash::Device,
+    spirv: &[u8],
+) -> ash::prelude::VkResult<vk::ShaderModule> {
     let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv))
         .map_err(|_| vk::Result::ERROR_INVALID_SHADER_NV)?;
     let info = vk::ShaderModuleCreateInfo::default().code(&words);
@@ -68,7 +76,10 @@ pub(super) unsafe fn create_shader_module(dev: &ash::Device, spirv: &[u8]) -> as
 ///
 /// # Safety
 /// `dev` must be a live device; the layout must be destroyed on it.
-pub(super) unsafe fn create_set_layout(dev: &ash::Device, n: u32) -> ash::prelude::VkResult<vk::DescriptorSetLayout> {
+pub(super) unsafe fn create_set_layout(
+    dev: &ash::Device,
+    n: u32,
+) -> ash::prelude::VkResult<vk::DescriptorSetLayout> {
     let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..n)
         .map(|b| {
             vk::DescriptorSetLayoutBinding::default()
@@ -117,7 +128,9 @@ pub(super) unsafe fn create_compute_pipeline(
         .stage(vk::ShaderStageFlags::COMPUTE)
         .module(module)
         .name(c"main");
-    let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
+    let info = [vk::ComputePipelineCreateInfo::default()
+        .stage(stage)
+        .layout(layout)];
     // SAFETY: the caller guarantees the handles belong to the live `dev`.
     let made = unsafe { dev.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
     made.map(|p| p[0]).map_err(|(_, e)| e)
@@ -135,7 +148,9 @@ pub(super) unsafe fn create_descriptor_pool(
     let sizes = [vk::DescriptorPoolSize::default()
         .ty(vk::DescriptorType::STORAGE_BUFFER)
         .descriptor_count(sets * per_set)];
-    let info = vk::DescriptorPoolCreateInfo::default().max_sets(sets).pool_sizes(&sizes);
+    let info = vk::DescriptorPoolCreateInfo::default()
+        .max_sets(sets)
+        .pool_sizes(&sizes);
     // SAFETY: the caller guarantees `dev` is live.
     unsafe { dev.create_descriptor_pool(&info, None) }
 }
@@ -190,9 +205,21 @@ pub(super) unsafe fn barrier(dev: &ash::Device, cmd: vk::CommandBuffer, host: bo
             | vk::AccessFlags::TRANSFER_WRITE;
         (work, all)
     };
-    let mb = [vk::MemoryBarrier::default().src_access_mask(writes).dst_access_mask(dst_access)];
+    let mb = [vk::MemoryBarrier::default()
+        .src_access_mask(writes)
+        .dst_access_mask(dst_access)];
     // SAFETY: guaranteed by the caller.
-    unsafe { dev.cmd_pipeline_barrier(cmd, work, dst_stage, vk::DependencyFlags::empty(), &mb, &[], &[]) }
+    unsafe {
+        dev.cmd_pipeline_barrier(
+            cmd,
+            work,
+            dst_stage,
+            vk::DependencyFlags::empty(),
+            &mb,
+            &[],
+            &[],
+        )
+    }
 }
 
 /// Submits `cmd` to `queue`, signalling `value` on the timeline semaphore `timeline`.
@@ -210,7 +237,8 @@ pub(super) unsafe fn submit(
     let cmds = [cmd];
     let sems = [timeline];
     let values = [value];
-    let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+    let mut timeline_info =
+        vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
     let info = [vk::SubmitInfo::default()
         .command_buffers(&cmds)
         .signal_semaphores(&sems)
@@ -223,10 +251,16 @@ pub(super) unsafe fn submit(
 ///
 /// # Safety
 /// `timeline` is a timeline semaphore of the live `dev`.
-pub(super) unsafe fn wait_timeline(dev: &ash::Device, timeline: vk::Semaphore, value: u64) -> ash::prelude::VkResult<()> {
+pub(super) unsafe fn wait_timeline(
+    dev: &ash::Device,
+    timeline: vk::Semaphore,
+    value: u64,
+) -> ash::prelude::VkResult<()> {
     let sems = [timeline];
     let values = [value];
-    let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+    let info = vk::SemaphoreWaitInfo::default()
+        .semaphores(&sems)
+        .values(&values);
     // SAFETY: guaranteed by the caller.
     unsafe { dev.wait_semaphores(&info, u64::MAX) }
 }

@@ -53,12 +53,24 @@ impl QueueState {
             .queue_family_index(family)
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
         // SAFETY: `dev` is live; the pool is destroyed in `destroy`.
-        let pool = check(device, "vkCreateCommandPool", unsafe { dev.create_command_pool(&info, None) })?;
-        Ok(QueueState { device, pool, free_cmds: vec![], free_pools: vec![], in_flight: VecDeque::new(), last: 0 })
+        let pool = check(device, "vkCreateCommandPool", unsafe {
+            dev.create_command_pool(&info, None)
+        })?;
+        Ok(QueueState {
+            device,
+            pool,
+            free_cmds: vec![],
+            free_pools: vec![],
+            in_flight: VecDeque::new(),
+            last: 0,
+        })
     }
 
     /// The timeline value of the last submission.
-    #[allow(dead_code, reason = "reached through Backend::synchronize, which the executor does not call yet")]
+    #[allow(
+        dead_code,
+        reason = "reached through Backend::synchronize, which the executor does not call yet"
+    )]
     pub fn last_submitted(&self) -> u64 {
         self.last
     }
@@ -70,9 +82,19 @@ impl QueueState {
             let f = self.in_flight.pop_front().expect("checked");
             // SAFETY: the submission completed, so its command buffer and pools are unused.
             unsafe {
-                check(self.device, "vkResetCommandBuffer", gpu.raw.reset_command_buffer(f.cmd, vk::CommandBufferResetFlags::empty()))?;
+                check(
+                    self.device,
+                    "vkResetCommandBuffer",
+                    gpu.raw
+                        .reset_command_buffer(f.cmd, vk::CommandBufferResetFlags::empty()),
+                )?;
                 for p in &f.pools {
-                    check(self.device, "vkResetDescriptorPool", gpu.raw.reset_descriptor_pool(*p, vk::DescriptorPoolResetFlags::empty()))?;
+                    check(
+                        self.device,
+                        "vkResetDescriptorPool",
+                        gpu.raw
+                            .reset_descriptor_pool(*p, vk::DescriptorPoolResetFlags::empty()),
+                    )?;
                 }
             }
             self.free_cmds.push(f.cmd);
@@ -105,7 +127,9 @@ impl QueueState {
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
         // SAFETY: the pool is this device's and the caller holds the state lock.
-        Ok(check(self.device, "vkAllocateCommandBuffers", unsafe { dev.allocate_command_buffers(&info) })?[0])
+        Ok(check(self.device, "vkAllocateCommandBuffers", unsafe {
+            dev.allocate_command_buffers(&info)
+        })?[0])
     }
 
     fn descriptor_pool(&mut self, dev: &ash::Device) -> Result<vk::DescriptorPool> {
@@ -113,7 +137,9 @@ impl QueueState {
             return Ok(p);
         }
         // SAFETY: `dev` is live; the pool is destroyed in `destroy`.
-        check(self.device, "vkCreateDescriptorPool", unsafe { raw::create_descriptor_pool(dev, SETS_PER_POOL, BUFFERS_PER_SET) })
+        check(self.device, "vkCreateDescriptorPool", unsafe {
+            raw::create_descriptor_pool(dev, SETS_PER_POOL, BUFFERS_PER_SET)
+        })
     }
 }
 
@@ -140,7 +166,8 @@ impl<'g> Recorder<'g> {
         let mut state = gpu.state.lock();
         state.retire(gpu)?;
         let cmd = state.command_buffer(&gpu.raw)?;
-        let info = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        let info = vk::CommandBufferBeginInfo::default()
+            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: `cmd` is a reset command buffer of this device, recorded under the state lock.
         unsafe {
             if let Err(e) = gpu.raw.begin_command_buffer(cmd, &info) {
@@ -149,7 +176,14 @@ impl<'g> Recorder<'g> {
             }
             raw::barrier(&gpu.raw, cmd, false);
         }
-        Ok(Recorder { gpu, state, cmd, pools: vec![], sets_left: 0, keep: vec![] })
+        Ok(Recorder {
+            gpu,
+            state,
+            cmd,
+            pools: vec![],
+            sets_left: 0,
+            keep: vec![],
+        })
     }
 
     /// The device the work runs on.
@@ -176,19 +210,34 @@ impl<'g> Recorder<'g> {
         self.keep(src);
         self.keep(dst);
         // SAFETY: both buffers are live (kept) and the regions lie within them (callers' plans).
-        unsafe { self.gpu.raw.cmd_copy_buffer(self.cmd, src.buffer, dst.buffer, regions) };
+        unsafe {
+            self.gpu
+                .raw
+                .cmd_copy_buffer(self.cmd, src.buffer, dst.buffer, regions)
+        };
     }
 
     /// Runs `pipeline` over `invocations` (a 2D grid where one dimension is too small), with
     /// `bindings` at bindings `0..` and `push` as its push constants.
-    pub fn dispatch(&mut self, pipeline: &Pipeline, bindings: &[Binding<'_>], push: &[u8], invocations: u64) -> Result<()> {
+    pub fn dispatch(
+        &mut self,
+        pipeline: &Pipeline,
+        bindings: &[Binding<'_>],
+        push: &[u8],
+        invocations: u64,
+    ) -> Result<()> {
         if invocations == 0 {
             return Ok(());
         }
         let (gx, gy) = grid(self.gpu, invocations)?;
         let infos: Vec<vk::DescriptorBufferInfo> = bindings
             .iter()
-            .map(|b| vk::DescriptorBufferInfo::default().buffer(b.buf.buffer).offset(b.offset).range(b.range))
+            .map(|b| {
+                vk::DescriptorBufferInfo::default()
+                    .buffer(b.buf.buffer)
+                    .offset(b.offset)
+                    .range(b.range)
+            })
             .collect();
         debug_assert_eq!(infos.len() as u32, pipeline.bindings);
         let set = self.descriptor_set(pipeline, &infos)?;
@@ -199,14 +248,31 @@ impl<'g> Recorder<'g> {
         // SAFETY: the pipeline, layout and set are this device's; the set's buffers are kept.
         unsafe {
             dev.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline.pipeline);
-            dev.cmd_bind_descriptor_sets(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline.layout, 0, &[set], &[]);
-            dev.cmd_push_constants(self.cmd, pipeline.layout, vk::ShaderStageFlags::COMPUTE, 0, push);
+            dev.cmd_bind_descriptor_sets(
+                self.cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                pipeline.layout,
+                0,
+                &[set],
+                &[],
+            );
+            dev.cmd_push_constants(
+                self.cmd,
+                pipeline.layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                push,
+            );
             dev.cmd_dispatch(self.cmd, gx, gy, 1);
         }
         Ok(())
     }
 
-    fn descriptor_set(&mut self, pipeline: &Pipeline, infos: &[vk::DescriptorBufferInfo]) -> Result<vk::DescriptorSet> {
+    fn descriptor_set(
+        &mut self,
+        pipeline: &Pipeline,
+        infos: &[vk::DescriptorBufferInfo],
+    ) -> Result<vk::DescriptorSet> {
         if self.sets_left == 0 {
             let p = self.state.descriptor_pool(&self.gpu.raw)?;
             self.pools.push(p);
@@ -227,21 +293,33 @@ impl<'g> Recorder<'g> {
         // `value` is above every value signalled so far.
         let submitted = unsafe {
             raw::barrier(dev, self.cmd, true);
-            dev.end_command_buffer(self.cmd).and_then(|()| raw::submit(dev, self.gpu.queue, self.cmd, self.gpu.timeline, value))
+            dev.end_command_buffer(self.cmd)
+                .and_then(|()| raw::submit(dev, self.gpu.queue, self.cmd, self.gpu.timeline, value))
         };
         let cmd = std::mem::replace(&mut self.cmd, vk::CommandBuffer::null());
         if let Err(e) = submitted {
             // SAFETY: the command buffer was not submitted.
-            unsafe { dev.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).ok() };
+            unsafe {
+                dev.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
+                    .ok()
+            };
             self.state.free_cmds.push(cmd);
             return Err(raw::vk_error(self.gpu.device, "vkQueueSubmit", e));
         }
         self.state.last = value;
         let pools = std::mem::take(&mut self.pools);
         let keep = std::mem::take(&mut self.keep);
-        self.state.in_flight.push_back(InFlight { value, cmd, pools, _keep: keep });
+        self.state.in_flight.push_back(InFlight {
+            value,
+            cmd,
+            pools,
+            _keep: keep,
+        });
         instance::validation_result(self.gpu.device)?;
-        Ok(Arc::new(TimelineFence { gpu: self.gpu.clone(), value }))
+        Ok(Arc::new(TimelineFence {
+            gpu: self.gpu.clone(),
+            value,
+        }))
     }
 }
 
@@ -275,7 +353,11 @@ fn grid(gpu: &Gpu, invocations: u64) -> Result<(u32, u32)> {
     let gx = groups.min(max_x);
     let gy = groups.div_ceil(gx);
     if gy > u64::from(gpu.limits.max_groups[1]) {
-        return Err(crate::Error::driver(gpu.device, "dispatch", format!("{invocations} invocations exceed the workgroup grid")));
+        return Err(crate::Error::driver(
+            gpu.device,
+            "dispatch",
+            format!("{invocations} invocations exceed the workgroup grid"),
+        ));
     }
     Ok((gx as u32, gy as u32))
 }
