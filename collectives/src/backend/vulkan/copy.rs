@@ -96,11 +96,15 @@ impl Rows {
     }
 
     /// Splits into pieces of consecutive rows whose source and destination spans (plus
-    /// alignment slack) each fit within `limit` bytes.
-    fn pieces(&self, limit: u64) -> Vec<Rows> {
+    /// alignment slack) each fit within `limit` bytes, and whose kernel invocations (`wpr` per
+    /// row) stay below 2^28, well inside the kernel's 32-bit indices.
+    fn pieces(&self, limit: u64, wpr: u64) -> Vec<Rows> {
         let stride = self.src_stride.max(self.dst_stride);
         let room = limit.saturating_sub(self.row_bytes);
-        let per = (1 + room / stride.max(1)).min(self.rows).max(1);
+        let per = (1 + room / stride.max(1))
+            .min((1 << 28) / wpr)
+            .min(self.rows)
+            .max(1);
         (0..self.rows)
             .step_by(per as usize)
             .map(|r0| Rows {
@@ -155,7 +159,7 @@ fn copy_kernel(
     // Slack: the bound range starts up to `align - 1` bytes early and ends up to 7 bytes late.
     let limit = gpu.limits.max_binding - align - 8;
     let wpr = rows.row_bytes.div_ceil(4) + 1;
-    for piece in rows.pieces(limit) {
+    for piece in rows.pieces(limit, wpr) {
         let span =
             |base: u64, stride: u64| (base, base + (piece.rows - 1) * stride + piece.row_bytes);
         let (s, d) = (
@@ -234,14 +238,18 @@ mod tests {
     #[test]
     fn pieces_cover_every_row_within_the_limit() {
         let rows = Rows::slice(1000, 7, 2, 3, 1);
-        let pieces = rows.pieces(100);
+        let pieces = rows.pieces(100, 2);
         assert_eq!(pieces.iter().map(|p| p.rows).sum::<u64>(), 1000);
         for p in &pieces {
             assert!((p.rows - 1) * 7 + 3 <= 100);
         }
         assert_eq!(pieces[1].src_base, 2 + pieces[0].rows * 7);
         let huge_stride = Rows::slice(3, 1 << 30, 0, 1, 1);
-        assert_eq!(huge_stride.pieces(1 << 27).len(), 3);
+        assert_eq!(huge_stride.pieces(1 << 27, 2).len(), 3);
+        // A 4 GiB binding range still keeps each piece's invocations below 2^28.
+        let many = Rows::slice(1 << 30, 2, 0, 1, 1).pieces(u64::from(u32::MAX), 2);
+        assert!(many.iter().all(|p| p.rows * 2 <= 1 << 28));
+        assert_eq!(many.iter().map(|p| p.rows).sum::<u64>(), 1 << 30);
     }
 
     #[test]

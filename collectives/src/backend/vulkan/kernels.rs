@@ -35,9 +35,13 @@ fn compute_size(d: DType) -> u64 {
     d.size().max(4) as u64
 }
 
+/// Most elements in one piece, so that element and block indices stay well inside the kernels'
+/// 32-bit arithmetic even where one binding may span 4 GiB (NVIDIA).
+const MAX_PIECE: u64 = 1 << 28;
+
 /// Elements per piece: the largest power of two whose widest binding fits in one binding range.
 fn piece_elems(max_binding: u64, widest: u64) -> u64 {
-    let fit = (max_binding / widest).max(16);
+    let fit = (max_binding / widest).clamp(16, MAX_PIECE);
     1 << (63 - fit.leading_zeros())
 }
 
@@ -218,7 +222,7 @@ mod tests {
         assert_eq!(piece_elems(128 << 20, 4), 32 << 20);
         assert_eq!(piece_elems(128 << 20, 8), 16 << 20);
         assert_eq!(piece_elems((128 << 20) - 1, 4), 16 << 20);
-        assert_eq!(piece_elems(u32::MAX as u64, 1), 1 << 31);
+        assert_eq!(piece_elems(u32::MAX as u64, 1), MAX_PIECE);
     }
 
     #[test]
