@@ -34,8 +34,11 @@ fn host_concat(parts: &[(&[f64], &[usize])], dim: usize) -> Vec<f64> {
     out
 }
 
-/// Shapes and the slices taken of each: (dim, start, len).
-fn slices() -> Vec<(Vec<usize>, Vec<(usize, usize, usize)>)> {
+/// A slice: (dim, start, len).
+type Cut = (usize, usize, usize);
+
+/// Shapes and the slices taken of each.
+fn slices() -> Vec<(Vec<usize>, Vec<Cut>)> {
     let big = SIZES[3];
     vec![
         (vec![1], vec![(0, 0, 1)]),
