@@ -14,6 +14,8 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 mod host;
 mod registry;
+#[cfg(feature = "vulkan")]
+pub(crate) mod vulkan;
 
 use std::any::Any;
 use std::sync::Arc;

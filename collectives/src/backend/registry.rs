@@ -42,6 +42,9 @@ fn open(device: Device) -> Result<Arc<dyn Backend>> {
         Device::Cuda(n) => super::cuda::open(n),
         #[cfg(not(feature = "cuda"))]
         Device::Cuda(_) => Err(Error::BackendNotBuilt { device, feature: "cuda" }),
+        #[cfg(feature = "vulkan")]
+        Device::Vulkan(n) => super::vulkan::open(n),
+        #[cfg(not(feature = "vulkan"))]
         Device::Vulkan(_) => Err(Error::BackendNotBuilt { device, feature: "vulkan" }),
     }
 }
@@ -55,6 +58,9 @@ pub(crate) fn device_count(kind: DeviceKind) -> u32 {
         DeviceKind::Cuda => super::cuda::device_count(),
         #[cfg(not(feature = "cuda"))]
         DeviceKind::Cuda => 0,
+        #[cfg(feature = "vulkan")]
+        DeviceKind::Vulkan => super::vulkan::device_count(),
+        #[cfg(not(feature = "vulkan"))]
         DeviceKind::Vulkan => 0,
     }
 }

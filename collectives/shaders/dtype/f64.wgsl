@@ -1,0 +1,21 @@
+// f64 (needs shaderFloat64): two elements per 16-byte block, computing in f64.
+alias $SW = f64;
+const $EPW: u32 = 1u;
+alias $W = vec2<f64>;
+alias $C = f64;
+alias $V = vec2<f64>;
+alias $B = vec2<f64>;
+alias $F = f64;
+const $LANES: u32 = 2u;
+
+fn $elem(w: f64, lane: u32) -> $C {
+    return w;
+}
+
+fn $unpack(w: $W) -> $B {
+    return w;
+}
+
+fn $pack(b: $B) -> $W {
+    return b;
+}

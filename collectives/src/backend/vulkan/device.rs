@@ -1,0 +1,163 @@
+//! One opened Vulkan device: the logical device, its one compute queue with a timeline semaphore
+//! counting submissions, the memory allocator, and the cached pipelines. Everything it creates is
+//! destroyed in `Drop`, after the device is idle.
+
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use parking_lot::Mutex;
+
+use super::features::{Features, Limits};
+use super::instance;
+use super::pipelines::Pipelines;
+use super::raw::{self, check};
+use super::submit::QueueState;
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+/// An opened Vulkan device. Shared (`Arc`) by its backend, its buffers and its fences.
+pub(super) struct Gpu {
+    pub device: Device,
+    pub raw: ash::Device,
+    pub queue: vk::Queue,
+    pub features: Features,
+    pub limits: Limits,
+    /// Counts completed submissions: submission n signals value n.
+    pub timeline: vk::Semaphore,
+    /// Command buffers, descriptor pools and work in flight; held while recording and submitting.
+    pub state: Mutex<QueueState>,
+    pub allocator: Mutex<ManuallyDrop<Allocator>>,
+    pub pipelines: Pipelines,
+}
+
+impl Gpu {
+    /// Opens `Vulkan(ordinal)`: a logical device with one compute queue, the 64-bit shader
+    /// features the physical device has, and timeline semaphores.
+    pub fn open(ordinal: u32) -> Result<Arc<Gpu>> {
+        let device = Device::Vulkan(ordinal);
+        let (inst, phys) = instance::physical(ordinal)?;
+        let raw = create_device(device, &inst.raw, phys)?;
+        // Owns `raw` from here: dropping the guard destroys it on the error paths below.
+        let guard = DeviceGuard(Some(raw));
+        let dev = guard.get();
+        // SAFETY: the family and index were requested at device creation.
+        let queue = unsafe { dev.get_device_queue(phys.family, 0) };
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: inst.raw.clone(),
+            device: dev.clone(),
+            physical_device: phys.handle,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        })
+        .map_err(|e| Error::driver(device, "creating the memory allocator", e))?;
+        // SAFETY: `dev` is live with timelineSemaphore enabled.
+        let timeline = check(device, "vkCreateSemaphore", unsafe { raw::create_timeline(dev) })?;
+        let state = match QueueState::new(device, dev, phys.family) {
+            Ok(s) => s,
+            Err(e) => {
+                // SAFETY: the semaphore is unused and the device is about to be destroyed.
+                unsafe { dev.destroy_semaphore(timeline, None) };
+                return Err(e);
+            }
+        };
+        Ok(Arc::new(Gpu {
+            device,
+            raw: guard.take(),
+            queue,
+            features: phys.features,
+            limits: phys.limits,
+            timeline,
+            state: Mutex::new(state),
+            allocator: Mutex::new(ManuallyDrop::new(allocator)),
+            pipelines: Pipelines::default(),
+        }))
+    }
+
+    /// Blocks until submission `value` has completed; reports device loss and validation errors.
+    pub fn wait(&self, value: u64) -> Result<()> {
+        // SAFETY: the timeline belongs to this live device.
+        check(self.device, "vkWaitSemaphores", unsafe {
+            raw::wait_timeline(&self.raw, self.timeline, value)
+        })?;
+        if let Some(mut st) = self.state.try_lock() {
+            st.retire(self)?;
+        }
+        instance::validation_result(self.device)
+    }
+
+    /// The value of the last completed submission.
+    pub fn completed(&self) -> Result<u64> {
+        // SAFETY: the timeline belongs to this live device.
+        check(self.device, "vkGetSemaphoreCounterValue", unsafe {
+            self.raw.get_semaphore_counter_value(self.timeline)
+        })
+    }
+
+    /// Blocks until everything submitted so far has completed, and frees what it held.
+    #[allow(dead_code, reason = "reached through Backend::synchronize, which the executor does not call yet")]
+    pub fn synchronize(&self) -> Result<()> {
+        let last = self.state.lock().last_submitted();
+        self.wait(last)?;
+        self.state.lock().retire(self)
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        // SAFETY: the device is live; waiting for idle makes every handle below unused. Buffers
+        // hold the `Gpu` alive, so none is left; pipelines and pools were created on this device.
+        unsafe {
+            let _ = self.raw.device_wait_idle();
+            self.state.get_mut().destroy(&self.raw);
+            self.pipelines.destroy(&self.raw);
+            self.raw.destroy_semaphore(self.timeline, None);
+            ManuallyDrop::drop(self.allocator.get_mut());
+            self.raw.destroy_device(None);
+        }
+    }
+}
+
+/// Destroys a logical device on drop unless taken.
+struct DeviceGuard(Option<ash::Device>);
+
+impl DeviceGuard {
+    fn get(&self) -> &ash::Device {
+        self.0.as_ref().expect("present until taken")
+    }
+
+    fn take(mut self) -> ash::Device {
+        self.0.take().expect("present until taken")
+    }
+}
+
+impl Drop for DeviceGuard {
+    fn drop(&mut self) {
+        if let Some(d) = self.0.take() {
+            // SAFETY: nothing created on the device survives the failed open.
+            unsafe { d.destroy_device(None) };
+        }
+    }
+}
+
+fn create_device(
+    device: Device,
+    inst: &ash::Instance,
+    phys: &super::features::Physical,
+) -> Result<ash::Device> {
+    let priorities = [1.0f32];
+    let queues =
+        [vk::DeviceQueueCreateInfo::default().queue_family_index(phys.family).queue_priorities(&priorities)];
+    let core = vk::PhysicalDeviceFeatures::default()
+        .shader_float64(phys.features.float64)
+        .shader_int64(phys.features.int64);
+    let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+    let info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_features(&core)
+        .push_next(&mut v12);
+    // SAFETY: the physical device came from `inst`, and only features it reports are enabled.
+    check(device, "vkCreateDevice", unsafe { inst.create_device(phys.handle, &info, None) })
+}

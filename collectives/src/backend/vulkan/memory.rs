@@ -1,0 +1,165 @@
+//! Device memory: [`DevBuf`], a `VkBuffer` with its allocation from gpu-allocator, freed on drop;
+//! [`VkMem`], the device half of a [`crate::backend::Buffer`]; and [`StagingHost`], a host-visible
+//! buffer handed to the host as a [`HostMem`] once the copy into it is done.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+
+use super::device::Gpu;
+use super::raw::{self, check};
+use crate::backend::HostMem;
+use crate::error::{Error, Result};
+
+/// What a buffer is for, which picks its memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Usage {
+    /// Tensor storage: device-local (and host-visible too where the device has such memory).
+    Device,
+    /// Host → device staging: host-visible, written by the host.
+    Upload,
+    /// Device → host staging: host-visible and cached where possible, read by the host.
+    Readback,
+}
+
+/// A buffer and its memory. The allocation is freed and the buffer destroyed on drop; GPU work
+/// using a buffer holds an `Arc` of it until the work has completed.
+pub(super) struct DevBuf {
+    pub gpu: Arc<Gpu>,
+    pub buffer: vk::Buffer,
+    /// Size of the buffer in bytes (whole 16-byte blocks, at least one).
+    pub size: u64,
+    alloc: Option<Allocation>,
+    /// The host address of the memory, when host-visible.
+    mapped: Option<NonNull<u8>>,
+    /// Whether host reads of the mapped memory are cached (fast).
+    pub host_cached: bool,
+}
+
+// SAFETY: the mapped pointer is only dereferenced through `&self`/`&mut self` methods whose
+// callers order host accesses after the GPU work (fences); the Vulkan handles are plain values.
+unsafe impl Send for DevBuf {}
+// SAFETY: as above; shared access only reads the mapping.
+unsafe impl Sync for DevBuf {}
+
+/// The size a buffer of `bytes` is given: whole 16-byte blocks (the kernels' unit), never empty.
+pub(super) fn padded(bytes: u64) -> u64 {
+    bytes.div_ceil(16).max(1) * 16
+}
+
+impl DevBuf {
+    /// A new buffer holding at least `bytes` bytes, contents undefined.
+    pub fn new(gpu: &Arc<Gpu>, bytes: u64, usage: Usage) -> Result<Arc<DevBuf>> {
+        let size = padded(bytes);
+        let device = gpu.device;
+        let oom = |detail: String| Error::OutOfMemory { device, bytes: size as usize, detail };
+        if size > gpu.limits.max_alloc {
+            let max = gpu.limits.max_alloc;
+            return Err(oom(format!("larger than the device's maxMemoryAllocationSize of {max} bytes")));
+        }
+        // SAFETY: the device is live; the buffer is destroyed below on failure or by `Drop`.
+        let buffer = check(device, "vkCreateBuffer", unsafe { raw::create_buffer(&gpu.raw, size) })?;
+        let bound = allocate(gpu, buffer, usage).map_err(oom);
+        let alloc = match bound {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: the buffer was never used.
+                unsafe { raw::destroy_buffer(&gpu.raw, buffer) };
+                return Err(e);
+            }
+        };
+        let mapped = alloc.mapped_ptr().map(|p| p.cast::<u8>());
+        let host_cached = alloc.memory_properties().contains(vk::MemoryPropertyFlags::HOST_CACHED);
+        Ok(Arc::new(DevBuf { gpu: gpu.clone(), buffer, size, alloc: Some(alloc), mapped, host_cached }))
+    }
+
+    /// Whether the host can address the memory directly.
+    pub fn is_mapped(&self) -> bool {
+        self.mapped.is_some()
+    }
+
+    /// The first `len` bytes, read through the mapping.
+    ///
+    /// # Safety
+    /// The buffer is mapped, `len <= size`, and no GPU work writing it is in flight.
+    pub unsafe fn mapped_bytes(&self, len: usize) -> &[u8] {
+        let p = self.mapped.expect("mapped buffer");
+        // SAFETY: the mapping covers `size >= len` bytes and lives as long as `self`; the caller
+        // guarantees no concurrent GPU writes.
+        unsafe { std::slice::from_raw_parts(p.as_ptr(), len) }
+    }
+
+    /// The first `len` bytes, writable through the mapping.
+    ///
+    /// # Safety
+    /// As [`DevBuf::mapped_bytes`], and nothing else reads or writes the buffer meanwhile (a
+    /// freshly allocated buffer, before it is shared).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn mapped_bytes_mut(&self, len: usize) -> &mut [u8] {
+        let p = self.mapped.expect("mapped buffer");
+        // SAFETY: as above, and the caller guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), len) }
+    }
+}
+
+/// Allocates and binds memory for `buffer`; the error string is the allocator's or driver's.
+fn allocate(gpu: &Gpu, buffer: vk::Buffer, usage: Usage) -> std::result::Result<Allocation, String> {
+    // SAFETY: the buffer belongs to this live device.
+    let requirements = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
+    let location = match usage {
+        Usage::Device => MemoryLocation::GpuOnly,
+        Usage::Upload => MemoryLocation::CpuToGpu,
+        Usage::Readback => MemoryLocation::GpuToCpu,
+    };
+    let desc = AllocationCreateDesc {
+        name: "collectives",
+        requirements,
+        location,
+        linear: true,
+        allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+    };
+    let alloc = gpu.allocator.lock().allocate(&desc).map_err(|e| e.to_string())?;
+    // SAFETY: the memory was allocated for this buffer's requirements and is bound once.
+    let bound = unsafe { gpu.raw.bind_buffer_memory(buffer, alloc.memory(), alloc.offset()) };
+    if let Err(e) = bound {
+        let _ = gpu.allocator.lock().free(alloc);
+        return Err(format!("vkBindBufferMemory: {e}"));
+    }
+    Ok(alloc)
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        // SAFETY: work using the buffer holds an `Arc` of it, so none is pending now.
+        unsafe { raw::destroy_buffer(&self.gpu.raw, self.buffer) };
+        if let Some(a) = self.alloc.take() {
+            let _ = self.gpu.allocator.lock().free(a);
+        }
+    }
+}
+
+/// The device memory of a realized tensor on a Vulkan device (the payload of `Mem::Device`).
+pub(super) struct VkMem(pub Arc<DevBuf>);
+
+/// Host-visible memory returned to the host: the staging buffer a device → host copy wrote.
+/// Readers wait on the buffer's fence before looking (as for every host buffer).
+pub(super) struct StagingHost {
+    pub buf: Arc<DevBuf>,
+    pub len: usize,
+}
+
+impl HostMem for StagingHost {
+    fn as_bytes(&self) -> &[u8] {
+        // SAFETY: staging buffers are mapped and hold `len` bytes; host readers wait for the copy
+        // (the buffer's fence) before reading.
+        unsafe { self.buf.mapped_bytes(self.len) }
+    }
+
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above; `&mut self` is the only handle on this memory.
+        unsafe { self.buf.mapped_bytes_mut(self.len) }
+    }
+}

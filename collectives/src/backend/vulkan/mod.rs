@@ -1,0 +1,398 @@
+//! The Vulkan backend (feature `vulkan`): `Device::Vulkan(n)` through ash, with the loader opened
+//! at run time, so the crate builds and runs on machines without Vulkan (the device is then
+//! [`Error::DeviceUnavailable`]).
+//!
+//! Layers, bottom up:
+//! - [`raw`]: thin `unsafe` wrappers of the ash calls, returning `Result`;
+//! - [`instance`] (the loader, physical devices `Vulkan(0..)`, validation messages),
+//!   [`device::Gpu`] (logical device, compute queue, timeline semaphore, allocator),
+//!   [`memory::DevBuf`] (buffers from gpu-allocator), [`pipelines`] (cached per device) and
+//!   [`submit`] (command recording, submission, retirement): owning types that free what they
+//!   make;
+//! - [`kernels`] and [`copy`]: ops planned into dispatches and buffer copies;
+//! - [`VulkanBackend`] here: the [`Backend`] the executor calls.
+//!
+//! Every operation records one command buffer and submits it without waiting; the result carries
+//! a [`submit::TimelineFence`]. Work on one device runs in queue order, each command buffer
+//! starting with a barrier on all earlier writes, so consumers on the device never wait on the
+//! host; host readers wait on the fence. Host ↔ device copies go through host-visible staging,
+//! or straight through the mapping when the device memory is host-visible (as on lavapipe);
+//! copies within a device are buffer copies; copies between two Vulkan devices stage through
+//! the host.
+//!
+//! Semantics match the CPU backend bit for bit (see `shaders/`), except: floating-point division
+//! may differ in the last place on drivers whose division is not correctly rounded (Vulkan allows
+//! 2.5 ulp; lavapipe's is exact), and subnormal f32/bf16 values may be flushed to zero by drivers
+//! that do so (Vulkan allows it).
+
+mod copy;
+mod device;
+mod features;
+mod instance;
+mod kernels;
+mod memory;
+mod pipelines;
+mod raw;
+mod submit;
+
+use std::sync::Arc;
+
+use ash::vk;
+
+use super::cpu::kernels::copy_bytes;
+use super::{Backend, Buffer, Fence, HostMem as _, Kernel, Mem, OutSpec, OwnedHost};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::graph::BinaryOp;
+use copy::Rows;
+use device::Gpu;
+use kernels::Fold;
+use memory::{DevBuf, StagingHost, Usage, VkMem};
+use submit::{Recorder, TimelineFence};
+
+/// Opens `Vulkan(ordinal)`.
+pub(crate) fn open(ordinal: u32) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(VulkanBackend { gpu: Gpu::open(ordinal)? }))
+}
+
+/// How many usable Vulkan devices this machine has (0 without a loader or driver); cached.
+pub(crate) fn device_count() -> u32 {
+    instance::device_count()
+}
+
+/// One Vulkan device.
+pub(crate) struct VulkanBackend {
+    gpu: Arc<Gpu>,
+}
+
+impl VulkanBackend {
+    /// The device buffer of `b`, which must live on this device.
+    fn mem<'b>(&self, b: &'b Buffer, op: &str) -> Result<&'b Arc<DevBuf>> {
+        let m = b.device_mem::<VkMem>(op)?;
+        if !Arc::ptr_eq(&m.0.gpu, &self.gpu) {
+            return Err(Error::driver(self.gpu.device, op, format!("the buffer lives on {}", b.device)));
+        }
+        Ok(&m.0)
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<Arc<DevBuf>> {
+        DevBuf::new(&self.gpu, (len * dtype.size()) as u64, Usage::Device)
+    }
+
+    fn output(
+        &self,
+        buf: Arc<DevBuf>,
+        dtype: DType,
+        len: usize,
+        fence: Option<Arc<TimelineFence>>,
+    ) -> Buffer {
+        Buffer {
+            device: self.gpu.device,
+            dtype,
+            len,
+            mem: Mem::Device(Box::new(VkMem(buf))),
+            fence: fence.map(|f| f as Arc<dyn Fence>),
+        }
+    }
+
+    /// Records `kernel` of `ins` into `out`.
+    fn record(
+        &self,
+        rec: &mut Recorder<'_>,
+        kernel: &Kernel,
+        ins: &[&Arc<DevBuf>],
+        in_dtype: DType,
+        out: &Arc<DevBuf>,
+        spec: OutSpec,
+    ) -> Result<()> {
+        let (dtype, n) = (spec.dtype, spec.len as u64);
+        let inner_bytes = |inner: &usize| (inner * dtype.size()) as u64;
+        match kernel {
+            Kernel::Binary(op) => Fold { dtype, op: *op, scale: None }.record(rec, ins, out, n),
+            Kernel::Reduce { kind, scale } => {
+                Fold { dtype, op: kind.binary(), scale: *scale }.record(rec, ins, out, n)
+            }
+            Kernel::Scale(s) => Fold { dtype, op: BinaryOp::Mul, scale: Some(*s) }.record(rec, ins, out, n),
+            Kernel::Cast if in_dtype == dtype => {
+                rec.copy(
+                    ins[0],
+                    out,
+                    &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: n * dtype.size() as u64 }],
+                );
+                Ok(())
+            }
+            Kernel::Cast => kernels::cast(rec, in_dtype, dtype, ins[0], out, n),
+            Kernel::Slice { outer, in_mid, start, len, inner } => {
+                let rows = Rows::slice(
+                    *outer as u64,
+                    *in_mid as u64,
+                    *start as u64,
+                    *len as u64,
+                    inner_bytes(inner),
+                );
+                copy::record(rec, &[(ins[0], rows)], out)
+            }
+            Kernel::Concat { outer, mids, inner } => {
+                let mids: Vec<u64> = mids.iter().map(|&m| m as u64).collect();
+                let parts: Vec<(&Arc<DevBuf>, Rows)> = (0..mids.len())
+                    .map(|k| (ins[k], Rows::concat_input(*outer as u64, &mids, k, inner_bytes(inner))))
+                    .collect();
+                copy::record(rec, &parts, out)
+            }
+        }
+    }
+
+    /// A copy of `src` (a buffer of this device) into a new buffer of this device.
+    fn copy_within(&self, src: &Buffer) -> Result<Buffer> {
+        let from = self.mem(src, "copy")?;
+        let out = self.alloc(src.dtype, src.len)?;
+        if src.len == 0 {
+            return Ok(self.output(out, src.dtype, 0, None));
+        }
+        let mut rec = Recorder::begin(&self.gpu)?;
+        rec.copy(from, &out, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: src.bytes() as u64 }]);
+        let fence = rec.submit()?;
+        Ok(self.output(out, src.dtype, src.len, Some(fence)))
+    }
+}
+
+/// Checks what `kernel` needs: its input count and lengths (so a kernel never reads past a
+/// buffer), and the device features of its dtypes.
+fn check_kernel(gpu: &Gpu, kernel: &Kernel, inputs: &[&Buffer], spec: OutSpec) -> Result<()> {
+    let bad = |msg: String| Err(Error::driver(gpu.device, "vulkan kernel", msg));
+    let lens: Vec<usize> = inputs.iter().map(|b| b.len).collect();
+    let want: Vec<usize> = match kernel {
+        Kernel::Binary(_) => vec![spec.len; 2],
+        Kernel::Reduce { .. } if lens.is_empty() => return bad("reduce of no inputs".into()),
+        Kernel::Reduce { .. } => vec![spec.len; lens.len()],
+        Kernel::Scale(_) | Kernel::Cast => vec![spec.len],
+        Kernel::Slice { outer, in_mid, start, len, inner } => {
+            if start + len > *in_mid || outer * len * inner != spec.len {
+                return bad(format!(
+                    "slice {start}+{len} of {outer}x{in_mid}x{inner} into {} elements",
+                    spec.len
+                ));
+            }
+            vec![outer * in_mid * inner]
+        }
+        Kernel::Concat { outer, mids, inner } => {
+            if outer * mids.iter().sum::<usize>() * inner != spec.len {
+                return bad(format!("concat of {mids:?} ({outer}x_x{inner}) into {} elements", spec.len));
+            }
+            mids.iter().map(|m| outer * m * inner).collect()
+        }
+    };
+    if lens != want {
+        return bad(format!("{kernel:?}: input lengths {lens:?}, expected {want:?}"));
+    }
+    if inputs.iter().any(|b| !matches!(kernel, Kernel::Cast) && b.dtype != spec.dtype) {
+        return bad(format!("{kernel:?}: input dtype differs from the output's {}", spec.dtype));
+    }
+    let in_dtype = inputs.first().map_or(spec.dtype, |b| b.dtype);
+    let op = kernel_name(kernel);
+    match kernel {
+        Kernel::Binary(_) | Kernel::Reduce { .. } | Kernel::Scale(_) => {
+            gpu.features.require(gpu.device, op, &[spec.dtype])
+        }
+        Kernel::Cast if in_dtype != spec.dtype => {
+            gpu.features.require(gpu.device, op, &[in_dtype, spec.dtype])
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The pipeline `kernel` runs (slices and concats may also get by with buffer copies alone).
+fn pipeline_key(kernel: &Kernel, from: DType, to: DType) -> Option<pipelines::Key> {
+    use pipelines::Key;
+    Some(match kernel {
+        Kernel::Binary(op) => Key::Fold(to, *op),
+        Kernel::Reduce { kind, .. } => Key::Fold(to, kind.binary()),
+        Kernel::Scale(_) => Key::Fold(to, BinaryOp::Mul),
+        Kernel::Cast if from == to => return None,
+        Kernel::Cast => Key::Cast(from, to),
+        Kernel::Slice { .. } | Kernel::Concat { .. } => Key::CopyBytes,
+    })
+}
+
+fn kernel_name(kernel: &Kernel) -> &'static str {
+    match kernel {
+        Kernel::Binary(_) => "binary",
+        Kernel::Reduce { .. } => "reduce",
+        Kernel::Scale(_) => "scale",
+        Kernel::Cast => "cast",
+        Kernel::Slice { .. } => "slice",
+        Kernel::Concat { .. } => "concat",
+    }
+}
+
+impl Backend for VulkanBackend {
+    fn device(&self) -> Device {
+        self.gpu.device
+    }
+
+    fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], spec: OutSpec) -> Result<Buffer> {
+        check_kernel(&self.gpu, kernel, inputs, spec)?;
+        let ins = inputs.iter().map(|b| self.mem(b, kernel_name(kernel))).collect::<Result<Vec<_>>>()?;
+        let in_dtype = inputs.first().map_or(spec.dtype, |b| b.dtype);
+        let out = self.alloc(spec.dtype, spec.len)?;
+        if spec.len == 0 {
+            return Ok(self.output(out, spec.dtype, 0, None));
+        }
+        // Build the kernel's pipeline (on first use) before taking the queue.
+        if let Some(key) = pipeline_key(kernel, in_dtype, spec.dtype) {
+            self.gpu.pipelines.get(&self.gpu, key)?;
+        }
+        let mut rec = Recorder::begin(&self.gpu)?;
+        self.record(&mut rec, kernel, &ins, in_dtype, &out, spec)?;
+        rec.keep(&out);
+        let fence = rec.submit()?;
+        Ok(self.output(out, spec.dtype, spec.len, Some(fence)))
+    }
+
+    fn htod(&self, src: &Buffer) -> Result<Buffer> {
+        src.wait()?;
+        let bytes = src.host_bytes("copy to vulkan")?;
+        let dst = self.alloc(src.dtype, src.len)?;
+        if bytes.is_empty() {
+            return Ok(self.output(dst, src.dtype, 0, None));
+        }
+        if dst.is_mapped() {
+            // SAFETY: `dst` is new, mapped, at least `bytes.len()` long and not yet shared; a
+            // later submission sees host writes made before it.
+            copy_bytes(bytes, unsafe { dst.mapped_bytes_mut(bytes.len()) });
+            return Ok(self.output(dst, src.dtype, src.len, None));
+        }
+        let staging = DevBuf::new(&self.gpu, bytes.len() as u64, Usage::Upload)?;
+        if !staging.is_mapped() {
+            return Err(Error::driver(
+                self.gpu.device,
+                "copy to vulkan",
+                "staging memory is not host-visible",
+            ));
+        }
+        // SAFETY: as above, for the new staging buffer.
+        copy_bytes(bytes, unsafe { staging.mapped_bytes_mut(bytes.len()) });
+        let mut rec = Recorder::begin(&self.gpu)?;
+        rec.copy(
+            &staging,
+            &dst,
+            &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes.len() as u64 }],
+        );
+        let fence = rec.submit()?;
+        Ok(self.output(dst, src.dtype, src.len, Some(fence)))
+    }
+
+    fn dtoh(&self, src: &Buffer, to: Device) -> Result<Buffer> {
+        if !to.is_host() {
+            return Err(Error::driver(self.gpu.device, format!("copy to {to}"), "not a host device"));
+        }
+        let from = self.mem(src, "copy to host")?;
+        let bytes = src.bytes();
+        if from.is_mapped() && from.host_cached {
+            src.wait()?;
+            let mut host = OwnedHost::uninit(bytes);
+            // SAFETY: the buffer is mapped and holds `bytes`; its one writer finished (waited).
+            copy_bytes(unsafe { from.mapped_bytes(bytes) }, host.as_bytes_mut());
+            return Ok(Buffer::host(to, src.dtype, src.len, Box::new(host)));
+        }
+        let staging = DevBuf::new(&self.gpu, bytes as u64, Usage::Readback)?;
+        if !staging.is_mapped() {
+            return Err(Error::driver(
+                self.gpu.device,
+                "copy to host",
+                "readback memory is not host-visible",
+            ));
+        }
+        let mut fence = None;
+        if bytes > 0 {
+            let mut rec = Recorder::begin(&self.gpu)?;
+            rec.copy(from, &staging, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes as u64 }]);
+            fence = Some(rec.submit()? as Arc<dyn Fence>);
+        }
+        let mem = Mem::Host(Box::new(StagingHost { buf: staging, len: bytes }));
+        Ok(Buffer { device: to, dtype: src.dtype, len: src.len, mem, fence })
+    }
+
+    fn dtod(&self, src: &Buffer, to: Device) -> Result<Buffer> {
+        match to {
+            _ if to == self.gpu.device => self.copy_within(src),
+            Device::Vulkan(_) => {
+                let host = self.dtoh(src, crate::graph::STAGING_HOST)?;
+                super::get(to)?.htod(&host)
+            }
+            _ => Err(Error::driver(self.gpu.device, format!("copy to {to}"), "not a Vulkan device")),
+        }
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.gpu.synchronize()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Vulkan(0)`, or `None` (printing the skip) without one; `REQUIRE_VULKAN=1` makes it a failure.
+    fn backend() -> Option<VulkanBackend> {
+        match Gpu::open(0) {
+            Ok(gpu) => Some(VulkanBackend { gpu }),
+            Err(e) if std::env::var("REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
+                panic!("REQUIRE_VULKAN=1: {e}")
+            }
+            Err(e) => {
+                println!("skipped: no Vulkan device ({e})");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn allocation_failure_is_out_of_memory() {
+        let Some(vk) = backend() else { return };
+        let err = DevBuf::new(&vk.gpu, 1 << 50, Usage::Device).err().expect("a petabyte cannot be allocated");
+        assert!(matches!(err, Error::OutOfMemory { device: Device::Vulkan(0), .. }), "{err}");
+        let err = vk.alloc(DType::F64, 1 << 47).err().expect("too big");
+        assert!(err.to_string().contains("out of memory"), "{err}");
+    }
+
+    #[test]
+    fn bad_kernel_inputs_are_errors_not_gpu_faults() {
+        let Some(vk) = backend() else { return };
+        let host = Buffer::from_vec(Device::Cpu(0), vec![1.0f32, 2.0, 3.0]);
+        let a = vk.htod(&host).unwrap();
+        let spec = OutSpec { dtype: DType::F32, len: 3 };
+        assert!(vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a], spec).is_err());
+        let long = OutSpec { dtype: DType::F32, len: 4 };
+        assert!(vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &a], long).is_err());
+        let slice = Kernel::Slice { outer: 1, in_mid: 3, start: 2, len: 2, inner: 1 };
+        assert!(vk.compute(&slice, &[&a], OutSpec { dtype: DType::F32, len: 2 }).is_err());
+        assert!(vk.compute(&Kernel::Cast, &[&host], spec).is_err(), "a host buffer is not a device buffer");
+        let ok = vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &a], spec).unwrap();
+        let back = vk.dtoh(&ok, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        assert_eq!(back.host_bytes("test").unwrap(), bytemuck::cast_slice::<f32, u8>(&[2.0, 4.0, 6.0]));
+    }
+
+    /// Run by hand under the validation layer (it makes an invalid call on purpose, and the
+    /// errors it records are process-wide, so it must not share a run with other tests):
+    /// `VK_LOADER_LAYERS_ENABLE='*validation*' cargo test -p collectives --lib -- --ignored validation`
+    #[test]
+    #[ignore = "needs the validation layer, alone"]
+    fn validation_errors_surface_as_driver_errors() {
+        let layer = std::env::var("VK_LOADER_LAYERS_ENABLE").is_ok_and(|v| v.contains("validation"));
+        if !layer {
+            println!("skipped: run with VK_LOADER_LAYERS_ENABLE='*validation*'");
+            return;
+        }
+        let Some(vk) = backend() else { return };
+        let buf = DevBuf::new(&vk.gpu, 16, Usage::Device).unwrap();
+        let mut rec = Recorder::begin(&vk.gpu).unwrap();
+        // VUID-VkBufferCopy-size-01988: a zero-sized region (harmless to run, invalid to ask).
+        rec.copy(&buf, &buf, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: 0 }]);
+        let err = rec.submit().err().expect("the layer reports the zero-sized copy");
+        assert!(matches!(&err, Error::Driver { op, .. } if op == "Vulkan validation"), "{err}");
+        assert!(err.to_string().contains("01988"), "{err}");
+    }
+}

@@ -1,0 +1,246 @@
+//! The raw layer: thin wrappers of the ash calls the backend makes, each returning this crate's
+//! `Result` with the failing call named. Everything here is `unsafe` to call, with the Vulkan
+//! valid-usage rules the caller must keep written on each function; the owning types above
+//! ([`super::device::Gpu`], [`super::memory::DevBuf`], [`super::pipelines::Pipeline`], ...) keep
+//! them and free what they create.
+
+use ash::vk;
+
+use crate::device::Device;
+use crate::error::Error;
+
+/// The crate's error for a failed Vulkan call: out-of-memory results become
+/// [`Error::OutOfMemory`], everything else [`Error::Driver`].
+pub(super) fn vk_error(device: Device, op: &str, r: vk::Result) -> Error {
+    match r {
+        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
+            Error::OutOfMemory { device, bytes: 0, detail: format!("{op}: {r}") }
+        }
+        _ => Error::driver(device, op, r),
+    }
+}
+
+/// Maps a `VkResult` to the crate's error, naming `op`.
+pub(super) fn check<T>(device: Device, op: &str, r: ash::prelude::VkResult<T>) -> crate::Result<T> {
+    r.map_err(|e| vk_error(device, op, e))
+}
+
+/// A buffer of `size` bytes usable as a storage buffer and as a copy source and destination.
+///
+/// # Safety
+/// `dev` must be a live device; the buffer must be destroyed with [`destroy_buffer`] on it.
+pub(super) unsafe fn create_buffer(dev: &ash::Device, size: u64) -> ash::prelude::VkResult<vk::Buffer> {
+    let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+        | vk::BufferUsageFlags::TRANSFER_SRC
+        | vk::BufferUsageFlags::TRANSFER_DST;
+    let info =
+        vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE);
+    // SAFETY: the caller guarantees `dev` is live; `info` is a valid create info.
+    unsafe { dev.create_buffer(&info, None) }
+}
+
+/// Destroys a buffer.
+///
+/// # Safety
+/// `buffer` was created on `dev` and no pending GPU work uses it.
+pub(super) unsafe fn destroy_buffer(dev: &ash::Device, buffer: vk::Buffer) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { dev.destroy_buffer(buffer, None) }
+}
+
+/// A compute shader module from SPIR-V bytes.
+///
+/// # Safety
+/// `dev` must be a live device; the module must be destroyed on it.
+pub(super) unsafe fn create_shader_module(
+    dev: &ash::Device,
+    spirv: &[u8],
+) -> ash::prelude::VkResult<vk::ShaderModule> {
+    let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv))
+        .map_err(|_| vk::Result::ERROR_INVALID_SHADER_NV)?;
+    let info = vk::ShaderModuleCreateInfo::default().code(&words);
+    // SAFETY: the caller guarantees `dev` is live; the words are SPIR-V written by naga.
+    unsafe { dev.create_shader_module(&info, None) }
+}
+
+/// A descriptor set layout of `n` storage buffers at bindings `0..n`, for compute.
+///
+/// # Safety
+/// `dev` must be a live device; the layout must be destroyed on it.
+pub(super) unsafe fn create_set_layout(
+    dev: &ash::Device,
+    n: u32,
+) -> ash::prelude::VkResult<vk::DescriptorSetLayout> {
+    let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..n)
+        .map(|b| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        })
+        .collect();
+    let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+    // SAFETY: the caller guarantees `dev` is live; `info` is valid.
+    unsafe { dev.create_descriptor_set_layout(&info, None) }
+}
+
+/// A pipeline layout of one set layout and `push_bytes` of push constants.
+///
+/// # Safety
+/// `dev` must be a live device and `set` a layout created on it; destroy the result on it.
+pub(super) unsafe fn create_pipeline_layout(
+    dev: &ash::Device,
+    set: vk::DescriptorSetLayout,
+    push_bytes: u32,
+) -> ash::prelude::VkResult<vk::PipelineLayout> {
+    let sets = [set];
+    let push = [vk::PushConstantRange::default()
+        .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        .offset(0)
+        .size(push_bytes)];
+    let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&sets).push_constant_ranges(&push);
+    // SAFETY: the caller guarantees `dev` is live and `set` belongs to it.
+    unsafe { dev.create_pipeline_layout(&info, None) }
+}
+
+/// A compute pipeline running `main` of `module` with `layout`.
+///
+/// # Safety
+/// `module` and `layout` were created on the live `dev`; destroy the result on it.
+pub(super) unsafe fn create_compute_pipeline(
+    dev: &ash::Device,
+    module: vk::ShaderModule,
+    layout: vk::PipelineLayout,
+) -> ash::prelude::VkResult<vk::Pipeline> {
+    let stage = vk::PipelineShaderStageCreateInfo::default()
+        .stage(vk::ShaderStageFlags::COMPUTE)
+        .module(module)
+        .name(c"main");
+    let info = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout)];
+    // SAFETY: the caller guarantees the handles belong to the live `dev`.
+    let made = unsafe { dev.create_compute_pipelines(vk::PipelineCache::null(), &info, None) };
+    made.map(|p| p[0]).map_err(|(_, e)| e)
+}
+
+/// A descriptor pool for `sets` sets of up to `per_set` storage buffers each.
+///
+/// # Safety
+/// `dev` must be a live device; the pool must be destroyed on it.
+pub(super) unsafe fn create_descriptor_pool(
+    dev: &ash::Device,
+    sets: u32,
+    per_set: u32,
+) -> ash::prelude::VkResult<vk::DescriptorPool> {
+    let sizes = [vk::DescriptorPoolSize::default()
+        .ty(vk::DescriptorType::STORAGE_BUFFER)
+        .descriptor_count(sets * per_set)];
+    let info = vk::DescriptorPoolCreateInfo::default().max_sets(sets).pool_sizes(&sizes);
+    // SAFETY: the caller guarantees `dev` is live.
+    unsafe { dev.create_descriptor_pool(&info, None) }
+}
+
+/// One descriptor set of `layout` from `pool`, its bindings `0..` set to `buffers`.
+///
+/// # Safety
+/// `pool` and `layout` belong to the live `dev`, the pool has room, and no command buffer still
+/// pending uses a set being replaced.
+pub(super) unsafe fn write_set(
+    dev: &ash::Device,
+    pool: vk::DescriptorPool,
+    layout: vk::DescriptorSetLayout,
+    buffers: &[vk::DescriptorBufferInfo],
+) -> ash::prelude::VkResult<vk::DescriptorSet> {
+    let layouts = [layout];
+    let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts);
+    // SAFETY: guaranteed by the caller.
+    let set = unsafe { dev.allocate_descriptor_sets(&info) }?[0];
+    let writes: Vec<vk::WriteDescriptorSet> = buffers
+        .iter()
+        .enumerate()
+        .map(|(b, info)| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(b as u32)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(std::slice::from_ref(info))
+        })
+        .collect();
+    // SAFETY: `set` was just allocated from the caller's pool; the buffer infos name live buffers.
+    unsafe { dev.update_descriptor_sets(&writes, &[]) };
+    Ok(set)
+}
+
+/// A memory barrier making all earlier compute and transfer writes available to later compute,
+/// transfer and (with `host`) host accesses.
+///
+/// # Safety
+/// `cmd` is a command buffer of `dev` in the recording state.
+pub(super) unsafe fn barrier(dev: &ash::Device, cmd: vk::CommandBuffer, host: bool) {
+    let work = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+    let writes = vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE;
+    let (dst_stage, dst_access) = if host {
+        (vk::PipelineStageFlags::HOST, vk::AccessFlags::HOST_READ)
+    } else {
+        let all = vk::AccessFlags::SHADER_READ
+            | vk::AccessFlags::SHADER_WRITE
+            | vk::AccessFlags::TRANSFER_READ
+            | vk::AccessFlags::TRANSFER_WRITE;
+        (work, all)
+    };
+    let mb = [vk::MemoryBarrier::default().src_access_mask(writes).dst_access_mask(dst_access)];
+    // SAFETY: guaranteed by the caller.
+    unsafe { dev.cmd_pipeline_barrier(cmd, work, dst_stage, vk::DependencyFlags::empty(), &mb, &[], &[]) }
+}
+
+/// Submits `cmd` to `queue`, signalling `value` on the timeline semaphore `timeline`.
+///
+/// # Safety
+/// All handles belong to the live `dev`; the caller holds the queue's lock; `cmd` is executable;
+/// `value` is greater than every value signalled on `timeline` before.
+pub(super) unsafe fn submit(
+    dev: &ash::Device,
+    queue: vk::Queue,
+    cmd: vk::CommandBuffer,
+    timeline: vk::Semaphore,
+    value: u64,
+) -> ash::prelude::VkResult<()> {
+    let cmds = [cmd];
+    let sems = [timeline];
+    let values = [value];
+    let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+    let info = [vk::SubmitInfo::default()
+        .command_buffers(&cmds)
+        .signal_semaphores(&sems)
+        .push_next(&mut timeline_info)];
+    // SAFETY: guaranteed by the caller.
+    unsafe { dev.queue_submit(queue, &info, vk::Fence::null()) }
+}
+
+/// Blocks until `timeline` reaches `value`.
+///
+/// # Safety
+/// `timeline` is a timeline semaphore of the live `dev`.
+pub(super) unsafe fn wait_timeline(
+    dev: &ash::Device,
+    timeline: vk::Semaphore,
+    value: u64,
+) -> ash::prelude::VkResult<()> {
+    let sems = [timeline];
+    let values = [value];
+    let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+    // SAFETY: guaranteed by the caller.
+    unsafe { dev.wait_semaphores(&info, u64::MAX) }
+}
+
+/// A timeline semaphore starting at 0.
+///
+/// # Safety
+/// `dev` is a live device with the timelineSemaphore feature enabled; destroy the result on it.
+pub(super) unsafe fn create_timeline(dev: &ash::Device) -> ash::prelude::VkResult<vk::Semaphore> {
+    let mut kind =
+        vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
+    let info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+    // SAFETY: guaranteed by the caller.
+    unsafe { dev.create_semaphore(&info, None) }
+}
