@@ -104,6 +104,13 @@ impl NcclComm {
         Ok(crate::backend::cuda::driver::device_count() as usize)
     }
 
+    /// The version of the libnccl this process loaded, as NCCL encodes it (2.28.7 is 22807).
+    pub fn nccl_version(&self) -> Result<u32> {
+        cudarc::nccl::result::get_nccl_version()
+            .map(|v| v.max(0) as u32)
+            .map_err(|e| Error::Comm { op: "ncclGetVersion", msg: raw::describe(e.0) })
+    }
+
     /// Where this rank stands in the job.
     pub fn launch(&self) -> &Launch {
         &self.launch
