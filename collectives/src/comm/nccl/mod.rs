@@ -3,7 +3,8 @@
 //! The rank-wise code that runs on [`super::LocalComm`] as threads runs here as processes: each
 //! process reads its place from its launcher's environment ([`Launch`]), rank 0 makes an NCCL
 //! unique id and hands it out through the TCP [`super::rendezvous`] on `MASTER_ADDR:MASTER_PORT`,
-//! and every rank joins a *nonblocking* NCCL communicator on `Device::Cuda(LOCAL_RANK)`.
+//! and every rank joins an NCCL communicator on `Device::Cuda(LOCAL_RANK)` (joining bounded by the
+//! timeout).
 //!
 //! The process shares the CUDA backend's context and memory pool for that device: NCCL runs on
 //! a stream of its own, and its outputs are ordinary backend buffers.

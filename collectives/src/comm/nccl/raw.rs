@@ -1,13 +1,17 @@
 //! The raw layer of `NcclComm`: whether CUDA and NCCL can run here, and one nonblocking NCCL
 //! communicator for this process's rank, on its own stream of the CUDA backend's device.
 //!
-//! The communicator is made *nonblocking* (`ncclConfig_t::blocking = 0`): no NCCL call blocks
-//! the host, and every wait — for initialisation, for an enqueue that reports `ncclInProgress`,
-//! for a collective's completion (a CUDA event) — is a poll of `ncclCommGetAsyncError` with a
-//! deadline. A peer that dies leaves NCCL's kernels spinning; at the deadline (or on an
-//! asynchronous error) the communicator is aborted with `ncclCommAbort`, which stops those
-//! kernels, and every later call returns the reason. This is NCCL's documented fault-tolerance
-//! model, and the one PyTorch's watchdog uses; [`super::watch`] holds who polls and when.
+//! The communicator is *blocking* (`ncclConfig_t::blocking = 1`, as PyTorch's by default): an
+//! enqueue launches NCCL's kernels on the calling thread and returns, and no call waits for a
+//! peer on the host once the communicator is up, except the setup of a connection NCCL makes
+//! lazily on the first call of an algorithm (`NCCL_RUNTIME_CONNECT=0` makes them all at init).
+//! Joining runs on a helper thread abandoned at the deadline. Every wait for a call's completion
+//! (a CUDA event) is a poll of `ncclCommGetAsyncError` with a deadline: a peer that dies leaves
+//! NCCL's kernels spinning; at the deadline (or on an asynchronous error) the communicator is
+//! aborted with `ncclCommAbort`, which stops those kernels, and every later call returns the
+//! reason. This is NCCL's documented fault-tolerance model, and the one PyTorch's watchdog uses;
+//! [`super::watch`] holds who polls and when. An enqueue answering `ncclInProgress` (the
+//! environment can force nonblocking communicators) is polled out with the same deadline.
 
 use std::ffi::{CStr, c_void};
 use std::sync::Arc;
@@ -106,7 +110,7 @@ impl RawComm {
         let stream = dev.ctx.new_stream().map_err(driver::err(device, "create the NCCL stream"))?;
         // Barriers all-reduce this byte; its value does not matter.
         let scratch = dev.alloc(1, &stream)?;
-        let comm = init_comm(device, (rank, world), id, timeout)?;
+        let comm = init_comm(&dev, (rank, world), id, timeout)?;
         let shared = Shared::new(device, timeout, comm);
         spawn_watchdog(&shared)?;
         Ok(RawComm { dev, stream, shared, scratch })
@@ -243,50 +247,63 @@ impl Drop for RawComm {
     }
 }
 
-/// `ncclCommInitRankConfig` with `blocking = 0`, polled until every rank has joined or the
-/// deadline passes (then aborted).
+/// A blocking `ncclCommInitRankConfig` on a helper thread, waited for at most `timeout`.
+///
+/// NCCL cannot safely be interrupted in the middle of initialising (aborting frees the
+/// communicator the initialising thread still uses), so a rank that never joins leaves the helper
+/// blocked and this rank gets an error: the process should then exit. The rendezvous just before
+/// has seen every rank alive, which keeps that window short.
 fn init_comm(
-    device: Device,
+    dev: &Arc<CudaDevice>,
     (rank, world): (usize, usize),
     id: [u8; 128],
     timeout: Duration,
 ) -> Result<sys::ncclComm_t> {
+    let device = dev.device;
     let fail = |msg: String| Error::Comm {
         op: "nccl init",
         msg: format!("rank {rank} of {world} on {device}: {msg}"),
     };
-    let mut config = nonblocking_config().map_err(fail)?;
-    let id = sys::ncclUniqueId { internal: id.map(|b| b as std::ffi::c_char) };
-    let mut comm: sys::ncclComm_t = std::ptr::null_mut();
-    // SAFETY: `comm` and `config` are valid for the call; the id is 128 bytes from rank 0.
-    let res = unsafe { sys::ncclCommInitRankConfig(&mut comm, world as i32, id, rank as i32, &mut config) };
-    let deadline = Instant::now() + timeout;
-    let mut state = res;
-    while state == ncclResult_t::ncclInProgress && !comm.is_null() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-        // SAFETY: `comm` was returned by the init call above and is not yet aborted.
-        state = unsafe { async_state(comm) };
+    let ctx = dev.ctx.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let helper = move || {
+        let joined = ctx.bind_to_thread().map_err(|e| format!("bind context: {e:?}")).and_then(|()| {
+            let mut config = blocking_config()?;
+            let id = sys::ncclUniqueId { internal: id.map(|b| b as std::ffi::c_char) };
+            let mut comm: sys::ncclComm_t = std::ptr::null_mut();
+            // SAFETY: `comm` and `config` are valid for the call; the id is 128 bytes from rank 0;
+            // the device's context is current on this thread.
+            let res =
+                unsafe { sys::ncclCommInitRankConfig(&mut comm, world as i32, id, rank as i32, &mut config) };
+            match (res, comm.is_null()) {
+                (ncclResult_t::ncclSuccess, false) => Ok(comm as usize),
+                (ncclResult_t::ncclSuccess, true) => Err("NCCL returned no communicator".to_string()),
+                (e, _) => Err(describe(e)),
+            }
+        });
+        let _ = tx.send(joined);
+    };
+    let name = format!("nccl-init-{device}");
+    std::thread::Builder::new().name(name).spawn(helper).map_err(|e| fail(format!("no init thread: {e}")))?;
+    match rx.recv_timeout(timeout) {
+        Ok(joined) => joined.map(|c| c as sys::ncclComm_t).map_err(fail),
+        Err(_) => Err(fail(format!(
+            "not every rank joined within {timeout:?} (the initialising thread is left blocked in NCCL)"
+        ))),
     }
-    if state == ncclResult_t::ncclSuccess && !comm.is_null() {
-        return Ok(comm);
-    }
-    if !comm.is_null() {
-        // SAFETY: the communicator is live and is not used again.
-        let _ = unsafe { sys::ncclCommAbort(comm) };
-    }
-    Err(fail(match state {
-        ncclResult_t::ncclInProgress => format!("not every rank joined within {timeout:?}"),
-        e => describe(e),
-    }))
 }
 
-/// `NCCL_CONFIG_INITIALIZER` with `blocking = 0`, for the NCCL version loaded (its fields are a
-/// prefix of the struct cudarc declares, so declaring the loaded version reads only those).
-fn nonblocking_config() -> std::result::Result<sys::ncclConfig_t, String> {
+/// `NCCL_CONFIG_INITIALIZER` with `blocking = 1`, for the NCCL version loaded (its fields are a
+/// prefix of the struct cudarc declares, and NCCL reads no further than its own).
+///
+/// Blocking, because a nonblocking communicator launches every call from a new thread (NCCL
+/// 2.28), which costs tens of microseconds a call; the deadlines are kept on the host instead
+/// (see `watch.rs`).
+fn blocking_config() -> std::result::Result<sys::ncclConfig_t, String> {
     const UNDEF_INT: i32 = i32::MIN;
     let version = cudarc::nccl::result::get_nccl_version().map_err(|e| describe(e.0))?;
     if version < 21400 {
-        return Err(format!("NCCL {version} is older than 2.14, which nonblocking communicators need"));
+        return Err(format!("NCCL {version} is older than 2.14, which ncclCommInitRankConfig needs"));
     }
     // SAFETY: every field of the config is an integer or a pointer, for which zero is valid; each
     // is set below to NCCL's "undefined" value, as NCCL_CONFIG_INITIALIZER does.
@@ -294,7 +311,7 @@ fn nonblocking_config() -> std::result::Result<sys::ncclConfig_t, String> {
     c.size = std::mem::size_of::<sys::ncclConfig_t>();
     c.magic = 0xcafebeef;
     c.version = version.min(23000) as u32;
-    c.blocking = 0;
+    c.blocking = 1;
     for f in [&mut c.cgaClusterSize, &mut c.minCTAs, &mut c.maxCTAs, &mut c.splitShare] {
         *f = UNDEF_INT;
     }

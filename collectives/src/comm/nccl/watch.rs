@@ -158,7 +158,8 @@ impl Shared {
     }
 
     /// Settles an enqueue's result: `ncclInProgress` is polled out until the deadline (a
-    /// nonblocking communicator returns it while it sets a call up), an error aborts.
+    /// nonblocking communicator, which the environment can force, returns it while it sets a
+    /// call up), an error aborts.
     pub fn settle(&self, st: &mut State, res: ncclResult_t, op: &'static str) -> Result<()> {
         let deadline = Instant::now() + self.timeout;
         let mut res = res;
