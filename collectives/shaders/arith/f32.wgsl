@@ -12,8 +12,18 @@ fn $op_mul(a: $V, b: $V) -> $V {
     return a * b;
 }
 
+// Division rounded as IEEE's: Vulkan lets `/` be 2.5 ulp off (NVIDIA's is up to 2 ulp off), so
+// one correction step on the exact remainder `fma(-q, b, a)` pulls the quotient to the rounded
+// one. Where the corrected value is not finite (b = 0, infinities, NaN, overflow) `/` stands.
+fn $div_rn(a: $V, b: $V) -> $V {
+    let q = a / b;
+    let q1 = fma(fma(-q, b, a), $V(1.0) / b, q);
+    let finite = (bitcast<$U>(q1) & $U(0x7f800000u)) != $U(0x7f800000u);
+    return select(q, q1, finite);
+}
+
 fn $op_div(a: $V, b: $V) -> $V {
-    return a / b;
+    return $div_rn(a, b);
 }
 
 fn $op_max(a: $V, b: $V) -> $V {
@@ -33,5 +43,5 @@ fn $scale_mul(a: $V, f: $F) -> $V {
 }
 
 fn $scale_div(a: $V, f: $F) -> $V {
-    return a / f;
+    return $div_rn(a, $V(f));
 }
