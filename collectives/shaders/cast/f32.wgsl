@@ -77,5 +77,3 @@ fn signed_f32(rounded: u32, neg: bool) -> f32 {
 fn i32_to_float(x: i32, bits: u32) -> f32 {
     return signed_f32(round_u32(abs_i32(x), bits), x < 0i);
 }
-    return bitcast<f32>(bitcast<u32>(x) & 0xfffffff8u);
-}
