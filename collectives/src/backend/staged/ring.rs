@@ -74,12 +74,36 @@ impl Ring {
         let align = align.max(4096).next_power_of_two();
         let geo = Geometry::from_env();
         let slab = Arc::new(Slab::new(geo.bytes().div_ceil(align) * align, align)?);
-        // SAFETY: the slab outlives the registration (a field dropped after it), and the ring
-        // waits for its copies before dropping it.
-        let cuda = unsafe { cuda::Registered::new(cu, slab.ptr(), slab.len())? };
+        // Both drivers pin the same pages; should one of them refuse pages the other has pinned
+        // already, the other order is tried too.
+        let (cuda, view) = match Self::share(&slab, cu, vk, true) {
+            Ok(both) => both,
+            Err(first) => Self::share(&slab, cu, vk, false)
+                .map_err(|second| Error::driver(vk, "staged copy ring", format!("{first}; {second}")))?,
+        };
+        Ok(Ring { geo, busy: vec![None; geo.slots], cuda, vk: view, _slab: slab })
+    }
+
+    /// `slab` registered with CUDA device `cu` and imported into Vulkan device `vk`, CUDA first
+    /// or not.
+    fn share(
+        slab: &Arc<Slab>,
+        cu: Device,
+        vk: Device,
+        cuda_first: bool,
+    ) -> Result<(cuda::Registered, HostView)> {
+        // SAFETY: the slab outlives the registration (the ring drops it first, after waiting for
+        // its copies).
+        let register = || unsafe { cuda::Registered::new(cu, slab.ptr(), slab.len()) };
         // SAFETY: the slab is aligned as the device asks and kept alive by the import.
-        let vk = unsafe { bridge::import(vk, slab.ptr(), slab.len(), slab.clone())? };
-        Ok(Ring { geo, busy: vec![None; geo.slots], cuda, vk, _slab: slab })
+        let import = || unsafe { bridge::import(vk, slab.ptr(), slab.len(), slab.clone()) };
+        if cuda_first {
+            let cuda = register()?;
+            Ok((cuda, import()?))
+        } else {
+            let view = import()?;
+            Ok((register()?, view))
+        }
     }
 
     /// `src` moved to `to` through the ring.
