@@ -45,3 +45,52 @@ fn absent_ordinal_is_unavailable() {
     let err = Tensor::from_vec(vec![1f32], [1], missing).unwrap().to_vec::<f32>().unwrap_err();
     assert!(matches!(err, Error::DeviceUnavailable { .. }), "{err}");
 }
+
+/// Bytes of each shard of the mid-collective test: two of them do not fit one 141 GB H200 (the
+/// star's leader holds its own shard and the peer's copy; NCCL holds input and output).
+const HUGE_SHARD: usize = 72 << 30;
+
+#[test]
+fn out_of_memory_mid_collective_leaves_the_group_usable() {
+    let Some((a, b)) = cuda_common::two_cuda_devices() else { return };
+    let group = collectives::DeviceGroup::new(vec![a, b]).unwrap();
+    let n = 1usize << 30;
+    let mut data = vec![0u8; n];
+    collectives_tests::rng(collectives_tests::fresh_seed()).fill_bytes(&mut data);
+    let reps = HUGE_SHARD / n;
+    let shards: Vec<Tensor> = [a, b]
+        .iter()
+        .map(|&d| {
+            let x = Tensor::from_vec(data.clone(), [n], d).unwrap();
+            let s = Tensor::concat(&vec![x; reps], 0).unwrap();
+            s.realize().unwrap();
+            s
+        })
+        .collect();
+    let mut algos = vec![collectives::Algorithm::Star];
+    if collectives::collective::nccl_available() {
+        algos.push(collectives::Algorithm::Nccl);
+    }
+    for algo in algos {
+        let out = group.using(algo).all_reduce(&shards, collectives::ReduceOp::Max).unwrap();
+        match collectives::realize(&out) {
+            Err(Error::OutOfMemory { .. }) => {}
+            other => println!(
+                "note: {algo} all_reduce of two {HUGE_SHARD}-byte shards gave {other:?} (a larger GPU?)"
+            ),
+        }
+        for (i, s) in shards.iter().enumerate() {
+            for k in [0, reps / 2, reps - 1] {
+                let probe = s.narrow(0, k * n + 4096, 4096).unwrap().to_vec::<u8>().unwrap();
+                assert!(probe == data[4096..8192], "{algo}: shard {i} changed at repeat {k}");
+            }
+        }
+    }
+    drop(shards);
+    // The group still works.
+    let small: Vec<Tensor> =
+        [a, b].iter().map(|&d| Tensor::from_vec(data[..1 << 20].to_vec(), [1 << 20], d).unwrap()).collect();
+    for t in group.all_reduce(&small, collectives::ReduceOp::Max).unwrap() {
+        assert!(t.to_vec::<u8>().unwrap() == data[..1 << 20], "after the fault");
+    }
+}

@@ -9,7 +9,8 @@ use clap::Parser;
 #[command(name = "perf", about = "Bandwidth of collectives over a device group (nccl-tests columns)")]
 pub struct Args {
     /// Collectives to run, comma separated: all_reduce, all_gather, reduce_scatter, broadcast,
-    /// reduce, all_to_all.
+    /// reduce, all_to_all; or local_reduce (the n-ary reduce kernel of the first device over n
+    /// shards living there; busbw is then its memory bandwidth, bytes read + written).
     #[arg(long, default_value = "all_reduce")]
     pub op: String,
     /// Devices, comma separated (first is the leader), e.g. cpu:0,cpu:1 or cuda:0,cuda:1.

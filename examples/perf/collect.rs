@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use collectives::{CollectiveKind, DeviceGroup, Element, ReduceOp, Tensor};
+use collectives::{CollectiveKind, DeviceGroup, Element, ReduceKind, ReduceOp, Scale, Tensor};
 use collectives_examples::{fold, random_data, tolerance};
 
 /// The collectives the tool measures.
@@ -16,6 +16,9 @@ pub enum Coll {
     Broadcast,
     Reduce,
     AllToAll,
+    /// Not a collective: the n-ary reduce kernel on the first device, folding n shards that all
+    /// live there (a device's local reduce bandwidth; "busbw" is bytes read + written per second).
+    LocalReduce,
 }
 
 impl Coll {
@@ -27,6 +30,7 @@ impl Coll {
             "broadcast" => Coll::Broadcast,
             "reduce" => Coll::Reduce,
             "all_to_all" => Coll::AllToAll,
+            "local_reduce" => Coll::LocalReduce,
             _ => return Err(format!("unknown op {s:?}")),
         })
     }
@@ -39,6 +43,7 @@ impl Coll {
             Coll::Broadcast => "broadcast",
             Coll::Reduce => "reduce",
             Coll::AllToAll => "all_to_all",
+            Coll::LocalReduce => "local_reduce",
         }
     }
 
@@ -51,6 +56,7 @@ impl Coll {
             Coll::Broadcast => CollectiveKind::Broadcast,
             Coll::Reduce => CollectiveKind::Reduce,
             Coll::AllToAll => CollectiveKind::AllToAll,
+            Coll::LocalReduce => CollectiveKind::Reduce,
         }
     }
 
@@ -61,6 +67,7 @@ impl Coll {
             Coll::AllReduce => 2.0 * (n - 1.0) / n,
             Coll::AllGather | Coll::ReduceScatter | Coll::AllToAll => (n - 1.0) / n,
             Coll::Broadcast | Coll::Reduce => 1.0,
+            Coll::LocalReduce => n + 1.0,
         }
     }
 
@@ -76,7 +83,7 @@ impl Coll {
     }
 
     fn reduces(self) -> bool {
-        matches!(self, Coll::AllReduce | Coll::ReduceScatter | Coll::Reduce)
+        matches!(self, Coll::AllReduce | Coll::ReduceScatter | Coll::Reduce | Coll::LocalReduce)
     }
 
     /// The lazy outputs of the collective on `shards`.
@@ -88,6 +95,17 @@ impl Coll {
             Coll::Broadcast => g.broadcast(&shards[g.leader_index()]),
             Coll::Reduce => g.reduce(shards, op).map(|t| vec![t]),
             Coll::AllToAll => g.all_to_all(shards, 0),
+            Coll::LocalReduce => {
+                let (kind, scale) = match op {
+                    ReduceOp::Sum => (ReduceKind::Sum, None),
+                    ReduceOp::Prod => (ReduceKind::Prod, None),
+                    ReduceOp::Max => (ReduceKind::Max, None),
+                    ReduceOp::Min => (ReduceKind::Min, None),
+                    ReduceOp::Avg => (ReduceKind::Sum, Some(Scale::Div(shards.len() as f64))),
+                    ReduceOp::PreMulSum(s) => (ReduceKind::Sum, Some(Scale::Mul(s))),
+                };
+                Tensor::reduce(shards, kind, scale).map(|t| vec![t])
+            }
         }
     }
 }
@@ -162,7 +180,7 @@ pub fn count_wrong<T: Element>(
             (0..len.min(out.len())).into_par_iter().filter(|&k| bad(out[k], want(k))).count()
         };
         wrong += match coll {
-            Coll::AllReduce | Coll::Reduce => check(count, &reduced),
+            Coll::AllReduce | Coll::Reduce | Coll::LocalReduce => check(count, &reduced),
             Coll::Broadcast => check(count, &|j| (x(root, j), 0.0)),
             Coll::AllGather => check(n * count, &|k| (x(k / count, k % count), 0.0)),
             Coll::ReduceScatter => check(part, &|j| reduced(d * part + j)),

@@ -113,10 +113,11 @@ impl Sweep<'_> {
         host: &[Vec<T>],
     ) -> Result<Row, Box<dyn std::error::Error>> {
         let (g, n) = (self.group, self.group.size());
+        let home = |i: usize| if self.coll == Coll::LocalReduce { g.devices()[0] } else { g.devices()[i] };
         let shards = host
             .iter()
-            .zip(g.devices())
-            .map(|(d, &dev)| Tensor::from_vec(d.clone(), [count], dev))
+            .enumerate()
+            .map(|(i, d)| Tensor::from_vec(d.clone(), [count], home(i)))
             .collect::<Result<Vec<_>, _>>()?;
         collectives::realize(&shards)?; // uploads are not part of the collective
         self.bar.set_message(format!("{} {} {}", self.coll.name(), T::DTYPE, output::human(size)));

@@ -34,7 +34,8 @@ pub struct PlannedKernel {
     pub bytes: usize,
 }
 
-/// What running some lazy tensors will do: every copy and kernel, in execution order.
+/// What running some lazy tensors will do: every copy and every kernel (each list in the order the
+/// executor issues them).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Plan {
     /// The algorithm, when the plan is of one collective.

@@ -24,6 +24,8 @@ mod schedule;
 mod staged;
 mod step;
 
+use std::sync::Arc;
+
 use crate::backend::{self, Buffer};
 use crate::dtype::Element;
 use crate::error::Result;
@@ -51,6 +53,23 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
         *t.0.value.lock() = Some(b);
     }
     Ok(())
+}
+
+/// `target`'s buffer once the work computing it is *issued*: the cached buffer of a realized
+/// tensor, else the graph's result, neither waited for nor cached. The buffer's fence says when
+/// its contents are valid: for callers that hand it to more device work (a communicator's NCCL
+/// stream), which waits for it on the device rather than the host.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))] // NcclComm's inputs
+pub(crate) fn issue(target: &Tensor) -> Result<Arc<Buffer>> {
+    if target.is_realized()
+        && let Some(buf) = target.value()
+    {
+        return Ok(buf);
+    }
+    let rewritten = opt::insert_cross_device_copies(std::slice::from_ref(target));
+    let sched = schedule::build(&rewritten);
+    let mut bufs = run::run(&sched)?;
+    bufs.pop().ok_or_else(|| crate::Error::driver(target.device(), "issue", "no result"))
 }
 
 /// Waits until every operation issued to `device` has finished, reporting a device failure as an

@@ -74,7 +74,6 @@ const NVRTC_SYMBOLS: &[&str] = &[
 ];
 
 /// NCCL entry points used by the clique.
-#[allow(dead_code)] // used by `nccl`, which the collectives wire in
 const NCCL_SYMBOLS: &[&str] = &[
     "ncclCommInitAll",
     "ncclCommDestroy",
@@ -136,7 +135,6 @@ pub(crate) fn nvrtc_status() -> &'static Result<(), String> {
 }
 
 /// Whether libnccl loads with every symbol the clique uses (cached).
-#[allow(dead_code)] // used by `nccl`, which the collectives wire in
 pub(crate) fn nccl_status() -> &'static Result<(), String> {
     static S: OnceLock<Result<(), String>> = OnceLock::new();
     S.get_or_init(|| {
@@ -144,6 +142,16 @@ pub(crate) fn nccl_status() -> &'static Result<(), String> {
         let present = unsafe { cudarc::nccl::sys::is_culib_present() };
         check("libnccl", present, has_symbol!(cudarc::nccl::sys), NCCL_SYMBOLS)
     })
+}
+
+/// Which of `names` libnccl lacks (for callers using entry points beyond the clique's); call once
+/// [`nccl_status`] is `Ok`.
+pub(crate) fn nccl_lacks(names: &[&'static str]) -> Vec<&'static str> {
+    if nccl_status().is_err() {
+        return names.to_vec();
+    }
+    let has = has_symbol!(cudarc::nccl::sys);
+    names.iter().copied().filter(|n| !has(n)).collect()
 }
 
 /// The driver's `NAME: description` for an error code.

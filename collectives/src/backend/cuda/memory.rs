@@ -9,9 +9,15 @@
 //!
 //! The work that writes a buffer is signalled by a [`CudaFence`] (a CUDA event). A CUDA consumer
 //! waits for it on its stream ([`await_on`]); any other consumer waits on the host.
+//!
+//! A fence may also carry a [`Watch`]: work whose completion depends on more than this process
+//! (an NCCL call, which waits for its peers) is watched, and a host wait polls the watch beside
+//! the event, so a dead peer ends the wait with an error instead of hanging it.
 
 use std::any::Any;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -85,6 +91,25 @@ impl Drop for DevAlloc {
 /// What a CUDA buffer's [`Mem::Device`] holds.
 pub(crate) struct DevMem(pub Arc<DevAlloc>);
 
+/// What besides its event decides whether a fence's work completes normally: a communicator
+/// whose peers may fail (`comm::nccl`). An aborted NCCL call's event still completes — aborting
+/// stops its kernels — but its output is undefined, so the watch, not the event, says whether the
+/// data is good.
+pub(crate) trait Watch: Send + Sync {
+    /// The error, once the watched work can no longer complete normally. Cheap: polls nothing.
+    fn failed(&self) -> Option<Error>;
+    /// Polls what decides failure (asynchronous errors, a deadline), failing the work when one is
+    /// hit; then as [`Watch::failed`].
+    fn poll(&self) -> Result<()>;
+}
+
+/// How long a watched host wait spins (yielding) before it sleeps between queries.
+const SPIN_FOR: Duration = Duration::from_millis(20);
+/// How often a watched host wait polls its watch.
+const POLL_EVERY: Duration = Duration::from_millis(1);
+/// The longest sleep between queries of a long watched wait.
+const MAX_PAUSE: Duration = Duration::from_millis(1);
+
 /// Completion of work on a CUDA stream.
 pub(crate) struct CudaFence {
     pub event: Arc<CudaEvent>,
@@ -93,36 +118,85 @@ pub(crate) struct CudaFence {
     device: Device,
     /// Set once the work is known complete, so later readers skip the wait (realized inputs are
     /// read by many later calls).
-    done: std::sync::atomic::AtomicBool,
+    done: AtomicBool,
+    /// Decides, beside the event, whether the work completed normally.
+    watch: Option<Arc<dyn Watch>>,
 }
 
 impl CudaFence {
     /// A fence for the work issued so far on `stream`.
     pub fn new(event: Arc<CudaEvent>, stream: &CudaStream, device: Device) -> Self {
-        CudaFence { event, stream: stream.cu_stream() as usize, device, done: Default::default() }
+        let stream = stream.cu_stream() as usize;
+        CudaFence { event, stream, device, done: AtomicBool::new(false), watch: None }
     }
 
-    /// Whether the work is known complete (waited on, or queried and found done).
+    /// As [`CudaFence::new`], for work that completes normally only as long as `watch` says so.
+    pub fn watched(
+        event: Arc<CudaEvent>,
+        stream: &CudaStream,
+        device: Device,
+        watch: Arc<dyn Watch>,
+    ) -> Self {
+        CudaFence { watch: Some(watch), ..CudaFence::new(event, stream, device) }
+    }
+
+    /// Whether the work is known complete (waited on, or queried and found done), and did not fail.
     pub fn is_done(&self) -> bool {
-        use std::sync::atomic::Ordering::{Acquire, Release};
-        if self.done.load(Acquire) {
+        if self.done.load(Ordering::Acquire) {
             return true;
         }
-        let done = matches!(self.event.try_is_complete(), Ok(true));
+        // The watch is read after the event: an aborted call's event completes after it failed.
+        let done = matches!(self.event.try_is_complete(), Ok(true)) && self.failure().is_ok();
         if done {
-            self.done.store(true, Release);
+            self.done.store(true, Ordering::Release);
         }
         done
+    }
+
+    /// The watch's error, if the watched work failed.
+    fn failure(&self) -> Result<()> {
+        match self.watch.as_ref().and_then(|w| w.failed()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits on the host for the event, polling `watch`: spins (yielding) for the first
+    /// [`SPIN_FOR`], then sleeps up to [`MAX_PAUSE`] between queries.
+    fn wait_watched(&self, watch: &dyn Watch) -> Result<()> {
+        let start = Instant::now();
+        let (mut next_poll, mut pause) = (start, Duration::from_micros(20));
+        loop {
+            let complete =
+                self.event.try_is_complete().map_err(driver::err(self.device, "wait for device work"))?;
+            if complete {
+                return self.failure();
+            }
+            let now = Instant::now();
+            if now >= next_poll {
+                watch.poll()?;
+                next_poll = now + POLL_EVERY;
+            }
+            if now - start < SPIN_FOR {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(MAX_PAUSE);
+            }
+        }
     }
 }
 
 impl Fence for CudaFence {
     fn wait(&self) -> Result<()> {
-        if self.done.load(std::sync::atomic::Ordering::Acquire) {
+        if self.done.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.event.synchronize().map_err(driver::err(self.device, "wait for device work"))?;
-        self.done.store(true, std::sync::atomic::Ordering::Release);
+        match &self.watch {
+            None => self.event.synchronize().map_err(driver::err(self.device, "wait for device work"))?,
+            Some(w) => self.wait_watched(w.as_ref())?,
+        }
+        self.done.store(true, Ordering::Release);
         Ok(())
     }
 
@@ -139,19 +213,25 @@ pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<CudaEven
 }
 
 /// Makes `stream` wait until `buf`'s contents are valid: on the device for a CUDA fence, on the
-/// host for any other.
+/// host for any other. A watched fence whose work failed is that failure's error.
+///
+/// A device wait does not poll the watch: if the watched work fails later, its communicator is
+/// aborted (by whoever polls it, at the latest its watchdog at the deadline), which ends its
+/// kernels and so this wait, but `stream`'s work then reads undefined data.
 pub(crate) fn await_on(stream: &CudaStream, buf: &Buffer, device: Device) -> Result<()> {
     let Some(f) = &buf.fence else { return Ok(()) };
-    match f.as_any().downcast_ref::<CudaFence>() {
-        Some(cf) if cf.stream == stream.cu_stream() as usize || cf.is_done() => Ok(()),
-        Some(cf) => {
-            stream.context().bind_to_thread().map_err(driver::err(device, "bind context"))?;
-            // SAFETY: the stream and the event are alive for the call.
-            unsafe { driver::stream_wait(stream.cu_stream(), cf.event.cu_event()) }
-                .map_err(driver::err(device, "wait on event"))
-        }
-        None => f.wait(),
+    let Some(cf) = f.as_any().downcast_ref::<CudaFence>() else { return f.wait() };
+    if cf.is_done() {
+        return Ok(());
     }
+    cf.failure()?;
+    if cf.stream == stream.cu_stream() as usize {
+        return Ok(());
+    }
+    stream.context().bind_to_thread().map_err(driver::err(device, "bind context"))?;
+    // SAFETY: the stream and the event are alive for the call.
+    unsafe { driver::stream_wait(stream.cu_stream(), cf.event.cu_event()) }
+        .map_err(driver::err(device, "wait on event"))
 }
 
 /// The allocation behind a CUDA buffer.
@@ -168,14 +248,14 @@ pub(crate) fn device_buffer(
     event: Arc<CudaEvent>,
     stream: &CudaStream,
 ) -> Buffer {
+    let fence = CudaFence::new(event, stream, alloc.device());
+    fenced_buffer(dtype, len, alloc, fence)
+}
+
+/// A CUDA buffer of `len` elements of `dtype` in `alloc`, valid once `fence` is complete.
+pub(crate) fn fenced_buffer(dtype: DType, len: usize, alloc: Arc<DevAlloc>, fence: CudaFence) -> Buffer {
     let device = alloc.device();
-    Buffer {
-        device,
-        dtype,
-        len,
-        mem: Mem::Device(Box::new(DevMem(alloc))),
-        fence: Some(Arc::new(CudaFence::new(event, stream, device))),
-    }
+    Buffer { device, dtype, len, mem: Mem::Device(Box::new(DevMem(alloc))), fence: Some(Arc::new(fence)) }
 }
 
 /// Checks that `buf` holds at least `len` elements of `dtype`.

@@ -16,12 +16,10 @@
 //! match the CPU backend's semantics exactly (see the comment at the top of `kernels.cu`).
 
 mod copy;
-mod device;
-mod driver;
+pub(crate) mod device;
+pub(crate) mod driver;
 mod launch;
-mod memory;
-#[allow(dead_code)]
-// the collectives of all-CUDA groups use it once wired in (and the unit tests now)
+pub(crate) mod memory;
 pub(crate) mod nccl;
 mod nvrtc;
 mod pinned;
@@ -36,9 +34,6 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
-// The NCCL clique's API, for the collectives of all-CUDA groups.
-#[allow(unused_imports)]
-pub(crate) use nccl::{NcclClique, NcclRedOp, nccl_available};
 // The CUDA half of the staged CUDA ↔ Vulkan chain.
 pub(crate) use staging::{Registered, dest_end, source_end};
 

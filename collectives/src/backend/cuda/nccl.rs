@@ -47,6 +47,22 @@ pub(crate) enum NcclRedOp {
     PreMulSum(f64),
 }
 
+impl NcclRedOp {
+    /// NCCL's built-in operator, or the scalar of a pre-multiplied sum (whose operator is made
+    /// for each call with `ncclRedOpCreatePreMulSum`).
+    pub fn builtin(self) -> std::result::Result<sys::ncclRedOp_t, f64> {
+        use sys::ncclRedOp_t as O;
+        Ok(match self {
+            NcclRedOp::Sum => O::ncclSum,
+            NcclRedOp::Prod => O::ncclProd,
+            NcclRedOp::Max => O::ncclMax,
+            NcclRedOp::Min => O::ncclMin,
+            NcclRedOp::Avg => O::ncclAvg,
+            NcclRedOp::PreMulSum(s) => return Err(s),
+        })
+    }
+}
+
 /// Whether NCCL can run here: libcuda and libnccl load with every symbol used.
 pub(crate) fn nccl_available() -> bool {
     driver::driver_status().is_ok() && driver::nccl_status().is_ok()
@@ -78,7 +94,8 @@ fn nccl_err(device: Device, what: &str) -> impl Fn(result::NcclError) -> Error +
     move |e| Error::driver(device, what, driver::c_text(unsafe { sys::ncclGetErrorString(e.0) }))
 }
 
-fn nccl_type(d: DType) -> sys::ncclDataType_t {
+/// NCCL's name for `d`.
+pub(crate) fn nccl_type(d: DType) -> sys::ncclDataType_t {
     use sys::ncclDataType_t as T;
     match d {
         DType::F32 => T::ncclFloat32,
@@ -312,20 +329,14 @@ struct RedOps<'a> {
 
 impl<'a> RedOps<'a> {
     fn create(coll: Coll, dtype: DType, comms: &'a [Comm], dev: Device) -> Result<Self> {
-        use sys::ncclRedOp_t as O;
         let op = match coll {
             Coll::AllReduce(op) | Coll::Reduce(_, op) | Coll::ReduceScatter(op) => op,
             Coll::Broadcast(_) | Coll::AllGather => NcclRedOp::Sum,
         };
-        let builtin = match op {
-            NcclRedOp::Sum => O::ncclSum,
-            NcclRedOp::Prod => O::ncclProd,
-            NcclRedOp::Max => O::ncclMax,
-            NcclRedOp::Min => O::ncclMin,
-            NcclRedOp::Avg => O::ncclAvg,
-            NcclRedOp::PreMulSum(s) => return Self::pre_mul_sum(s, dtype, comms, dev),
-        };
-        Ok(RedOps { ops: vec![builtin; comms.len()], custom: None })
+        match op.builtin() {
+            Ok(builtin) => Ok(RedOps { ops: vec![builtin; comms.len()], custom: None }),
+            Err(s) => Self::pre_mul_sum(s, dtype, comms, dev),
+        }
     }
 
     fn pre_mul_sum(s: f64, dtype: DType, comms: &'a [Comm], dev: Device) -> Result<Self> {
@@ -367,7 +378,7 @@ impl Drop for RedOps<'_> {
 
 /// The bytes of `s` as one value of `dtype` (integers need an integral `s`; they wrap as the
 /// library's integer scales do).
-fn scalar_bytes(s: f64, dtype: DType) -> Result<[u8; 8]> {
+pub(crate) fn scalar_bytes(s: f64, dtype: DType) -> Result<[u8; 8]> {
     if dtype.is_int() && !(s.is_finite() && s.fract() == 0.0) {
         let redop = format!("PreMulSum({s})");
         let reason = "an integer dtype needs an integral scalar";

@@ -3,15 +3,25 @@
 //! The rank-wise code that runs on [`super::LocalComm`] as threads runs here as processes: each
 //! process reads its place from its launcher's environment ([`Launch`]), rank 0 makes an NCCL
 //! unique id and hands it out through the TCP [`super::rendezvous`] on `MASTER_ADDR:MASTER_PORT`,
-//! and every rank joins a *nonblocking* NCCL communicator on `Device::Cuda(LOCAL_RANK)`.
+//! and every rank joins an NCCL communicator on `Device::Cuda(LOCAL_RANK)` (joining bounded by the
+//! timeout).
 //!
-//! Calls are issued to NCCL in program order as they are made (the input is realized first),
-//! because NCCL needs every rank to issue the same sequence: a lazy call issued whenever its
-//! result happened to be read could reorder the ranks' sequences and deadlock. The result is a
-//! lazy [`Tensor`] whose data NCCL is still writing. Every wait polls NCCL with the timeout, so a
-//! peer that dies makes this rank's call return [`crate::Error::Comm`] (the communicator is
-//! aborted with `ncclCommAbort`), not hang. Without libcuda or libnccl, [`NcclComm::from_env`]
-//! is [`crate::Error::DeviceUnavailable`], before anything touches CUDA.
+//! The process shares the CUDA backend's context and memory pool for that device: NCCL runs on
+//! a stream of its own, and its outputs are ordinary backend buffers.
+//!
+//! Calls are issued to NCCL in program order as they are made (the input's work is issued
+//! first, and NCCL's stream waits for it on the device), because NCCL needs every rank to issue
+//! the same sequence: a lazy call issued whenever its result happened to be read could reorder
+//! the ranks' sequences and deadlock. The result is a lazy [`Tensor`] whose data NCCL may still
+//! be writing: CUDA ops reading it wait for it on the device; realizing it or reading it on the
+//! host waits on the host. Every host wait polls NCCL with the timeout, and a watchdog thread
+//! does too while calls are in flight, so a peer that dies makes this rank's calls and the
+//! reads of their results return [`crate::Error::Comm`] (the communicator is aborted with
+//! `ncclCommAbort`), not hang; the one gap is spelled out in `watch.rs`: CUDA work already
+//! waiting on the device for a result that then fails runs on undefined data once the abort
+//! ends NCCL's kernels, and the failure surfaces at the rank's next call or host wait instead.
+//! Without libcuda or libnccl, [`NcclComm::from_env`] is [`crate::Error::DeviceUnavailable`],
+//! before anything touches CUDA.
 //!
 //! Calls that differ between processes cannot be checked here as [`super::LocalComm`] checks
 //! them (the ranks share no memory): as with NCCL itself, they fail by the timeout.
@@ -30,6 +40,7 @@ mod glue;
 mod layout;
 mod ops;
 mod raw;
+mod watch;
 
 use std::fmt;
 use std::time::Duration;
@@ -65,31 +76,40 @@ impl NcclComm {
         NcclComm::new(&Launch::from_env()?, NcclComm::DEFAULT_TIMEOUT)
     }
 
-    /// Joins the job `launch` describes: checks that CUDA and NCCL load, exchanges the NCCL id
-    /// through the rendezvous, and joins the communicator, each step waiting at most `timeout`.
+    /// Joins the job `launch` describes: checks that CUDA and NCCL load, opens the rank's device
+    /// through the CUDA backend, exchanges the NCCL id through the rendezvous, and joins the
+    /// communicator, each step waiting at most `timeout`. Each call then completes within
+    /// `timeout` of being issued, or fails and aborts the communicator.
     pub fn new(launch: &Launch, timeout: Duration) -> Result<NcclComm> {
         let device = Device::Cuda(launch.local_rank as u32);
         if let Some(reason) = raw::unavailable() {
             return Err(Error::DeviceUnavailable { device, reason });
         }
         check_ordinal(device)?;
+        let dev = crate::backend::cuda::device::get(device.ordinal())?;
         let id = rendezvous::exchange(launch, timeout, || {
             raw::unique_id()
                 .map(|id| id.to_vec())
                 .map_err(|why| Error::Comm { op: "nccl init", msg: format!("ncclGetUniqueId failed: {why}") })
         })?;
-        let raw = RawComm::init(device, (launch.rank, launch.world_size), &id, timeout)?;
+        let raw = RawComm::init(dev, (launch.rank, launch.world_size), &id, timeout)?;
         Ok(NcclComm { launch: launch.clone(), timeout, raw })
     }
 
     /// How many CUDA devices this process can run NCCL on: an error naming what is missing when
     /// libcuda or libnccl do not load (nothing is called into either before they are checked).
     pub fn available() -> Result<usize> {
-        let device = Device::Cuda(0);
         if let Some(reason) = raw::unavailable() {
-            return Err(Error::DeviceUnavailable { device, reason });
+            return Err(Error::DeviceUnavailable { device: Device::Cuda(0), reason });
         }
-        device_count(device)
+        Ok(crate::backend::cuda::driver::device_count() as usize)
+    }
+
+    /// The version of the libnccl this process loaded, as NCCL encodes it (2.28.7 is 22807).
+    pub fn nccl_version(&self) -> Result<u32> {
+        cudarc::nccl::result::get_nccl_version()
+            .map(|v| v.max(0) as u32)
+            .map_err(|e| Error::Comm { op: "ncclGetVersion", msg: raw::describe(e.0) })
     }
 
     /// Where this rank stands in the job.
@@ -130,18 +150,10 @@ impl NcclComm {
     }
 }
 
-/// The number of CUDA devices (the libraries were checked).
-fn device_count(device: Device) -> Result<usize> {
-    let count = cudarc::driver::result::init()
-        .and_then(|_| cudarc::driver::result::device::get_count())
-        .map_err(|e| Error::DeviceUnavailable { device, reason: format!("cuInit failed: {:?}", e.0) })?;
-    Ok(count.max(0) as usize)
-}
-
-/// Checks that `device`'s ordinal exists on this node.
+/// Checks that `device`'s ordinal exists on this node (the libraries were checked).
 fn check_ordinal(device: Device) -> Result<()> {
-    let count = device_count(device)?;
-    if device.ordinal() as usize >= count {
+    let count = crate::backend::cuda::driver::device_count();
+    if device.ordinal() >= count {
         let reason = format!("this node has {count} CUDA device(s); check LOCAL_RANK");
         return Err(Error::DeviceUnavailable { device, reason });
     }

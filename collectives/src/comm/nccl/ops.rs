@@ -1,13 +1,12 @@
-//! The NCCL calls `NcclComm` makes, and the mapping of the crate's dtypes and ops onto NCCL's.
+//! The NCCL calls `NcclComm` makes, and the mapping of the crate's ops onto the CUDA backend's
+//! NCCL operators (whose dtypes and scalars the backend maps onto NCCL's).
 
 use std::ffi::c_void;
 
 use cudarc::nccl::sys::{self, ncclDataType_t, ncclRedOp_t, ncclResult_t};
-use half::{bf16, f16};
 
+use crate::backend::cuda::nccl::NcclRedOp;
 use crate::collective::ReduceOp;
-use crate::dtype::DType;
-use crate::error::{Error, Result};
 
 /// One NCCL call of this rank. Counts are NCCL's: the input's element count, except
 /// reduce_scatter's, which is the output's.
@@ -46,13 +45,19 @@ impl NcclCall {
         }
     }
 
-    /// The scalar of a pre-multiplied sum, which needs an op made for the call.
-    pub fn pre_mul_sum(self) -> Option<f64> {
-        match self {
-            NcclCall::AllReduce(ReduceOp::PreMulSum(s))
-            | NcclCall::Reduce(ReduceOp::PreMulSum(s), _)
-            | NcclCall::ReduceScatter(ReduceOp::PreMulSum(s)) => Some(s),
-            _ => None,
+    /// The operator NCCL reduces with (`Sum` for calls that do not reduce).
+    pub fn red_op(self) -> NcclRedOp {
+        let op = match self {
+            NcclCall::AllReduce(op) | NcclCall::Reduce(op, _) | NcclCall::ReduceScatter(op) => op,
+            _ => ReduceOp::Sum,
+        };
+        match op {
+            ReduceOp::Sum => NcclRedOp::Sum,
+            ReduceOp::Prod => NcclRedOp::Prod,
+            ReduceOp::Max => NcclRedOp::Max,
+            ReduceOp::Min => NcclRedOp::Min,
+            ReduceOp::Avg => NcclRedOp::Avg,
+            ReduceOp::PreMulSum(s) => NcclRedOp::PreMulSum(s),
         }
     }
 
@@ -89,55 +94,4 @@ impl NcclCall {
             }
         }
     }
-}
-
-/// The built-in NCCL op of `call` (`Sum` for calls that do not reduce; a pre-multiplied sum
-/// replaces it with an op made for the call).
-pub(super) fn op_of(call: NcclCall) -> ncclRedOp_t {
-    let op = match call {
-        NcclCall::AllReduce(op) | NcclCall::Reduce(op, _) | NcclCall::ReduceScatter(op) => op,
-        _ => ReduceOp::Sum,
-    };
-    match op {
-        ReduceOp::Sum | ReduceOp::PreMulSum(_) => ncclRedOp_t::ncclSum,
-        ReduceOp::Prod => ncclRedOp_t::ncclProd,
-        ReduceOp::Max => ncclRedOp_t::ncclMax,
-        ReduceOp::Min => ncclRedOp_t::ncclMin,
-        ReduceOp::Avg => ncclRedOp_t::ncclAvg,
-    }
-}
-
-/// NCCL's name for `d`.
-pub(super) fn nccl_type(d: DType) -> ncclDataType_t {
-    use ncclDataType_t as T;
-    match d {
-        DType::F32 => T::ncclFloat32,
-        DType::F64 => T::ncclFloat64,
-        DType::F16 => T::ncclFloat16,
-        DType::BF16 => T::ncclBfloat16,
-        DType::I32 => T::ncclInt32,
-        DType::I64 => T::ncclInt64,
-        DType::U8 => T::ncclUint8,
-    }
-}
-
-/// The bytes of `s` as one value of `dtype` (integer dtypes need an integral `s`).
-pub(super) fn scalar_bytes(s: f64, dtype: DType) -> Result<[u8; 8]> {
-    if dtype.is_int() && !(s.is_finite() && s.fract() == 0.0) {
-        let redop = ReduceOp::PreMulSum(s).to_string();
-        let reason = "an integer dtype takes only an integer scalar; cast to a float dtype first";
-        return Err(Error::BadReduceOp { op: "nccl", redop, dtype, reason });
-    }
-    let mut b = [0u8; 8];
-    let i = s as i64;
-    match dtype {
-        DType::F32 => b[..4].copy_from_slice(&(s as f32).to_ne_bytes()),
-        DType::F64 => b.copy_from_slice(&s.to_ne_bytes()),
-        DType::F16 => b[..2].copy_from_slice(&f16::from_f64(s).to_bits().to_ne_bytes()),
-        DType::BF16 => b[..2].copy_from_slice(&bf16::from_f64(s).to_bits().to_ne_bytes()),
-        DType::I32 => b[..4].copy_from_slice(&(i as i32).to_ne_bytes()),
-        DType::I64 => b.copy_from_slice(&i.to_ne_bytes()),
-        DType::U8 => b[0] = i as u8,
-    }
-    Ok(b)
 }
