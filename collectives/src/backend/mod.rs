@@ -14,6 +14,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 mod host;
 mod registry;
+pub(crate) mod staged;
 #[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;
 
@@ -171,4 +172,10 @@ pub(crate) trait Backend: Send + Sync {
 
     /// Waits for all work queued on this device.
     fn synchronize(&self) -> Result<()>;
+
+    /// The concrete backend, for cross-backend glue that needs a backend's own API (the staged
+    /// CUDA ↔ Vulkan chain). `None` by default.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
 }

@@ -4,7 +4,8 @@
 //! [`realize`] is the one entry: it rewrites the targets' graph
 //! ([`crate::graph::opt::insert_cross_device_copies`]), orders the nodes topologically, gives each
 //! device a queue so independent devices work at once, frees every intermediate buffer once its
-//! last reader has run, and caches the targets' buffers in their nodes.
+//! last reader has run, and caches the targets' buffers in their nodes. A large tensor's
+//! CUDA → host → Vulkan chain (or back) runs as one pipelined transfer ([`StagedTransport`]).
 //!
 //! ```
 //! use collectives::{realize, Device, Tensor};
@@ -20,6 +21,7 @@
 
 mod run;
 mod schedule;
+mod staged;
 mod step;
 
 use std::sync::Arc;
@@ -28,6 +30,9 @@ use crate::backend::{self, Buffer};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::graph::{Tensor, opt};
+pub use staged::{
+    STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV, StagedTransport, staged_transport,
+};
 
 /// Computes `targets` (and everything they need) and caches each on its device.
 ///

@@ -20,6 +20,11 @@ pub(crate) fn issue(step: &Step, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> 
             Ok(Arc::new(Buffer::parts(t.device(), t.dtype(), parts)))
         }
         Op::Part { index } => part(&inputs[0], *index, t),
+        Op::Copy { to } | Op::Move { to } if step.staged => {
+            let out = Arc::new(backend::staged::transfer(&inputs[0], *to)?);
+            release_source(step, &out);
+            Ok(out)
+        }
         Op::Move { to } if *to == inputs[0].device => {
             let out = inputs[0].clone();
             release_source(step, &out);

@@ -44,6 +44,8 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuMemcpyPeerAsync",
     "cuMemHostAlloc",
     "cuMemFreeHost",
+    "cuMemHostRegister_v2",
+    "cuMemHostUnregister",
     "cuLaunchKernel",
     "cuModuleLoadData",
     "cuModuleGetFunction",
@@ -288,6 +290,26 @@ pub(crate) unsafe fn alloc_pinned(bytes: usize) -> Result<*mut u8, DriverError> 
 pub(crate) unsafe fn free_pinned(ptr: *mut u8) -> Result<(), DriverError> {
     // SAFETY: as the caller guarantees.
     unsafe { result::free_host(ptr as *mut c_void) }
+}
+
+/// Page-locks the `bytes` of host memory at `ptr` for every context (portable), so copies to and
+/// from it run as DMA.
+///
+/// # Safety
+/// A context must be current; `ptr..ptr + bytes` is host memory that stays allocated until
+/// [`host_unregister`].
+pub(crate) unsafe fn host_register(ptr: *mut u8, bytes: usize) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { sys::cuMemHostRegister_v2(ptr.cast(), bytes, sys::CU_MEMHOSTREGISTER_PORTABLE).result() }
+}
+
+/// Undoes [`host_register`].
+///
+/// # Safety
+/// `ptr` was registered by [`host_register`], once, and no device work still uses it.
+pub(crate) unsafe fn host_unregister(ptr: *mut u8) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe { sys::cuMemHostUnregister(ptr.cast()).result() }
 }
 
 /// Makes `stream` wait for `event` (recorded in any context) without blocking the host.

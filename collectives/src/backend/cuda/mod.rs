@@ -5,7 +5,8 @@
 //! owning types with `Drop` — [`device::CudaDevice`] (context, streams, pool, kernels),
 //! [`memory::DevAlloc`] (stream-ordered device memory), [`pinned::PinnedBlock`] (pooled pinned
 //! host memory) — and the operations: [`launch`] (kernels), [`copy`] (htod, dtoh, dtod, peer),
-//! [`staging`] (chunked double-buffered transfers), [`nccl`] (NCCL cliques for all-CUDA groups).
+//! [`staging`] (chunked double-buffered transfers, and the CUDA end of the staged CUDA ↔ Vulkan
+//! chain), [`nccl`] (NCCL cliques for all-CUDA groups).
 //!
 //! Everything is asynchronous: each operation is issued on a stream of the device and returns a
 //! buffer carrying a [`memory::CudaFence`]. CUDA consumers wait for it on their own stream, so
@@ -32,6 +33,9 @@ use super::{Backend, Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+
+// The CUDA half of the staged CUDA ↔ Vulkan chain.
+pub(crate) use staging::{Registered, dest_end, source_end};
 
 /// The backend of one CUDA device.
 pub(crate) struct CudaBackend {

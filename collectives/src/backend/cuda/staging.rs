@@ -5,20 +5,26 @@
 //! chunks and hands each to a sink as it lands, so the sink's work on chunk i overlaps the DMA of
 //! chunk i+1.
 //!
-//! `htod` of pageable memory uses `stage_in`. Both are also the hook for the staged
-//! CUDA → host → Vulkan chain (and back): the Vulkan side supplies the sink (write the chunk into
-//! its host-visible staging and submit the upload) or the source (read a chunk of mapped memory
-//! after its fence), and the two hops overlap chunk by chunk.
+//! `htod` of pageable memory uses `stage_in`.
+//!
+//! The staged CUDA ↔ Vulkan chain ([`crate::backend::staged`]) moves chunks through host memory
+//! that both drivers copy to and from directly: [`Registered`] page-locks that memory for CUDA,
+//! and [`CudaEnd`] issues the CUDA half of each chunk's transfer, so no CPU copies the data.
 
+use std::ptr::NonNull;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaEvent, CudaStream};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 
-use super::device::CudaDevice;
+use super::device::{self, CudaDevice};
 use super::driver;
-use super::memory::{DevAlloc, record};
+use super::memory::{CudaFence, DevAlloc, alloc_of, await_on, device_buffer, record};
 use super::pinned::{self, PinnedBlock};
-use crate::error::Result;
+use crate::backend::staged::ChunkEnd;
+use crate::backend::{Buffer, Fence};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
 
 /// Bytes per chunk.
 pub(crate) const CHUNK: usize = 16 << 20;
@@ -99,4 +105,152 @@ pub(crate) fn stage_out(
         }
     }
     Ok(())
+}
+
+/// Host memory page-locked for CUDA (every context) while the value lives.
+pub(crate) struct Registered {
+    ptr: NonNull<u8>,
+    len: usize,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: the value only names the memory (it never dereferences it); the context is thread-safe.
+unsafe impl Send for Registered {}
+// SAFETY: as above.
+unsafe impl Sync for Registered {}
+
+impl Registered {
+    /// Registers the `len` bytes at `ptr` with CUDA through `Cuda(n)`'s context.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` is host memory that stays allocated while the value lives, and no copy
+    /// still uses it when the value drops.
+    pub unsafe fn new(device: Device, ptr: NonNull<u8>, len: usize) -> Result<Self> {
+        let dev = cuda_device(device, "register host memory")?;
+        dev.bind()?;
+        // SAFETY: the context is current; the memory outlives the registration (as guaranteed).
+        unsafe { driver::host_register(ptr.as_ptr(), len) }
+            .map_err(driver::err(device, "register host memory"))?;
+        Ok(Registered { ptr, len, ctx: dev.ctx.clone() })
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: registered once in `new`; no copy uses it any more (the owner's contract).
+        let _ = unsafe { driver::host_unregister(self.ptr.as_ptr()) };
+    }
+}
+
+/// The opened CUDA device behind `device`.
+fn cuda_device(device: Device, op: &str) -> Result<Arc<CudaDevice>> {
+    match device {
+        Device::Cuda(n) => device::get(n),
+        _ => Err(Error::driver(device, op, "not a CUDA device")),
+    }
+}
+
+/// One CUDA end of a staged chain: a device allocation, the stream its copies run on, and the
+/// registered ring.
+pub(crate) struct CudaEnd<'r> {
+    dev: Arc<CudaDevice>,
+    alloc: Arc<DevAlloc>,
+    bytes: usize,
+    stream: Arc<CudaStream>,
+    ring: &'r Registered,
+    last: Option<Arc<CudaEvent>>,
+}
+
+/// The end reading `src` (a CUDA buffer), on the device's download stream, which first waits for
+/// `src`'s writer.
+pub(crate) fn source_end<'r>(src: &Buffer, ring: &'r Registered) -> Result<CudaEnd<'r>> {
+    let dev = cuda_device(src.device, "staged copy")?;
+    let alloc = alloc_of(src, "staged copy")?.clone();
+    let stream = dev.copy_out.clone();
+    await_on(&stream, src, dev.device)?;
+    Ok(CudaEnd { dev, alloc, bytes: src.bytes(), stream, ring, last: None })
+}
+
+/// The end writing a new allocation of `bytes` on `device`, on its upload stream.
+pub(crate) fn dest_end(device: Device, bytes: usize, ring: &Registered) -> Result<CudaEnd<'_>> {
+    let dev = cuda_device(device, "staged copy")?;
+    let stream = dev.copy_in.clone();
+    let alloc = dev.alloc(bytes, &stream)?;
+    Ok(CudaEnd { dev, alloc, bytes, stream, ring, last: None })
+}
+
+impl CudaEnd<'_> {
+    /// Checks that `len` bytes at `at` of the ring and at `off` of the allocation are in bounds.
+    fn check(&self, at: usize, off: usize, len: usize) -> Result<()> {
+        if at.checked_add(len).is_none_or(|e| e > self.ring.len)
+            || off.checked_add(len).is_none_or(|e| e > self.bytes)
+        {
+            let msg =
+                format!("chunk {off}+{len} (ring {at}) outside {} / {} bytes", self.bytes, self.ring.len);
+            return Err(Error::driver(self.dev.device, "staged copy", msg));
+        }
+        Ok(())
+    }
+
+    /// Records the copy just issued: the allocation's reader list, the end's last event, and the
+    /// fence returned to the chain.
+    fn issued(&mut self) -> Result<Option<Arc<dyn Fence>>> {
+        let e = record(&self.stream, self.dev.device)?;
+        self.alloc.note_use(&self.stream, &e);
+        self.last = Some(e.clone());
+        Ok(Some(Arc::new(CudaFence::new(e, &self.stream, self.dev.device))))
+    }
+
+    /// The destination allocation as a tensor buffer of `len` elements of `dtype`, complete when
+    /// the last chunk copied into it is.
+    pub fn into_buffer(self, dtype: DType, len: usize) -> Result<Buffer> {
+        let event = match self.last {
+            Some(e) => e,
+            None => record(&self.stream, self.dev.device)?,
+        };
+        Ok(device_buffer(dtype, len, self.alloc, event, &self.stream))
+    }
+}
+
+impl ChunkEnd for CudaEnd<'_> {
+    fn to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+        self.check(at, off, len)?;
+        if len == 0 {
+            return Ok(None);
+        }
+        self.dev.bind()?;
+        // SAFETY: ring bytes `at..at + len` are registered host memory (checked above) that the
+        // chain leaves alone until the returned fence completes; the allocation holds
+        // `off + len` bytes and stays alive through `note_use`.
+        unsafe {
+            driver::dtoh_async(
+                self.ring.ptr.as_ptr().add(at),
+                self.alloc.ptr() + off as u64,
+                len,
+                self.stream.cu_stream(),
+            )
+        }
+        .map_err(driver::err(self.dev.device, "copy device to host"))?;
+        self.issued()
+    }
+
+    fn from_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+        self.check(at, off, len)?;
+        if len == 0 {
+            return Ok(None);
+        }
+        self.dev.bind()?;
+        // SAFETY: as in `to_ring`, the copy reading the ring and writing the allocation.
+        unsafe {
+            driver::htod_async(
+                self.alloc.ptr() + off as u64,
+                self.ring.ptr.as_ptr().add(at),
+                len,
+                self.stream.cu_stream(),
+            )
+        }
+        .map_err(driver::err(self.dev.device, "copy host to device"))?;
+        self.issued()
+    }
 }

@@ -9,6 +9,7 @@ use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use parking_lot::Mutex;
 
+use super::bridge::HostImport;
 use super::features::{Features, Limits};
 use super::instance;
 use super::pipelines::Pipelines;
@@ -30,11 +31,14 @@ pub(super) struct Gpu {
     pub state: Mutex<QueueState>,
     pub allocator: Mutex<ManuallyDrop<Allocator>>,
     pub pipelines: Pipelines,
+    /// Host-memory import (`VK_EXT_external_memory_host`), when the device has it.
+    pub host_import: Option<HostImport>,
 }
 
 impl Gpu {
     /// Opens `Vulkan(ordinal)`: a logical device with one compute queue, the 64-bit shader
-    /// features the physical device has, and timeline semaphores.
+    /// features the physical device has, timeline semaphores, and host-memory import where the
+    /// device has it.
     pub fn open(ordinal: u32) -> Result<Arc<Gpu>> {
         let device = Device::Vulkan(ordinal);
         let (inst, phys) = instance::physical(ordinal)?;
@@ -44,6 +48,7 @@ impl Gpu {
         let dev = guard.get();
         // SAFETY: the family and index were requested at device creation.
         let queue = unsafe { dev.get_device_queue(phys.family, 0) };
+        let host_import = phys.host_import.map(|align| HostImport::new(&inst.raw, dev, align));
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: inst.raw.clone(),
             device: dev.clone(),
@@ -73,6 +78,7 @@ impl Gpu {
             state: Mutex::new(state),
             allocator: Mutex::new(ManuallyDrop::new(allocator)),
             pipelines: Pipelines::default(),
+            host_import,
         }))
     }
 
@@ -154,8 +160,13 @@ fn create_device(
         .shader_float64(phys.features.float64)
         .shader_int64(phys.features.int64);
     let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+    let exts: Vec<*const std::ffi::c_char> = match phys.host_import {
+        Some(_) => vec![ash::ext::external_memory_host::NAME.as_ptr()],
+        None => vec![],
+    };
     let info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
+        .enabled_extension_names(&exts)
         .enabled_features(&core)
         .push_next(&mut v12);
     // SAFETY: the physical device came from `inst`, and only features it reports are enabled.

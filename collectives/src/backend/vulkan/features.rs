@@ -63,6 +63,9 @@ pub(super) struct Physical {
     pub family: u32,
     pub features: Features,
     pub limits: Limits,
+    /// `minImportedHostPointerAlignment` when the device has `VK_EXT_external_memory_host`
+    /// (host memory imported as device memory: the staged CUDA ↔ Vulkan chain's ring).
+    pub host_import: Option<u64>,
 }
 
 /// Probes `pd`: `Err` with the reason when the backend cannot use it (Vulkan below 1.2, no
@@ -113,7 +116,21 @@ pub(super) fn probe(
         max_groups: [l.max_compute_work_group_count[0], l.max_compute_work_group_count[1]],
         max_alloc: maint3.max_memory_allocation_size,
     };
-    Ok(Physical { handle: pd, family: family as u32, features, limits })
+    let host_import = host_import_alignment(instance, pd);
+    Ok(Physical { handle: pd, family: family as u32, features, limits, host_import })
+}
+
+/// `minImportedHostPointerAlignment` if `pd` has `VK_EXT_external_memory_host`.
+fn host_import_alignment(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Option<u64> {
+    // SAFETY: `pd` was enumerated from the live `instance`.
+    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.ok()?;
+    let name = ash::ext::external_memory_host::NAME;
+    exts.iter().find(|e| e.extension_name_as_c_str() == Ok(name))?;
+    let mut host = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+    let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut host);
+    // SAFETY: as above; the extension is supported, so its properties may be chained.
+    unsafe { instance.get_physical_device_properties2(pd, &mut props) };
+    Some(host.min_imported_host_pointer_alignment.max(1))
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Device memory: [`DevBuf`], a `VkBuffer` with its allocation from gpu-allocator, freed on drop;
+//! Device memory: [`DevBuf`], a `VkBuffer` with its allocation from gpu-allocator (or imported
+//! host memory, [`Imported`]), freed on drop;
 //! [`VkMem`], the device half of a [`crate::backend::Buffer`]; and [`StagingHost`], a host-visible
 //! buffer handed to the host as a [`HostMem`] once the copy into it is done.
 
@@ -33,6 +34,8 @@ pub(super) struct DevBuf {
     /// Size of the buffer in bytes (whole 16-byte blocks, at least one).
     pub size: u64,
     alloc: Option<Allocation>,
+    /// Memory imported from the host instead of allocated (see [`Imported`]).
+    imported: Option<Imported>,
     /// The host address of the memory, when host-visible.
     mapped: Option<NonNull<u8>>,
     /// Whether host reads of the mapped memory are cached (fast).
@@ -73,7 +76,35 @@ impl DevBuf {
         };
         let mapped = alloc.mapped_ptr().map(|p| p.cast::<u8>());
         let host_cached = alloc.memory_properties().contains(vk::MemoryPropertyFlags::HOST_CACHED);
-        Ok(Arc::new(DevBuf { gpu: gpu.clone(), buffer, size, alloc: Some(alloc), mapped, host_cached }))
+        Ok(Arc::new(DevBuf {
+            gpu: gpu.clone(),
+            buffer,
+            size,
+            alloc: Some(alloc),
+            imported: None,
+            mapped,
+            host_cached,
+        }))
+    }
+
+    /// A buffer of `size` bytes bound to imported host memory at `host` (which `imported` keeps
+    /// alive); freed with the buffer.
+    pub fn from_import(
+        gpu: &Arc<Gpu>,
+        buffer: vk::Buffer,
+        size: u64,
+        imported: Imported,
+        host: NonNull<u8>,
+    ) -> Arc<DevBuf> {
+        Arc::new(DevBuf {
+            gpu: gpu.clone(),
+            buffer,
+            size,
+            alloc: None,
+            imported: Some(imported),
+            mapped: Some(host),
+            host_cached: true,
+        })
     }
 
     /// Whether the host can address the memory directly.
@@ -138,7 +169,21 @@ impl Drop for DevBuf {
         if let Some(a) = self.alloc.take() {
             let _ = self.gpu.allocator.lock().free(a);
         }
+        if let Some(i) = self.imported.take() {
+            // SAFETY: the memory was imported on this device, its one buffer is destroyed above,
+            // and no pending work uses it; the host memory it maps is freed only after this
+            // (`i._host` drops at the end of the block).
+            unsafe { self.gpu.raw.free_memory(i.memory, None) };
+        }
     }
+}
+
+/// Device memory a buffer owns outside the allocator: host memory imported through
+/// `VK_EXT_external_memory_host` (the staged chain's ring).
+pub(super) struct Imported {
+    pub memory: vk::DeviceMemory,
+    /// Keeps the host memory alive until the import is freed.
+    pub _host: Arc<dyn std::any::Any + Send + Sync>,
 }
 
 /// The device memory of a realized tensor on a Vulkan device (the payload of `Mem::Device`).

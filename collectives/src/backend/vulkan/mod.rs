@@ -9,7 +9,8 @@
 //!   [`memory::DevBuf`] (buffers from gpu-allocator), [`pipelines`] (cached per device) and
 //!   [`submit`] (command recording, submission, retirement): owning types that free what they
 //!   make;
-//! - [`kernels`] and [`copy`]: ops planned into dispatches and buffer copies;
+//! - [`kernels`] and [`copy`]: ops planned into dispatches and buffer copies; [`bridge`]: host
+//!   memory imported for the staged CUDA ↔ Vulkan chain, and its chunk copies;
 //! - [`VulkanBackend`] here: the [`Backend`] the executor calls.
 //!
 //! Every operation records one command buffer and submits it without waiting; the result carries
@@ -25,6 +26,7 @@
 //! 2.5 ulp; lavapipe's is exact), and subnormal f32/bf16 values may be flushed to zero by drivers
 //! that do so (Vulkan allows it).
 
+pub(crate) mod bridge;
 mod copy;
 mod device;
 mod features;
@@ -327,6 +329,10 @@ impl Backend for VulkanBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.gpu.synchronize()
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }
 

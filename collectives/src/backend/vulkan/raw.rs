@@ -244,3 +244,57 @@ pub(super) unsafe fn create_timeline(dev: &ash::Device) -> ash::prelude::VkResul
     // SAFETY: guaranteed by the caller.
     unsafe { dev.create_semaphore(&info, None) }
 }
+
+/// A buffer of `size` bytes that can be bound to imported host memory, usable as a copy source
+/// and destination.
+///
+/// # Safety
+/// `dev` must be a live device with `VK_EXT_external_memory_host` enabled; the buffer must be
+/// destroyed with [`destroy_buffer`] on it.
+pub(super) unsafe fn create_host_import_buffer(
+    dev: &ash::Device,
+    size: u64,
+) -> ash::prelude::VkResult<vk::Buffer> {
+    let mut external = vk::ExternalMemoryBufferCreateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT);
+    let usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+    let info = vk::BufferCreateInfo::default()
+        .size(size)
+        .usage(usage)
+        .sharing_mode(vk::SharingMode::EXCLUSIVE)
+        .push_next(&mut external);
+    // SAFETY: the caller guarantees `dev` is live with the extension; `info` is valid.
+    unsafe { dev.create_buffer(&info, None) }
+}
+
+/// Imports the `size` bytes of host memory at `ptr` as device memory of a type in `type_bits`
+/// that the driver also accepts for that pointer.
+///
+/// # Safety
+/// `dev` is live with `VK_EXT_external_memory_host` enabled and `ext` loaded from it; `ptr` and
+/// `size` are multiples of `minImportedHostPointerAlignment`; the host memory stays allocated
+/// until the returned memory is freed (with `vkFreeMemory` on `dev`).
+pub(super) unsafe fn import_host_memory(
+    dev: &ash::Device,
+    ext: &ash::ext::external_memory_host::Device,
+    ptr: *mut std::ffi::c_void,
+    size: u64,
+    type_bits: u32,
+) -> ash::prelude::VkResult<vk::DeviceMemory> {
+    let handle_type = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
+    let mut props = vk::MemoryHostPointerPropertiesEXT::default();
+    // SAFETY: guaranteed by the caller; `props` is written during the call.
+    unsafe { (ext.fp().get_memory_host_pointer_properties_ext)(dev.handle(), handle_type, ptr, &mut props) }
+        .result()?;
+    let usable = props.memory_type_bits & type_bits;
+    if usable == 0 {
+        return Err(vk::Result::ERROR_INVALID_EXTERNAL_HANDLE);
+    }
+    let mut import = vk::ImportMemoryHostPointerInfoEXT::default().handle_type(handle_type).host_pointer(ptr);
+    let info = vk::MemoryAllocateInfo::default()
+        .allocation_size(size)
+        .memory_type_index(usable.trailing_zeros())
+        .push_next(&mut import);
+    // SAFETY: guaranteed by the caller; the memory type is one the driver accepts for `ptr`.
+    unsafe { dev.allocate_memory(&info, None) }
+}

@@ -1,0 +1,225 @@
+//! The pipeline against mock ends whose copies run late (only when waited for, as a device
+//! queue may), so a missing wait shows as wrong bytes; and the Vulkan end through lavapipe's
+//! host-memory import.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rand::{Rng, SeedableRng};
+
+use super::*;
+
+type Op = Box<dyn FnOnce() + Send>;
+
+/// A queue of copies run in order, lazily: only when a fence at or past them is waited for.
+#[derive(Default)]
+struct Queue {
+    ops: Vec<Option<Op>>,
+    run: usize,
+}
+
+impl Queue {
+    fn run_to(&mut self, end: usize) {
+        while self.run < end {
+            let op = self.ops[self.run].take().expect("runs once");
+            op();
+            self.run += 1;
+        }
+    }
+}
+
+struct LazyFence {
+    queue: Arc<Mutex<Queue>>,
+    end: usize,
+}
+
+impl Fence for LazyFence {
+    fn wait(&self) -> Result<()> {
+        self.queue.lock().run_to(self.end);
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A host buffer and a ring, copied between by a lazy queue; fails its `fail_at`-th copy.
+struct MockEnd {
+    data: Arc<Mutex<Vec<u8>>>,
+    ring: usize,
+    ring_len: usize,
+    queue: Arc<Mutex<Queue>>,
+    issued: usize,
+    fail_at: Option<usize>,
+}
+
+impl MockEnd {
+    fn new(data: Vec<u8>, ring: &mut [u8]) -> Self {
+        MockEnd {
+            data: Arc::new(Mutex::new(data)),
+            ring: ring.as_mut_ptr() as usize,
+            ring_len: ring.len(),
+            queue: Default::default(),
+            issued: 0,
+            fail_at: None,
+        }
+    }
+
+    fn issue(
+        &mut self,
+        at: usize,
+        off: usize,
+        len: usize,
+        into_ring: bool,
+    ) -> Result<Option<Arc<dyn Fence>>> {
+        self.issued += 1;
+        if self.fail_at == Some(self.issued) || at + len > self.ring_len {
+            return Err(Error::driver(Device::Cpu(0), "mock copy", "failed"));
+        }
+        let (data, ring) = (self.data.clone(), self.ring);
+        let op: Op = Box::new(move || {
+            let mut d = data.lock();
+            // SAFETY: the ring outlives the test's queues (flushed before it drops) and
+            // `at + len` is within it (checked above).
+            let r = unsafe { std::slice::from_raw_parts_mut((ring + at) as *mut u8, len) };
+            if into_ring {
+                r.copy_from_slice(&d[off..off + len])
+            } else {
+                d[off..off + len].copy_from_slice(r)
+            }
+        });
+        let mut q = self.queue.lock();
+        q.ops.push(Some(op));
+        Ok(Some(Arc::new(LazyFence { queue: self.queue.clone(), end: q.ops.len() })))
+    }
+
+    fn flush(&self) {
+        let mut q = self.queue.lock();
+        let n = q.ops.len();
+        q.run_to(n);
+    }
+}
+
+impl ChunkEnd for MockEnd {
+    fn to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+        self.issue(at, off, len, true)
+    }
+
+    fn from_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+        self.issue(at, off, len, false)
+    }
+}
+
+fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random()).collect()
+}
+
+#[test]
+fn every_byte_arrives_whatever_the_ring_and_length() {
+    let seed: u64 = rand::rng().random();
+    for geo in
+        [Geometry { chunk: 7, slots: 2 }, Geometry { chunk: 64, slots: 3 }, Geometry { chunk: 33, slots: 5 }]
+    {
+        for len in [0, 1, geo.chunk - 1, geo.chunk, geo.chunk * geo.slots, geo.chunk * 11 + 5] {
+            let mut ring = vec![0u8; geo.bytes()];
+            let want = random_bytes(len, seed ^ len as u64);
+            let mut src = MockEnd::new(want.clone(), &mut ring);
+            let mut dst = MockEnd::new(vec![0; len], &mut ring);
+            let mut busy = vec![None; geo.slots];
+            pump(&mut src, &mut dst, len, geo, &mut busy).unwrap();
+            // A second transfer through the same ring waits for the first's last copies.
+            let again = random_bytes(len, seed ^ 7);
+            let mut src2 = MockEnd::new(again.clone(), &mut ring);
+            let mut dst2 = MockEnd::new(vec![0; len], &mut ring);
+            pump(&mut src2, &mut dst2, len, geo, &mut busy).unwrap();
+            dst2.flush();
+            dst.flush();
+            assert_eq!(*dst.data.lock(), want, "{geo:?}, {len} bytes (seed {seed})");
+            assert_eq!(*dst2.data.lock(), again, "{geo:?}, {len} bytes, second (seed {seed})");
+            assert_eq!(src.issued + src2.issued, 2 * len.div_ceil(geo.chunk), "one first hop per chunk");
+        }
+    }
+}
+
+#[test]
+fn a_failed_copy_is_returned_after_every_issued_copy_has_run() {
+    let geo = Geometry { chunk: 16, slots: 3 };
+    for fail_at in 1..8 {
+        for fail_src in [true, false] {
+            let mut ring = vec![0u8; geo.bytes()];
+            let mut src = MockEnd::new(random_bytes(16 * 10, 1), &mut ring);
+            let mut dst = MockEnd::new(vec![0; 160], &mut ring);
+            if fail_src {
+                src.fail_at = Some(fail_at)
+            } else {
+                dst.fail_at = Some(fail_at)
+            }
+            let mut busy = vec![None; geo.slots];
+            let err = pump(&mut src, &mut dst, 160, geo, &mut busy).unwrap_err();
+            assert!(err.to_string().contains("mock copy"), "{err}");
+            assert!(busy.iter().all(Option::is_none), "settled");
+            for q in [&src.queue, &dst.queue] {
+                let q = q.lock();
+                assert_eq!(q.run, q.ops.len(), "every issued copy ran before the error returned");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_rings_are_errors() {
+    let mut ring = vec![0u8; 8];
+    let mut a = MockEnd::new(vec![0; 8], &mut ring);
+    let mut b = MockEnd::new(vec![0; 8], &mut ring);
+    assert!(pump(&mut a, &mut b, 8, Geometry { chunk: 8, slots: 1 }, &mut [None]).is_err());
+    assert!(pump(&mut a, &mut b, 8, Geometry { chunk: 4, slots: 2 }, &mut [None]).is_err());
+    assert!(transfer(&Buffer::from_vec(Device::Cpu(0), vec![1u8]), Device::Vulkan(0)).is_err());
+    assert!(transport(Device::Cuda(0), Device::Cuda(1)).is_err());
+}
+
+/// Host → Vulkan and Vulkan → host through lavapipe's import of a ring (the Vulkan half of the
+/// chain; the CUDA half is the GPU machine's to test).
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+fn vulkan_end_through_an_imported_ring() {
+    use crate::backend::vulkan::bridge;
+    let vk = Device::Vulkan(0);
+    let align = match bridge::import_alignment(vk) {
+        Ok(Ok(a)) => a.max(4096),
+        other => {
+            let why = format!("{other:?}");
+            let required = std::env::var("REQUIRE_VULKAN").is_ok_and(|v| v == "1");
+            assert!(!required, "REQUIRE_VULKAN=1 but no host import on {vk}: {why}");
+            println!("skipped: no Vulkan host import ({why})");
+            return;
+        }
+    };
+    let geo = Geometry { chunk: 40_000, slots: 3 };
+    let slab = Arc::new(ring::Slab::new(geo.bytes().div_ceil(align) * align, align).unwrap());
+    // SAFETY: the slab is aligned as asked and kept alive by the view.
+    let view = unsafe { bridge::import(vk, slab.ptr(), slab.len(), slab.clone()) }.unwrap();
+    // SAFETY: the mock ends touch the slab only through copies the pipeline orders.
+    let ring = unsafe { std::slice::from_raw_parts_mut(slab.ptr().as_ptr(), slab.len()) };
+    let be = crate::backend::get(vk).unwrap();
+    let mut busy = vec![None; geo.slots];
+    for len in [0usize, 5, 40_000, 1_000_003] {
+        let want = random_bytes(len, len as u64 + 3);
+        let mut src = MockEnd::new(want.clone(), ring);
+        let mut dst = bridge::dest_end(vk, len, &view).unwrap();
+        pump(&mut src, &mut dst, len, geo, &mut busy).unwrap();
+        let on_vk = dst.into_buffer(crate::DType::U8, len);
+        let back = be.dtoh(&on_vk, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        assert_eq!(back.host_bytes("test").unwrap(), &want[..], "host -> vulkan, {len} bytes");
+
+        let mut from = bridge::source_end(&on_vk, &view).unwrap();
+        let mut into = MockEnd::new(vec![0; len], ring);
+        pump(&mut from, &mut into, len, geo, &mut busy).unwrap();
+        into.flush();
+        assert_eq!(*into.data.lock(), want, "vulkan -> host, {len} bytes");
+    }
+    settle(&mut busy);
+}

@@ -1,0 +1,195 @@
+//! The Vulkan side of the staged CUDA ↔ Vulkan chain (see [`crate::backend::staged`]): host
+//! memory imported as a buffer through `VK_EXT_external_memory_host` ([`HostView`]), and the
+//! chunk copies between it and a tensor's device buffer ([`VulkanEnd`]), each submitted on its
+//! own so the chain can hand chunks over one by one.
+
+use std::any::Any;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use ash::vk;
+
+use super::VulkanBackend;
+use super::device::Gpu;
+use super::memory::{DevBuf, Imported, Usage, VkMem};
+use super::raw::{self, check};
+use super::submit::{Recorder, TimelineFence};
+use crate::backend::staged::ChunkEnd;
+use crate::backend::{Buffer, Fence, Mem};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// A device's host-memory import: the extension's entry point and the alignment it needs.
+pub(super) struct HostImport {
+    ext: ash::ext::external_memory_host::Device,
+    /// `minImportedHostPointerAlignment`: imported addresses and sizes are multiples of it.
+    pub align: u64,
+}
+
+impl HostImport {
+    /// The import entry points of `dev` (created with the extension enabled).
+    pub fn new(instance: &ash::Instance, dev: &ash::Device, align: u64) -> Self {
+        HostImport { ext: ash::ext::external_memory_host::Device::new(instance, dev), align }
+    }
+}
+
+/// The opened Vulkan device `device`.
+fn gpu(device: Device) -> Result<Arc<Gpu>> {
+    let be = crate::backend::get(device)?;
+    let vk = be.as_any().and_then(|a| a.downcast_ref::<VulkanBackend>());
+    vk.map(|b| b.gpu.clone()).ok_or_else(|| Error::driver(device, "staged copy", "not a Vulkan device"))
+}
+
+/// The alignment (of address and size) at which `device` imports host memory: `Ok(Err(why))`
+/// when it cannot (no `VK_EXT_external_memory_host`).
+pub(crate) fn import_alignment(device: Device) -> Result<std::result::Result<usize, String>> {
+    Ok(match &gpu(device)?.host_import {
+        Some(h) => Ok(h.align as usize),
+        None => Err(format!("{device} lacks VK_EXT_external_memory_host")),
+    })
+}
+
+/// Host memory imported into one Vulkan device, seen as one buffer.
+pub(crate) struct HostView {
+    buf: Arc<DevBuf>,
+    len: usize,
+}
+
+/// Imports the `len` bytes at `ptr` into `device` as a buffer; `keep` holds the memory alive
+/// until the import is freed (after the last copy using it has run).
+///
+/// # Safety
+/// `ptr..ptr + len` is host memory, readable and writable, that stays allocated while `keep`
+/// lives; `ptr` and `len` are multiples of [`import_alignment`].
+pub(crate) unsafe fn import(
+    device: Device,
+    ptr: NonNull<u8>,
+    len: usize,
+    keep: Arc<dyn Any + Send + Sync>,
+) -> Result<HostView> {
+    let gpu = gpu(device)?;
+    let Some(host) = &gpu.host_import else {
+        return Err(Error::driver(device, "import host memory", "VK_EXT_external_memory_host is missing"));
+    };
+    if ptr.as_ptr() as u64 % host.align != 0 || len as u64 % host.align != 0 || len == 0 {
+        return Err(Error::driver(device, "import host memory", format!("not {}-byte aligned", host.align)));
+    }
+    let size = len as u64;
+    // SAFETY: the device is live with the extension enabled; the buffer is destroyed below on
+    // failure, or by the `DevBuf` that owns it.
+    let buffer = check(device, "vkCreateBuffer", unsafe { raw::create_host_import_buffer(&gpu.raw, size) })?;
+    // SAFETY: `buffer` belongs to this device.
+    let needs = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
+    // SAFETY: as the caller guarantees for `ptr` and `len`; `host.ext` was loaded from this device.
+    let memory = unsafe {
+        raw::import_host_memory(&gpu.raw, &host.ext, ptr.as_ptr().cast(), size, needs.memory_type_bits)
+    };
+    let memory = match memory {
+        Ok(m) => m,
+        Err(e) => {
+            // SAFETY: the buffer was never used.
+            unsafe { raw::destroy_buffer(&gpu.raw, buffer) };
+            return Err(raw::vk_error(device, "import host memory", e));
+        }
+    };
+    // SAFETY: `memory` covers the buffer's `size` bytes from offset 0 and is bound once.
+    if let Err(e) = unsafe { gpu.raw.bind_buffer_memory(buffer, memory, 0) } {
+        // SAFETY: neither was used.
+        unsafe {
+            raw::destroy_buffer(&gpu.raw, buffer);
+            gpu.raw.free_memory(memory, None);
+        }
+        return Err(raw::vk_error(device, "vkBindBufferMemory", e));
+    }
+    let imported = Imported { memory, _host: keep };
+    Ok(HostView { buf: DevBuf::from_import(&gpu, buffer, size, imported, ptr), len })
+}
+
+/// One Vulkan end of a staged chain: a device buffer and the ring's imported view.
+pub(crate) struct VulkanEnd<'r> {
+    gpu: Arc<Gpu>,
+    buf: Arc<DevBuf>,
+    bytes: usize,
+    ring: &'r HostView,
+    last: Option<Arc<TimelineFence>>,
+}
+
+/// The end reading `src`, a Vulkan buffer of the ring's device.
+pub(crate) fn source_end<'r>(src: &Buffer, ring: &'r HostView) -> Result<VulkanEnd<'r>> {
+    let buf = src.device_mem::<VkMem>("staged copy")?.0.clone();
+    if !Arc::ptr_eq(&buf.gpu, &ring.buf.gpu) {
+        return Err(Error::driver(src.device, "staged copy", "the ring belongs to another device"));
+    }
+    // Work on one device runs in queue order, so the copies wait for `src`'s writer themselves.
+    Ok(VulkanEnd { gpu: buf.gpu.clone(), buf, bytes: src.bytes(), ring, last: None })
+}
+
+/// The end writing a new buffer of `bytes` on `device`, the ring's device.
+pub(crate) fn dest_end(device: Device, bytes: usize, ring: &HostView) -> Result<VulkanEnd<'_>> {
+    let gpu = ring.buf.gpu.clone();
+    if gpu.device != device {
+        return Err(Error::driver(device, "staged copy", "the ring belongs to another device"));
+    }
+    let buf = DevBuf::new(&gpu, bytes as u64, Usage::Device)?;
+    Ok(VulkanEnd { gpu, buf, bytes, ring, last: None })
+}
+
+impl VulkanEnd<'_> {
+    /// Submits one copy of `len` bytes from `src` at `src_off` to `dst` at `dst_off`.
+    fn submit(
+        &mut self,
+        (src, src_off): (&Arc<DevBuf>, usize),
+        (dst, dst_off): (&Arc<DevBuf>, usize),
+        len: usize,
+    ) -> Result<Option<Arc<dyn Fence>>> {
+        if len == 0 {
+            return Ok(None);
+        }
+        let region =
+            vk::BufferCopy { src_offset: src_off as u64, dst_offset: dst_off as u64, size: len as u64 };
+        let mut rec = Recorder::begin(&self.gpu)?;
+        rec.copy(src, dst, &[region]);
+        let fence = rec.submit()?;
+        self.last = Some(fence.clone());
+        Ok(Some(fence))
+    }
+
+    /// Checks that `len` bytes at `at` of the ring and at `off` of the buffer are in bounds.
+    fn check(&self, at: usize, off: usize, len: usize) -> Result<()> {
+        if at.checked_add(len).is_none_or(|e| e > self.ring.len)
+            || off.checked_add(len).is_none_or(|e| e > self.bytes)
+        {
+            let msg =
+                format!("chunk {off}+{len} (ring {at}) outside {} / {} bytes", self.bytes, self.ring.len);
+            return Err(Error::driver(self.gpu.device, "staged copy", msg));
+        }
+        Ok(())
+    }
+
+    /// The destination buffer as a tensor buffer of `len` elements of `dtype`, complete when the
+    /// last chunk copied into it is.
+    pub fn into_buffer(self, dtype: DType, len: usize) -> Buffer {
+        Buffer {
+            device: self.gpu.device,
+            dtype,
+            len,
+            mem: Mem::Device(Box::new(VkMem(self.buf))),
+            fence: self.last.map(|f| f as Arc<dyn Fence>),
+        }
+    }
+}
+
+impl ChunkEnd for VulkanEnd<'_> {
+    fn to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+        self.check(at, off, len)?;
+        let (buf, ring) = (self.buf.clone(), self.ring.buf.clone());
+        self.submit((&buf, off), (&ring, at), len)
+    }
+
+    fn from_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+        self.check(at, off, len)?;
+        let (buf, ring) = (self.buf.clone(), self.ring.buf.clone());
+        self.submit((&ring, at), (&buf, off), len)
+    }
+}
