@@ -162,3 +162,45 @@ fn mixed_host_and_cuda_inputs() {
         same_as_cpu(&on_host, &want_host, &format!("mixed reduce on cpu {dtype} seed {seed}"));
     }
 }
+
+/// CUDA → host → Vulkan and back as the graph writes it (two `Op::Copy` nodes each way): large
+/// tensors run fused through the staged ring (several chunks, a ragged last one), small ones as
+/// two hops; every byte arrives either way. Needs a CUDA and a Vulkan device.
+#[test]
+fn staged_chain_cuda_vulkan_both_ways() {
+    use collectives::exec::{STAGED_MIN_BYTES, StagedTransport, staged_transport};
+    let Some(&cu) = cuda_devices().first() else {
+        return;
+    };
+    let vk = Device::Vulkan(0);
+    if cu.kind() != collectives::DeviceKind::Cuda || !collectives::available_devices().contains(&vk) {
+        assert!(!vulkan_required(), "REQUIRE_VULKAN=1 but {vk} is missing");
+        println!("skipped: needs a CUDA and a Vulkan device");
+        return;
+    }
+    for (from, to) in [(cu, vk), (vk, cu)] {
+        let how = staged_transport(from, to).unwrap();
+        println!("{from} -> {to}: {how:?}");
+        if cuda_required() && vulkan_required() {
+            assert!(matches!(how, StagedTransport::Pipelined { .. }), "{from} -> {to}: {how:?}");
+        }
+    }
+    let host = collectives::graph::STAGING_HOST;
+    for dtype in [DType::F32, DType::BF16, DType::U8] {
+        for n in [7, STAGED_MIN_BYTES / dtype.size() - 1, (100 << 20) / dtype.size() + 3] {
+            let seed = fresh_seed();
+            let x = random(dtype, n, Range::General, &mut rng(seed));
+            let a = tensor(dtype, &x, [n], cu);
+            let on_vk = a.copy_to_device(host).unwrap().copy_to_device(vk).unwrap();
+            let back = on_vk.copy_to_device(host).unwrap().copy_to_device(cu).unwrap();
+            let ctx = format!("{cu} -> {vk} -> {cu} {dtype} n={n} seed {seed}");
+            let t0 = Instant::now();
+            realize(std::slice::from_ref(&back)).unwrap();
+            let secs = t0.elapsed().as_secs_f64();
+            check_all(&values(&on_vk), &x, |_| 0.0, &ctx);
+            check_all(&values(&back), &x, |_| 0.0, &ctx);
+            let gbps = 2.0 * (n * dtype.size()) as f64 / secs / 1e9;
+            println!("{ctx}: both ways {secs:.4}s ({gbps:.1} GB/s, informational)");
+        }
+    }
+}

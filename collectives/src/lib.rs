@@ -27,6 +27,8 @@ pub mod graph;
 pub mod typed;
 
 pub use backend::HOST_POOL_ENV;
+#[cfg(feature = "vulkan")]
+pub use backend::VULKAN_POOL_ENV;
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
 /// See [`typed`] for the typed group this makes.
 ///

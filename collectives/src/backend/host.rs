@@ -4,11 +4,12 @@
 //! Why a cache: a fresh multi-megabyte allocation comes from `mmap` and costs a page fault per
 //! 4 KiB on first write — for a 64 MiB copy that is more time than the copy itself. Collectives
 //! and training loops allocate the same sizes over and over, so freed buffers of at least
-//! [`POOL_MIN_BYTES`] are kept (up to [`pool_limit`] bytes in all) and handed out again for the
-//! same size, as PyTorch's caching host allocator does. Recycled buffers hold stale bytes; every
-//! kernel writes every element of its output.
+//! [`POOL_MIN_BYTES`] are kept (up to [`pool_limit`] bytes in all, a newly freed buffer
+//! displacing the ones kept longest) and handed out again for the same size, as PyTorch's caching
+//! host allocator does. Recycled buffers hold stale bytes; every kernel writes every element of
+//! its output.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
@@ -43,10 +44,46 @@ pub(crate) fn pool_limit() -> usize {
     })
 }
 
+/// Kept buffers by length in words.
 #[derive(Default)]
 struct Pool {
-    free: HashMap<usize, Vec<Vec<u64>>>,
+    free: HashMap<usize, VecDeque<Vec<u64>>>,
+    /// The length of every kept buffer, oldest first.
+    order: VecDeque<usize>,
     bytes: usize,
+}
+
+impl Pool {
+    /// A kept buffer of `n` words (the newest), if there is one.
+    fn take(&mut self, n: usize) -> Option<Vec<u64>> {
+        let words = self.free.get_mut(&n)?.pop_back()?;
+        if let Some(i) = self.order.iter().rposition(|&k| k == n) {
+            self.order.remove(i);
+        }
+        self.bytes -= n * 8;
+        Some(words)
+    }
+
+    /// Keeps `words` unless it is larger than `limit`, returning the buffers kept longest that it
+    /// displaced (for the caller to free outside the lock).
+    fn keep(&mut self, words: Vec<u64>, limit: usize) -> Vec<Vec<u64>> {
+        let n = words.len();
+        if n * 8 > limit {
+            return vec![words];
+        }
+        let mut out = vec![];
+        while self.bytes + n * 8 > limit {
+            let Some(k) = self.order.pop_front() else { break };
+            if let Some(old) = self.free.get_mut(&k).and_then(VecDeque::pop_front) {
+                self.bytes -= k * 8;
+                out.push(old);
+            }
+        }
+        self.bytes += n * 8;
+        self.free.entry(n).or_default().push_back(words);
+        self.order.push_back(n);
+        out
+    }
 }
 
 fn pool() -> &'static Mutex<Pool> {
@@ -65,14 +102,7 @@ impl OwnedHost {
     /// else fresh zeroed memory. The caller writes every byte before anyone reads it.
     pub fn uninit(bytes: usize) -> Self {
         let n = bytes.div_ceil(8);
-        let recycled = (bytes >= POOL_MIN_BYTES)
-            .then(|| {
-                let mut p = pool().lock();
-                let words = p.free.get_mut(&n)?.pop()?;
-                p.bytes -= n * 8;
-                Some(words)
-            })
-            .flatten();
+        let recycled = (bytes >= POOL_MIN_BYTES).then(|| pool().lock().take(n)).flatten();
         let words = recycled.unwrap_or_else(|| vec![0u64; n]);
         OwnedHost { words, bytes }
     }
@@ -92,11 +122,8 @@ impl Drop for OwnedHost {
         if n * 8 < POOL_MIN_BYTES {
             return;
         }
-        let mut p = pool().lock();
-        if p.bytes + n * 8 <= pool_limit() {
-            p.bytes += n * 8;
-            p.free.entry(n).or_default().push(std::mem::take(&mut self.words));
-        }
+        let displaced = pool().lock().keep(std::mem::take(&mut self.words), pool_limit());
+        drop(displaced);
     }
 }
 
@@ -123,6 +150,23 @@ mod tests {
         let b = OwnedHost::uninit(bytes);
         assert_eq!(b.words.as_ptr(), ptr, "same allocation handed out again");
         assert_eq!(b.as_bytes().len(), bytes);
+    }
+
+    #[test]
+    fn a_full_pool_drops_the_buffers_kept_longest() {
+        let mut p = Pool::default();
+        let words = |n: usize| vec![0u64; n];
+        assert!(p.keep(words(400), 1000 * 8).is_empty());
+        assert!(p.keep(words(400), 1000 * 8).is_empty());
+        assert!(p.keep(words(200), 1000 * 8).is_empty());
+        let displaced = p.keep(words(300), 1000 * 8);
+        assert_eq!(displaced.iter().map(Vec::len).collect::<Vec<_>>(), [400], "the oldest made room");
+        assert_eq!(p.bytes, 900 * 8);
+        assert_eq!(p.take(200).map(|w| w.len()), Some(200));
+        assert_eq!(p.take(400).map(|w| w.len()), Some(400));
+        assert!(p.take(400).is_none());
+        assert_eq!(p.keep(words(2000), 1000 * 8).len(), 1, "larger than the whole pool: not kept");
+        assert_eq!(p.bytes, 300 * 8);
     }
 
     #[test]

@@ -29,6 +29,8 @@ use crate::graph::{BinaryOp, ReduceKind, Scale};
 pub use host::HOST_POOL_ENV;
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use registry::{device_count, get, nccl_available};
+#[cfg(feature = "vulkan")]
+pub use vulkan::VULKAN_POOL_ENV;
 
 /// Completion of asynchronous device work a buffer depends on.
 pub(crate) trait Fence: Send + Sync {

@@ -214,7 +214,7 @@ impl CudaEnd<'_> {
 }
 
 impl ChunkEnd for CudaEnd<'_> {
-    fn to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+    fn buffer_to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
         self.check(at, off, len)?;
         if len == 0 {
             return Ok(None);
@@ -235,13 +235,13 @@ impl ChunkEnd for CudaEnd<'_> {
         self.issued()
     }
 
-    fn from_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+    fn ring_to_buffer(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
         self.check(at, off, len)?;
         if len == 0 {
             return Ok(None);
         }
         self.dev.bind()?;
-        // SAFETY: as in `to_ring`, the copy reading the ring and writing the allocation.
+        // SAFETY: as in `buffer_to_ring`, the copy reading the ring and writing the allocation.
         unsafe {
             driver::htod_async(
                 self.alloc.ptr() + off as u64,

@@ -103,11 +103,11 @@ impl MockEnd {
 }
 
 impl ChunkEnd for MockEnd {
-    fn to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+    fn buffer_to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
         self.issue(at, off, len, true)
     }
 
-    fn from_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+    fn ring_to_buffer(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
         self.issue(at, off, len, false)
     }
 }

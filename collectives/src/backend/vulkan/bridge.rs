@@ -72,7 +72,10 @@ pub(crate) unsafe fn import(
     let Some(host) = &gpu.host_import else {
         return Err(Error::driver(device, "import host memory", "VK_EXT_external_memory_host is missing"));
     };
-    if ptr.as_ptr() as u64 % host.align != 0 || len as u64 % host.align != 0 || len == 0 {
+    if !(ptr.as_ptr() as u64).is_multiple_of(host.align)
+        || !(len as u64).is_multiple_of(host.align)
+        || len == 0
+    {
         return Err(Error::driver(device, "import host memory", format!("not {}-byte aligned", host.align)));
     }
     let size = len as u64;
@@ -181,13 +184,13 @@ impl VulkanEnd<'_> {
 }
 
 impl ChunkEnd for VulkanEnd<'_> {
-    fn to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+    fn buffer_to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
         self.check(at, off, len)?;
         let (buf, ring) = (self.buf.clone(), self.ring.buf.clone());
         self.submit((&buf, off), (&ring, at), len)
     }
 
-    fn from_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
+    fn ring_to_buffer(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
         self.check(at, off, len)?;
         let (buf, ring) = (self.buf.clone(), self.ring.buf.clone());
         self.submit((&ring, at), (&buf, off), len)

@@ -10,6 +10,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use parking_lot::Mutex;
 
 use super::bridge::HostImport;
+use super::cache::BufCache;
 use super::features::{Features, Limits};
 use super::instance;
 use super::pipelines::Pipelines;
@@ -30,6 +31,8 @@ pub(super) struct Gpu {
     /// Command buffers, descriptor pools and work in flight; held while recording and submitting.
     pub state: Mutex<QueueState>,
     pub allocator: Mutex<ManuallyDrop<Allocator>>,
+    /// Freed buffers kept for reuse (see [`super::cache`]); locked before `allocator` when both are.
+    pub cache: Mutex<BufCache>,
     pub pipelines: Pipelines,
     /// Host-memory import (`VK_EXT_external_memory_host`), when the device has it.
     pub host_import: Option<HostImport>,
@@ -77,6 +80,7 @@ impl Gpu {
             timeline,
             state: Mutex::new(state),
             allocator: Mutex::new(ManuallyDrop::new(allocator)),
+            cache: Mutex::new(BufCache::default()),
             pipelines: Pipelines::default(),
             host_import,
         }))
@@ -119,6 +123,7 @@ impl Drop for Gpu {
             let _ = self.raw.device_wait_idle();
             self.state.get_mut().destroy(&self.raw);
             self.pipelines.destroy(&self.raw);
+            self.cache.get_mut().clear(&self.raw, self.allocator.get_mut());
             self.raw.destroy_semaphore(self.timeline, None);
             ManuallyDrop::drop(self.allocator.get_mut());
             self.raw.destroy_device(None);

@@ -10,13 +10,14 @@ use ash::vk;
 use gpu_allocator::MemoryLocation;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 
+use super::cache::{self, Parked};
 use super::device::Gpu;
-use super::raw::{self, check};
+use super::raw;
 use crate::backend::HostMem;
 use crate::error::{Error, Result};
 
 /// What a buffer is for, which picks its memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Usage {
     /// Tensor storage: device-local (and host-visible too where the device has such memory).
     Device,
@@ -34,6 +35,9 @@ pub(super) struct DevBuf {
     /// Size of the buffer in bytes (whole 16-byte blocks, at least one).
     pub size: u64,
     alloc: Option<Allocation>,
+    /// What the memory was allocated for (`None` for imported memory): a dropped buffer is
+    /// parked in the device's [`super::cache`] under it.
+    usage: Option<Usage>,
     /// Memory imported from the host instead of allocated (see [`Imported`]).
     imported: Option<Imported>,
     /// The host address of the memory, when host-visible.
@@ -54,7 +58,9 @@ pub(super) fn padded(bytes: u64) -> u64 {
 }
 
 impl DevBuf {
-    /// A new buffer holding at least `bytes` bytes, contents undefined.
+    /// A buffer holding at least `bytes` bytes, contents undefined: a parked one of the same
+    /// use and size if the device's cache has one, else a new one (emptying the cache and trying
+    /// again if the first try runs out of memory).
     pub fn new(gpu: &Arc<Gpu>, bytes: u64, usage: Usage) -> Result<Arc<DevBuf>> {
         let size = padded(bytes);
         let device = gpu.device;
@@ -63,28 +69,47 @@ impl DevBuf {
             let max = gpu.limits.max_alloc;
             return Err(oom(format!("larger than the device's maxMemoryAllocationSize of {max} bytes")));
         }
+        let parked = gpu.cache.lock().take(usage, size);
+        let p = match parked {
+            Some(p) => p,
+            None => match Self::create(gpu, size, usage) {
+                Err(_) if gpu.cache.lock().bytes() > 0 => {
+                    gpu.cache.lock().clear(&gpu.raw, &mut gpu.allocator.lock());
+                    Self::create(gpu, size, usage).map_err(oom)?
+                }
+                other => other.map_err(oom)?,
+            },
+        };
+        Ok(Arc::new(DevBuf {
+            gpu: gpu.clone(),
+            buffer: p.buffer,
+            size,
+            alloc: Some(p.alloc),
+            usage: Some(usage),
+            imported: None,
+            mapped: p.mapped,
+            host_cached: p.host_cached,
+        }))
+    }
+
+    /// A new buffer of `size` bytes with memory bound for `usage`; the error is the driver's or
+    /// the allocator's.
+    fn create(gpu: &Gpu, size: u64, usage: Usage) -> std::result::Result<Parked, String> {
         // SAFETY: the device is live; the buffer is destroyed below on failure or by `Drop`.
-        let buffer = check(device, "vkCreateBuffer", unsafe { raw::create_buffer(&gpu.raw, size) })?;
-        let bound = allocate(gpu, buffer, usage).map_err(oom);
-        let alloc = match bound {
-            Ok(a) => a,
+        let buffer =
+            unsafe { raw::create_buffer(&gpu.raw, size) }.map_err(|e| format!("vkCreateBuffer: {e}"))?;
+        match allocate(gpu, buffer, usage) {
+            Ok(alloc) => {
+                let mapped = alloc.mapped_ptr().map(|p| p.cast::<u8>());
+                let host_cached = alloc.memory_properties().contains(vk::MemoryPropertyFlags::HOST_CACHED);
+                Ok(Parked { buffer, alloc, mapped, host_cached })
+            }
             Err(e) => {
                 // SAFETY: the buffer was never used.
                 unsafe { raw::destroy_buffer(&gpu.raw, buffer) };
-                return Err(e);
+                Err(e)
             }
-        };
-        let mapped = alloc.mapped_ptr().map(|p| p.cast::<u8>());
-        let host_cached = alloc.memory_properties().contains(vk::MemoryPropertyFlags::HOST_CACHED);
-        Ok(Arc::new(DevBuf {
-            gpu: gpu.clone(),
-            buffer,
-            size,
-            alloc: Some(alloc),
-            imported: None,
-            mapped,
-            host_cached,
-        }))
+        }
     }
 
     /// A buffer of `size` bytes bound to imported host memory at `host` (which `imported` keeps
@@ -101,6 +126,7 @@ impl DevBuf {
             buffer,
             size,
             alloc: None,
+            usage: None,
             imported: Some(imported),
             mapped: Some(host),
             host_cached: true,
@@ -164,7 +190,21 @@ fn allocate(gpu: &Gpu, buffer: vk::Buffer, usage: Usage) -> std::result::Result<
 
 impl Drop for DevBuf {
     fn drop(&mut self) {
-        // SAFETY: work using the buffer holds an `Arc` of it, so none is pending now.
+        // Work using the buffer holds an `Arc` of it, so none is pending now: park it for reuse.
+        if let (Some(alloc), Some(usage)) = (self.alloc.take(), self.usage) {
+            let p = Parked { buffer: self.buffer, alloc, mapped: self.mapped, host_cached: self.host_cached };
+            let parked = self.gpu.cache.lock().park(usage, self.size, p);
+            match parked {
+                Ok(evicted) => {
+                    for old in evicted {
+                        cache::destroy(&self.gpu.raw, &mut self.gpu.allocator.lock(), old);
+                    }
+                    return;
+                }
+                Err(p) => self.alloc = Some(p.alloc),
+            }
+        }
+        // SAFETY: as above, no pending work uses the buffer.
         unsafe { raw::destroy_buffer(&self.gpu.raw, self.buffer) };
         if let Some(a) = self.alloc.take() {
             let _ = self.gpu.allocator.lock().free(a);

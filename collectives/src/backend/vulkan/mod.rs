@@ -27,6 +27,7 @@
 //! that do so (Vulkan allows it).
 
 pub(crate) mod bridge;
+mod cache;
 mod copy;
 mod device;
 mod features;
@@ -47,6 +48,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::BinaryOp;
+pub use cache::VULKAN_POOL_ENV;
 use copy::Rows;
 use device::Gpu;
 use kernels::Fold;
@@ -361,6 +363,60 @@ mod tests {
         assert!(matches!(err, Error::OutOfMemory { device: Device::Vulkan(0), .. }), "{err}");
         let err = vk.alloc(DType::F64, 1 << 47).err().expect("too big");
         assert!(err.to_string().contains("out of memory"), "{err}");
+    }
+
+    #[test]
+    fn freed_buffers_are_reused_by_use_and_size() {
+        let Some(vk) = backend() else { return };
+        let big = 4 << 20;
+        let a = DevBuf::new(&vk.gpu, big, Usage::Device).unwrap();
+        let handle = a.buffer;
+        drop(a);
+        assert_eq!(vk.gpu.cache.lock().bytes(), big, "parked");
+        let other_use = DevBuf::new(&vk.gpu, big, Usage::Upload).unwrap();
+        let other_size = DevBuf::new(&vk.gpu, big + 16, Usage::Device).unwrap();
+        assert!(other_use.buffer != handle && other_size.buffer != handle);
+        let again = DevBuf::new(&vk.gpu, big, Usage::Device).unwrap();
+        assert_eq!(again.buffer, handle, "the parked buffer comes back");
+        assert_eq!(vk.gpu.cache.lock().bytes(), 0);
+        drop(DevBuf::new(&vk.gpu, 4096, Usage::Device).unwrap());
+        assert_eq!(vk.gpu.cache.lock().bytes(), 0, "small buffers are not parked");
+    }
+
+    #[test]
+    fn a_full_cache_frees_the_buffers_parked_longest() {
+        let Some(vk) = backend() else { return };
+        const M: u64 = 1 << 20;
+        *vk.gpu.cache.lock() = cache::BufCache::with_limit(10 * M);
+        let bufs: Vec<_> =
+            [4 * M, 4 * M, 2 * M].map(|b| DevBuf::new(&vk.gpu, b, Usage::Device).unwrap()).into();
+        let handles: Vec<_> = bufs.iter().map(|b| b.buffer).collect();
+        drop(bufs);
+        assert_eq!(vk.gpu.cache.lock().bytes(), 10 * M, "all parked");
+        drop(DevBuf::new(&vk.gpu, 6 * M, Usage::Device).unwrap());
+        assert_eq!(vk.gpu.cache.lock().bytes(), 8 * M, "the two 4 MiB buffers made room for 6 MiB");
+        assert_eq!(
+            DevBuf::new(&vk.gpu, 2 * M, Usage::Device).unwrap().buffer,
+            handles[2],
+            "the newest stays"
+        );
+        drop(DevBuf::new(&vk.gpu, 11 * M, Usage::Device).unwrap());
+        assert_eq!(vk.gpu.cache.lock().bytes(), 8 * M, "larger than the whole cache: freed, nothing evicted");
+    }
+
+    #[test]
+    fn a_failed_allocation_empties_the_cache_first() {
+        let Some(vk) = backend() else { return };
+        drop(DevBuf::new(&vk.gpu, 8 << 20, Usage::Readback).unwrap());
+        assert_eq!(vk.gpu.cache.lock().bytes(), 8 << 20);
+        let too_big = vk.gpu.limits.max_alloc.min(1 << 46) & !15;
+        match DevBuf::new(&vk.gpu, too_big, Usage::Device) {
+            Err(err) => {
+                assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+                assert_eq!(vk.gpu.cache.lock().bytes(), 0, "emptied before the second try");
+            }
+            Ok(_) => assert_eq!(vk.gpu.cache.lock().bytes(), 8 << 20, "kept when the first try succeeds"),
+        }
     }
 
     #[test]

@@ -1,0 +1,125 @@
+//! A cache of freed Vulkan buffers, so work that allocates the same large buffers on every call
+//! (a training step, a benchmark loop) reuses them instead of asking the driver again.
+//!
+//! gpu-allocator suballocates small buffers from memory blocks it keeps, but gives a buffer
+//! larger than its block size (256 MiB device-local, 64 MiB host-visible) memory of its own,
+//! allocated and freed with the buffer. On the H200's driver that costs more than the copy the
+//! buffer is for: a 1 GiB host → device upload ran at 6 GB/s, mostly `vkAllocateMemory`. So a
+//! [`super::memory::DevBuf`] of at least [`POOL_MIN_BYTES`] is parked here when dropped (its GPU
+//! work is over by then) and handed back, contents undefined, to the next request of the same
+//! use and size. The cache holds at most [`VULKAN_POOL_ENV`] bytes per device (2 GiB unless
+//! set; `0` turns it off), making room for a newly freed buffer by freeing the ones parked
+//! longest; an allocation that fails empties it and tries again, so parked memory never turns
+//! into an out-of-memory error.
+
+use std::collections::{HashMap, VecDeque};
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocation, Allocator};
+
+use super::memory::Usage;
+use super::raw;
+
+/// Buffers smaller than this are not parked (the allocator serves them from its blocks).
+pub(super) const POOL_MIN_BYTES: u64 = 1 << 20;
+
+/// Environment variable bounding each Vulkan device's cache of freed buffers, in bytes (`0`
+/// turns the cache off). Read once per process.
+pub const VULKAN_POOL_ENV: &str = "COLLECTIVES_VULKAN_POOL_BYTES";
+
+/// Most bytes one device's cache keeps: [`VULKAN_POOL_ENV`] if set, else 2 GiB.
+fn limit() -> u64 {
+    static LIMIT: OnceLock<u64> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var(VULKAN_POOL_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(2 << 30)
+    })
+}
+
+/// A freed buffer with its memory still bound.
+pub(super) struct Parked {
+    pub buffer: vk::Buffer,
+    pub alloc: Allocation,
+    pub mapped: Option<NonNull<u8>>,
+    pub host_cached: bool,
+}
+
+// SAFETY: a parked buffer is used by nobody; its mapping is only handed to the next owner.
+unsafe impl Send for Parked {}
+
+/// One device's parked buffers by (use, size in bytes).
+pub(super) struct BufCache {
+    /// Most bytes parked at once.
+    limit: u64,
+    free: HashMap<(Usage, u64), VecDeque<Parked>>,
+    /// The key of every parked buffer, oldest first.
+    order: VecDeque<(Usage, u64)>,
+    bytes: u64,
+}
+
+impl Default for BufCache {
+    fn default() -> Self {
+        BufCache::with_limit(limit())
+    }
+}
+
+impl BufCache {
+    /// An empty cache holding at most `limit` bytes.
+    pub fn with_limit(limit: u64) -> Self {
+        BufCache { limit, free: HashMap::new(), order: VecDeque::new(), bytes: 0 }
+    }
+
+    /// A parked buffer of exactly `size` bytes for `usage`, if there is one (the newest).
+    pub fn take(&mut self, usage: Usage, size: u64) -> Option<Parked> {
+        let key = (usage, size);
+        let p = self.free.get_mut(&key)?.pop_back()?;
+        if let Some(i) = self.order.iter().rposition(|k| *k == key) {
+            self.order.remove(i);
+        }
+        self.bytes -= size;
+        Some(p)
+    }
+
+    /// Parks `p` (a buffer of `size` bytes for `usage`), returning the buffers parked longest
+    /// that it displaced, for the caller to free; or gives `p` back when it is too small or
+    /// larger than the whole cache.
+    pub fn park(&mut self, usage: Usage, size: u64, p: Parked) -> Result<Vec<Parked>, Parked> {
+        if size < POOL_MIN_BYTES || size > self.limit {
+            return Err(p);
+        }
+        let mut evicted = vec![];
+        while self.bytes + size > self.limit {
+            let Some(key) = self.order.pop_front() else { break };
+            if let Some(old) = self.free.get_mut(&key).and_then(VecDeque::pop_front) {
+                self.bytes -= key.1;
+                evicted.push(old);
+            }
+        }
+        self.bytes += size;
+        self.free.entry((usage, size)).or_default().push_back(p);
+        self.order.push_back((usage, size));
+        Ok(evicted)
+    }
+
+    /// Destroys every parked buffer and frees its memory.
+    pub fn clear(&mut self, device: &ash::Device, allocator: &mut Allocator) {
+        for p in self.free.drain().flat_map(|(_, v)| v) {
+            destroy(device, allocator, p);
+        }
+        self.order.clear();
+        self.bytes = 0;
+    }
+
+    /// Bytes parked.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+/// Destroys a parked buffer of `device` and frees its memory.
+pub(super) fn destroy(device: &ash::Device, allocator: &mut Allocator, p: Parked) {
+    // SAFETY: parked buffers belong to `device` and no work uses them.
+    unsafe { raw::destroy_buffer(device, p.buffer) };
+    let _ = allocator.free(p.alloc);
+}
