@@ -4,6 +4,7 @@
 use rayon::prelude::*;
 
 use super::num::{Acc, Num};
+use super::stream::{self, STREAM_MIN_BYTES};
 use crate::graph::{BinaryOp, ReduceKind, Scale};
 
 /// Elements below which a kernel runs on the calling thread.
@@ -17,10 +18,12 @@ const BLOCK: usize = 512;
 /// chunk into every buffer of `fan` (the same bytes, for other host devices) while it is still in
 /// cache: a kernel whose result several devices need reads its inputs once and writes each copy
 /// once, with no second pass over memory.
+/// Copies of [`STREAM_MIN_BYTES`] or more in all are written with non-temporal stores.
 fn for_chunks<T: Num>(out: &mut [T], fan: &mut [&mut [u8]], f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    let streamed = std::mem::size_of_val(out) * fan.len() >= STREAM_MIN_BYTES;
     let spread = |o: &[T], fan: &mut [&mut [u8]]| {
         for dst in fan.iter_mut() {
-            dst.copy_from_slice(bytemuck::cast_slice(o));
+            copy_chunk(bytemuck::cast_slice(o), dst, streamed);
         }
     };
     if out.len() < PAR_MIN_ELEMS {
@@ -152,15 +155,26 @@ pub(crate) fn cast<T: Num, U: Num>(x: &[T], out: &mut [U], fan: &mut [&mut [u8]]
     });
 }
 
-/// Copies `src` into `dst` (equal lengths), in parallel when large.
+/// Copies `src` into `dst` (equal lengths), in parallel when large, with non-temporal stores
+/// from [`STREAM_MIN_BYTES`].
 pub(crate) fn copy_bytes(src: &[u8], dst: &mut [u8]) {
     const PAR_BYTES: usize = 1 << 20;
+    let streamed = dst.len() >= STREAM_MIN_BYTES;
     if dst.len() < PAR_BYTES {
         dst.copy_from_slice(src);
     } else {
         dst.par_chunks_mut(PAR_BYTES / 2)
             .zip(src.par_chunks(PAR_BYTES / 2))
-            .for_each(|(d, s)| d.copy_from_slice(s));
+            .for_each(|(d, s)| copy_chunk(s, d, streamed));
+    }
+}
+
+/// One piece of a larger copy: with non-temporal stores when the whole copy is `streamed`.
+fn copy_chunk(src: &[u8], dst: &mut [u8], streamed: bool) {
+    if streamed {
+        stream::copy(src, dst);
+    } else {
+        dst.copy_from_slice(src);
     }
 }
 

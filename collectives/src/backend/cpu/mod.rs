@@ -6,6 +6,7 @@
 
 pub(crate) mod kernels;
 mod num;
+mod stream;
 
 use half::{bf16, f16};
 

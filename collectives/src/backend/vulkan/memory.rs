@@ -72,13 +72,9 @@ impl DevBuf {
         let parked = gpu.cache.lock().take(usage, size);
         let p = match parked {
             Some(p) => p,
-            None => match Self::create(gpu, size, usage) {
-                Err(_) if gpu.cache.lock().bytes() > 0 => {
-                    gpu.cache.lock().clear(&gpu.raw, &mut gpu.allocator.lock());
-                    Self::create(gpu, size, usage).map_err(oom)?
-                }
-                other => other.map_err(oom)?,
-            },
+            None => Self::create(gpu, size, usage)
+                .or_else(|e| Self::retry_emptied(gpu, size, usage, e))
+                .map_err(oom)?,
         };
         Ok(Arc::new(DevBuf {
             gpu: gpu.clone(),
@@ -90,6 +86,23 @@ impl DevBuf {
             mapped: p.mapped,
             host_cached: p.host_cached,
         }))
+    }
+
+    /// After a failed [`DevBuf::create`] (error `first`): the device's parked buffers freed and
+    /// `create` tried again, or `first` when nothing was parked.
+    fn retry_emptied(
+        gpu: &Gpu,
+        size: u64,
+        usage: Usage,
+        first: String,
+    ) -> std::result::Result<Parked, String> {
+        let mut cache = gpu.cache.lock();
+        if cache.bytes() == 0 {
+            return Err(first);
+        }
+        cache.clear(&gpu.raw, &mut gpu.allocator.lock());
+        drop(cache);
+        Self::create(gpu, size, usage)
     }
 
     /// A new buffer of `size` bytes with memory bound for `usage`; the error is the driver's or
