@@ -51,6 +51,8 @@ macro_rules! with_type {
         }
     };
 }
+#[cfg(all(test, feature = "cuda"))]
+pub(crate) use with_type;
 
 /// One virtual host device.
 pub(crate) struct CpuBackend {

@@ -13,6 +13,7 @@ use super::device::{self, CudaDevice};
 use super::memory::alloc_of;
 use super::nccl::{NcclClique, NcclRedOp, nccl_available};
 use super::{copy, driver, launch};
+use crate::backend::cpu::with_type;
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
@@ -110,52 +111,16 @@ fn random_vals(dtype: DType, n: usize, product: bool, r: &mut StdRng) -> Vec<f64
         .collect()
 }
 
-/// Runs `$body` with `$T` bound to the Rust type of `$dtype`.
-macro_rules! typed {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = f16;
-                $body
-            }
-            DType::BF16 => {
-                type $T = bf16;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-        }
-    };
-}
-
 fn as_dtype(dtype: DType, v: f64) -> f64 {
-    typed!(dtype, T => T::from_f64(v).to_f64())
+    with_type!(dtype, T => T::from_f64(v).to_f64())
 }
 
 fn to_buffer(dev: &CudaDevice, dtype: DType, vals: &[f64]) -> Buffer {
-    typed!(dtype, T => upload(dev, vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>()))
+    with_type!(dtype, T => upload(dev, vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>()))
 }
 
 fn to_f64s(dev: &CudaDevice, buf: &Buffer) -> Vec<f64> {
-    typed!(buf.dtype, T => download::<T>(dev, buf).into_iter().map(Element::to_f64).collect())
+    with_type!(buf.dtype, T => download::<T>(dev, buf).into_iter().map(Element::to_f64).collect())
 }
 
 /// The f64 reference of `op` over `ins` at element `i`.
