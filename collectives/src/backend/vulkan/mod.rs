@@ -6,7 +6,8 @@
 //! - [`raw`]: thin `unsafe` wrappers of the ash calls, returning `Result`;
 //! - [`instance`] (the loader, physical devices `Vulkan(0..)`, validation messages),
 //!   [`device::Gpu`] (logical device, compute queue, timeline semaphore, allocator),
-//!   [`memory::DevBuf`] (buffers from gpu-allocator), [`pipelines`] (cached per device) and
+//!   [`memory::DevBuf`] (buffers from gpu-allocator, large ones recycled through [`cache`]),
+//!   [`pipelines`] (cached per device) and
 //!   [`submit`] (command recording, submission, retirement): owning types that free what they
 //!   make;
 //! - [`kernels`] and [`copy`]: ops planned into dispatches and buffer copies; [`bridge`]: host
@@ -21,10 +22,11 @@
 //! copies within a device are buffer copies; copies between two Vulkan devices stage through
 //! the host.
 //!
-//! Semantics match the CPU backend bit for bit (see `shaders/`), except: floating-point division
-//! may differ in the last place on drivers whose division is not correctly rounded (Vulkan allows
-//! 2.5 ulp; lavapipe's is exact), and subnormal f32/bf16 values may be flushed to zero by drivers
-//! that do so (Vulkan allows it).
+//! Semantics match the CPU backend bit for bit (see `shaders/`), except: floating-point division,
+//! which Vulkan lets be 2.5 ulp off (the H200's driver is up to 2 ulp off), is corrected by one fma
+//! step on the exact remainder and can still differ in the last place where that remainder is
+//! subnormal and flushed; and subnormal f32/bf16 values may be flushed to zero by drivers that do
+//! so (Vulkan allows it).
 
 pub(crate) mod bridge;
 mod cache;
