@@ -171,7 +171,7 @@ impl DeviceGroup {
             .collect()
     }
 
-    /// The algorithm for one call: the group's setting or [`choose`]. `nccl_ok` says whether the
+    /// The algorithm for one call: the group's setting or [`super::choose`]. `nccl_ok` says whether the
     /// call has an NCCL form; without one, `Auto` runs the native choice and a forced `Nccl` is an
     /// error.
     fn pick(&self, kind: CollectiveKind, bytes: usize, nccl_ok: bool) -> Result<Algorithm> {
