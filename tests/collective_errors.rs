@@ -16,6 +16,14 @@ fn err<T: Debug>(r: collectives::Result<T>, ctx: &str) -> Error {
     }
 }
 
+/// Asserts that `e` is [`Error::ShardCount`] for `got` shards on a group of `size`.
+fn assert_shard_count(e: &Error, got: usize, size: usize, ctx: &str) {
+    assert!(
+        matches!(e, Error::ShardCount { got: g, size: s, .. } if (*g, *s) == (got, size)),
+        "{ctx}: {e:?}"
+    );
+}
+
 /// Runs `f` on groups of 2 to 8 CPU devices under every algorithm setting, with a generator.
 fn each_group(mut f: impl FnMut(&DeviceGroup, &mut StdRng, &str)) {
     let seed = fresh_seed();
@@ -113,10 +121,7 @@ fn more_shards_than_devices_is_an_error() {
             err(g.all_to_all(t, 0), "all_to_all"),
         ];
         for e in errors {
-            assert!(
-                matches!(e, Error::ShardCount { got, size, .. } if (got, size) == (n + 1, n)),
-                "{ctx}: {e:?}"
-            );
+            assert_shard_count(&e, n + 1, n, ctx);
         }
         s.assert_untouched(ctx);
     });
@@ -135,10 +140,7 @@ fn fewer_shards_than_devices_is_an_error_where_every_device_takes_part() {
             err(g.all_to_all(t, 0), "all_to_all"),
         ];
         for e in errors {
-            assert!(
-                matches!(e, Error::ShardCount { got, size, .. } if (got, size) == (n - 1, n)),
-                "{ctx}: {e:?}"
-            );
+            assert_shard_count(&e, n - 1, n, ctx);
         }
         for e in [err(g.reduce(&[], ReduceOp::Sum), "reduce"), err(g.gather(&[], 0), "gather")] {
             assert!(matches!(e, Error::ShardCount { got: 0, .. }), "{ctx}: {e:?}");
@@ -248,10 +250,7 @@ fn scatter_sizes_must_sum_to_the_length_one_per_device() {
             assert_eq!(e, want, "{ctx}");
         }
         let e = err(g.scatter_sizes(root, 1, &vec![1; n + 1]), "count");
-        assert!(
-            matches!(e, Error::ShardCount { got, size, .. } if (got, size) == (n + 1, n)),
-            "{ctx}: {e:?}"
-        );
+        assert_shard_count(&e, n + 1, n, ctx);
         s.assert_untouched(ctx);
     });
 }

@@ -9,11 +9,11 @@
 //! host allocator does. Recycled buffers hold stale bytes; every kernel writes every element of
 //! its output.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
+use super::shelf::Shelf;
 use crate::dtype::Element;
 
 /// Host bytes a [`super::Buffer`] can own. Implementations are at least 8-byte aligned, so any
@@ -44,51 +44,10 @@ pub(crate) fn pool_limit() -> usize {
     })
 }
 
-/// Kept buffers by length in words.
-#[derive(Default)]
-struct Pool {
-    free: HashMap<usize, VecDeque<Vec<u64>>>,
-    /// The length of every kept buffer, oldest first.
-    order: VecDeque<usize>,
-    bytes: usize,
-}
-
-impl Pool {
-    /// A kept buffer of `n` words (the newest), if there is one.
-    fn take(&mut self, n: usize) -> Option<Vec<u64>> {
-        let words = self.free.get_mut(&n)?.pop_back()?;
-        if let Some(i) = self.order.iter().rposition(|&k| k == n) {
-            self.order.remove(i);
-        }
-        self.bytes -= n * 8;
-        Some(words)
-    }
-
-    /// Keeps `words` unless it is larger than `limit`, returning the buffers kept longest that it
-    /// displaced (for the caller to free outside the lock).
-    fn keep(&mut self, words: Vec<u64>, limit: usize) -> Vec<Vec<u64>> {
-        let n = words.len();
-        if n * 8 > limit {
-            return vec![words];
-        }
-        let mut out = vec![];
-        while self.bytes + n * 8 > limit {
-            let Some(k) = self.order.pop_front() else { break };
-            if let Some(old) = self.free.get_mut(&k).and_then(VecDeque::pop_front) {
-                self.bytes -= k * 8;
-                out.push(old);
-            }
-        }
-        self.bytes += n * 8;
-        self.free.entry(n).or_default().push_back(words);
-        self.order.push_back(n);
-        out
-    }
-}
-
-fn pool() -> &'static Mutex<Pool> {
-    static POOL: OnceLock<Mutex<Pool>> = OnceLock::new();
-    POOL.get_or_init(Default::default)
+/// Freed buffers by length in words (see [`super::shelf`]).
+fn pool() -> &'static Mutex<Shelf<usize, Vec<u64>>> {
+    static POOL: OnceLock<Mutex<Shelf<usize, Vec<u64>>>> = OnceLock::new();
+    POOL.get_or_init(|| Mutex::new(Shelf::new(pool_limit())))
 }
 
 /// Pageable host memory, 8-byte aligned (backed by `u64` words).
@@ -122,8 +81,8 @@ impl Drop for OwnedHost {
         if n * 8 < POOL_MIN_BYTES {
             return;
         }
-        let displaced = pool().lock().keep(std::mem::take(&mut self.words), pool_limit());
-        drop(displaced);
+        // Whatever is displaced (or not kept) is freed here, outside the lock.
+        let _freed = pool().lock().keep(n, n * 8, std::mem::take(&mut self.words));
     }
 }
 
@@ -150,23 +109,6 @@ mod tests {
         let b = OwnedHost::uninit(bytes);
         assert_eq!(b.words.as_ptr(), ptr, "same allocation handed out again");
         assert_eq!(b.as_bytes().len(), bytes);
-    }
-
-    #[test]
-    fn a_full_pool_drops_the_buffers_kept_longest() {
-        let mut p = Pool::default();
-        let words = |n: usize| vec![0u64; n];
-        assert!(p.keep(words(400), 1000 * 8).is_empty());
-        assert!(p.keep(words(400), 1000 * 8).is_empty());
-        assert!(p.keep(words(200), 1000 * 8).is_empty());
-        let displaced = p.keep(words(300), 1000 * 8);
-        assert_eq!(displaced.iter().map(Vec::len).collect::<Vec<_>>(), [400], "the oldest made room");
-        assert_eq!(p.bytes, 900 * 8);
-        assert_eq!(p.take(200).map(|w| w.len()), Some(200));
-        assert_eq!(p.take(400).map(|w| w.len()), Some(400));
-        assert!(p.take(400).is_none());
-        assert_eq!(p.keep(words(2000), 1000 * 8).len(), 1, "larger than the whole pool: not kept");
-        assert_eq!(p.bytes, 300 * 8);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 mod host;
 mod registry;
+mod shelf;
 pub(crate) mod staged;
 #[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;

@@ -7,12 +7,11 @@
 //! buffer is for: a 1 GiB host → device upload ran at 6 GB/s, mostly `vkAllocateMemory`. So a
 //! [`super::memory::DevBuf`] of at least [`POOL_MIN_BYTES`] is parked here when dropped (its GPU
 //! work is over by then) and handed back, contents undefined, to the next request of the same
-//! use and size. The cache holds at most [`VULKAN_POOL_ENV`] bytes per device (2 GiB unless
-//! set; `0` turns it off), making room for a newly freed buffer by freeing the ones parked
-//! longest; an allocation that fails empties it and tries again, so parked memory never turns
+//! use and size, on the same [`Shelf`] as the host pool. The cache holds at most
+//! [`VULKAN_POOL_ENV`] bytes per device (2 GiB unless set; `0` turns it off), making room for a
+//! newly freed buffer by freeing the ones parked longest; an allocation that fails empties it and tries again, so parked memory never turns
 //! into an out-of-memory error.
 
-use std::collections::{HashMap, VecDeque};
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
@@ -21,6 +20,7 @@ use gpu_allocator::vulkan::{Allocation, Allocator};
 
 use super::memory::Usage;
 use super::raw;
+use crate::backend::shelf::Shelf;
 
 /// Buffers smaller than this are not parked (the allocator serves them from its blocks).
 pub(super) const POOL_MIN_BYTES: u64 = 1 << 20;
@@ -48,15 +48,8 @@ pub(super) struct Parked {
 // SAFETY: a parked buffer is used by nobody; its mapping is only handed to the next owner.
 unsafe impl Send for Parked {}
 
-/// One device's parked buffers by (use, size in bytes).
-pub(super) struct BufCache {
-    /// Most bytes parked at once.
-    limit: u64,
-    free: HashMap<(Usage, u64), VecDeque<Parked>>,
-    /// The key of every parked buffer, oldest first.
-    order: VecDeque<(Usage, u64)>,
-    bytes: u64,
-}
+/// One device's parked buffers by (use, size in bytes), on a [`Shelf`].
+pub(super) struct BufCache(Shelf<(Usage, u64), Parked>);
 
 impl Default for BufCache {
     fn default() -> Self {
@@ -67,53 +60,34 @@ impl Default for BufCache {
 impl BufCache {
     /// An empty cache holding at most `limit` bytes.
     pub fn with_limit(limit: u64) -> Self {
-        BufCache { limit, free: HashMap::new(), order: VecDeque::new(), bytes: 0 }
+        BufCache(Shelf::new(limit as usize))
     }
 
     /// A parked buffer of exactly `size` bytes for `usage`, if there is one (the newest).
     pub fn take(&mut self, usage: Usage, size: u64) -> Option<Parked> {
-        let key = (usage, size);
-        let p = self.free.get_mut(&key)?.pop_back()?;
-        if let Some(i) = self.order.iter().rposition(|k| *k == key) {
-            self.order.remove(i);
-        }
-        self.bytes -= size;
-        Some(p)
+        self.0.take((usage, size))
     }
 
     /// Parks `p` (a buffer of `size` bytes for `usage`), returning the buffers parked longest
     /// that it displaced, for the caller to free; or gives `p` back when it is too small or
     /// larger than the whole cache.
     pub fn park(&mut self, usage: Usage, size: u64, p: Parked) -> Result<Vec<Parked>, Parked> {
-        if size < POOL_MIN_BYTES || size > self.limit {
+        if size < POOL_MIN_BYTES {
             return Err(p);
         }
-        let mut evicted = vec![];
-        while self.bytes + size > self.limit {
-            let Some(key) = self.order.pop_front() else { break };
-            if let Some(old) = self.free.get_mut(&key).and_then(VecDeque::pop_front) {
-                self.bytes -= key.1;
-                evicted.push(old);
-            }
-        }
-        self.bytes += size;
-        self.free.entry((usage, size)).or_default().push_back(p);
-        self.order.push_back((usage, size));
-        Ok(evicted)
+        self.0.keep((usage, size), size as usize, p)
     }
 
     /// Destroys every parked buffer and frees its memory.
     pub fn clear(&mut self, device: &ash::Device, allocator: &mut Allocator) {
-        for p in self.free.drain().flat_map(|(_, v)| v) {
+        for p in self.0.drain() {
             destroy(device, allocator, p);
         }
-        self.order.clear();
-        self.bytes = 0;
     }
 
     /// Bytes parked.
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        self.0.bytes() as u64
     }
 }
 
