@@ -26,6 +26,8 @@ pub mod exec;
 pub mod graph;
 pub mod typed;
 
+#[cfg(feature = "cuda")]
+pub use backend::CUDA_POOL_ENV;
 pub use backend::HOST_POOL_ENV;
 #[cfg(feature = "vulkan")]
 pub use backend::VULKAN_POOL_ENV;

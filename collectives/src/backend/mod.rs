@@ -27,6 +27,8 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::graph::{BinaryOp, ReduceKind, Scale};
 
+#[cfg(feature = "cuda")]
+pub use cuda::reuse::CUDA_POOL_ENV;
 pub use host::HOST_POOL_ENV;
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use registry::{device_count, get, nccl_available};

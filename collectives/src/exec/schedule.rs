@@ -1,6 +1,6 @@
 //! The schedule: the nodes a realize must run, in topological order, each on a device queue.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::backend::Buffer;

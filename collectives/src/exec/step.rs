@@ -63,9 +63,15 @@ pub(crate) fn issue_fanout(
 /// Output `index` of a collective call's result.
 fn part(call: &Buffer, index: usize, t: &Tensor) -> Result<Arc<Buffer>> {
     match &call.mem {
-        crate::backend::Mem::Parts(p) if index < p.len() && p[index].device == t.device() => {
-            Ok(p[index].clone())
-        }
+        crate::backend::Mem::Parts(p) => pick(p, index, t),
+        _ => Err(Error::driver(t.device(), "part", "not a collective call's result")),
+    }
+}
+
+/// Output `index` of a collective call's outputs `parts`, which must be on `t`'s device.
+pub(super) fn pick(parts: &[Arc<Buffer>], index: usize, t: &Tensor) -> Result<Arc<Buffer>> {
+    match parts.get(index) {
+        Some(b) if b.device == t.device() => Ok(b.clone()),
         _ => Err(Error::driver(t.device(), "part", format!("collective call has no output {index} here"))),
     }
 }

@@ -19,7 +19,7 @@
 //! # Ok::<(), collectives::Error>(())
 //! ```
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use super::{Op, STAGING_HOST, Tensor};
 use crate::device::Device;

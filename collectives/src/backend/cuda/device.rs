@@ -13,6 +13,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use parking_lot::Mutex;
 
 use super::memory::DevAlloc;
+use super::reuse::{Parked, Reuse};
 use super::staging::Ring;
 use super::{driver, nvrtc};
 use crate::device::Device;
@@ -39,6 +40,8 @@ pub(crate) struct CudaDevice {
     /// Device memory in bytes.
     pub total_mem: usize,
     pool: PoolHandle,
+    /// Freed allocations kept for reuse on their stream.
+    reuse: Arc<Reuse>,
     functions: Mutex<HashMap<String, CudaFunction>>,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
     /// Double-buffered pinned staging for host → device copies of pageable memory.
@@ -95,6 +98,7 @@ impl CudaDevice {
             arch,
             total_mem,
             pool: PoolHandle(pool),
+            reuse: Arc::default(),
             functions: Mutex::default(),
             modules: Mutex::default(),
             stage_in: Mutex::new(Ring::default()),
@@ -111,13 +115,19 @@ impl CudaDevice {
         self.ctx.bind_to_thread().map_err(driver::err(self.device, "bind context"))
     }
 
-    /// `bytes` of device memory, ordered on (and later freed on) `stream`.
+    /// `bytes` of device memory, ordered on (and later freed or parked on) `stream`: an
+    /// allocation of that size parked from `stream` if there is one ([`super::reuse`]), else
+    /// the pool's.
     ///
-    /// When the pool is exhausted, waits for the device's queued work (so pending frees land),
-    /// releases the pool's cached memory and tries once more; then [`Error::OutOfMemory`].
+    /// When the pool is exhausted, frees everything parked, waits for the device's queued work
+    /// (so pending frees land), releases the pool's cached memory and tries once more; then
+    /// [`Error::OutOfMemory`].
     pub fn alloc(&self, bytes: usize, stream: &Arc<CudaStream>) -> Result<Arc<DevAlloc>> {
         if bytes == 0 {
-            return Ok(Arc::new(DevAlloc::new(0, self.device, stream.clone())));
+            return Ok(Arc::new(DevAlloc::new(0, 0, self.device, stream.clone(), None)));
+        }
+        if let Some(parked) = self.reuse.take(stream, bytes) {
+            return self.reclaim(parked, bytes, stream);
         }
         self.bind()?;
         // SAFETY: the stream belongs to this device's context, which is current.
@@ -125,6 +135,7 @@ impl CudaDevice {
         let ptr = match first {
             Ok(p) => p,
             Err(e) if driver::is_oom(e) || bytes > self.total_mem => {
+                self.reuse.empty();
                 self.synchronize()?;
                 // SAFETY: the pool is this device's default pool, live for the process.
                 unsafe { driver::trim_pool(self.pool.0) }.map_err(driver::err(self.device, "trim pool"))?;
@@ -133,7 +144,27 @@ impl CudaDevice {
             }
             Err(e) => return Err(driver::err(self.device, "allocate device memory")(e)),
         };
-        Ok(Arc::new(DevAlloc::new(ptr, self.device, stream.clone())))
+        Ok(Arc::new(DevAlloc::new(ptr, bytes, self.device, stream.clone(), Some(self.reuse.clone()))))
+    }
+
+    /// A parked allocation (from `stream`) in use again: `stream` waits for its last readers.
+    fn reclaim(&self, parked: Parked, bytes: usize, stream: &Arc<CudaStream>) -> Result<Arc<DevAlloc>> {
+        if !parked.readers.is_empty() {
+            self.bind()?;
+            for e in &parked.readers {
+                // SAFETY: the stream and the event are alive for the call.
+                unsafe { driver::stream_wait(stream.cu_stream(), e.cu_event()) }
+                    .map_err(driver::err(self.device, "wait on event"))?;
+            }
+        }
+        let (ptr, _readers) = parked.hand_on();
+        Ok(Arc::new(DevAlloc::new(ptr, bytes, self.device, stream.clone(), Some(self.reuse.clone()))))
+    }
+
+    /// Bytes of freed allocations parked for reuse.
+    #[cfg(test)]
+    pub fn parked_bytes(&self) -> usize {
+        self.reuse.bytes()
     }
 
     fn oom(&self, bytes: usize, e: cudarc::driver::DriverError) -> Error {

@@ -5,7 +5,9 @@
 //! stream itself; work on any other stream (another queue of the device, or a peer device's
 //! stream) records an event in the allocation's reader list, and the free waits for those on the
 //! device. So the executor may drop a buffer as soon as its last reader is *issued*: the memory
-//! goes back to the pool only after the readers have run, with no host round-trip.
+//! goes back to the pool only after the readers have run, with no host round-trip. Large
+//! allocations are parked for reuse on their home stream instead ([`super::reuse`]), under the
+//! same ordering.
 //!
 //! The work that writes a buffer is signalled by a [`CudaFence`] (a CUDA event). A CUDA consumer
 //! waits for it on its stream ([`await_on`]); any other consumer waits on the host.
@@ -24,6 +26,7 @@ use cudarc::driver::{CudaEvent, CudaStream};
 use parking_lot::Mutex;
 
 use super::driver;
+use super::reuse::{Parked, Reuse};
 use crate::backend::{Buffer, Fence, Mem};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -35,16 +38,26 @@ const PRUNE_AT: usize = 8;
 /// Device memory allocated on (and freed on) a home stream.
 pub(crate) struct DevAlloc {
     ptr: CUdeviceptr,
+    bytes: usize,
     device: Device,
     home: Arc<CudaStream>,
     /// Uses on streams other than `home`, which the free must wait for.
     readers: Mutex<Vec<Arc<CudaEvent>>>,
+    /// Where the memory goes when dropped: parked for reuse, or (without) freed.
+    reuse: Option<Arc<Reuse>>,
 }
 
 impl DevAlloc {
-    /// Wraps `ptr` (from [`driver::alloc_async`] on `home`, or 0 for an empty allocation).
-    pub fn new(ptr: CUdeviceptr, device: Device, home: Arc<CudaStream>) -> Self {
-        DevAlloc { ptr, device, home, readers: Mutex::new(Vec::new()) }
+    /// Wraps `ptr`, `bytes` long (from [`driver::alloc_async`] on `home` or from `reuse`, or 0
+    /// for an empty allocation), returned to `reuse` when dropped if given, else freed.
+    pub fn new(
+        ptr: CUdeviceptr,
+        bytes: usize,
+        device: Device,
+        home: Arc<CudaStream>,
+        reuse: Option<Arc<Reuse>>,
+    ) -> Self {
+        DevAlloc { ptr, bytes, device, home, readers: Mutex::new(Vec::new()), reuse }
     }
 
     /// The device address (0 when empty).
@@ -71,20 +84,17 @@ impl DevAlloc {
 }
 
 impl Drop for DevAlloc {
+    /// Parks the memory for reuse, or frees it once its readers have run (see [`Parked`]).
     fn drop(&mut self) {
         if self.ptr == 0 {
             return;
         }
-        // Errors cannot be returned from a drop; a failing context reports them on its next call.
-        let _ = self.home.context().bind_to_thread();
-        let stream = self.home.cu_stream();
-        for e in self.readers.get_mut().drain(..) {
-            // SAFETY: the stream and the event are alive (held here).
-            let _ = unsafe { driver::stream_wait(stream, e.cu_event()) };
+        let readers = std::mem::take(self.readers.get_mut());
+        let parked = Parked { ptr: self.ptr, home: self.home.clone(), readers };
+        match &self.reuse {
+            Some(r) => r.park(self.bytes, parked),
+            None => drop(parked),
         }
-        // SAFETY: `ptr` was allocated on `home`, is freed once, and every use on another stream
-        // is ordered before this point by the waits above.
-        let _ = unsafe { driver::free_async(self.ptr, stream) };
     }
 }
 

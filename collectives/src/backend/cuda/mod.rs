@@ -3,8 +3,9 @@
 //! Layered raw → safe: [`driver`] checks that libcuda, libnvrtc and libnccl load (cudarc panics
 //! otherwise) and wraps each unsafe driver call in a function returning `Result`; above it,
 //! owning types with `Drop` — [`device::CudaDevice`] (context, streams, pool, kernels),
-//! [`memory::DevAlloc`] (stream-ordered device memory), [`pinned::PinnedBlock`] (pooled pinned
-//! host memory) — and the operations: [`launch`] (kernels), [`copy`] (htod, dtoh, dtod, peer),
+//! [`memory::DevAlloc`] (stream-ordered device memory, parked for reuse by [`reuse`]),
+//! [`pinned::PinnedBlock`] (pooled pinned host memory) — and the operations: [`launch`]
+//! (kernels), [`copy`] (htod, dtoh, dtod, peer),
 //! [`staging`] (chunked double-buffered transfers, and the CUDA end of the staged CUDA ↔ Vulkan
 //! chain), [`nccl`] (NCCL cliques for all-CUDA groups).
 //!
@@ -23,6 +24,7 @@ pub(crate) mod memory;
 pub(crate) mod nccl;
 mod nvrtc;
 mod pinned;
+pub(crate) mod reuse;
 mod staging;
 #[cfg(test)]
 mod tests;

@@ -72,6 +72,31 @@ fn launch_failure_is_an_error_and_the_device_recovers() {
 }
 
 #[test]
+fn freed_allocations_are_reused_on_their_stream_and_given_up_for_an_allocation() {
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
+    let bytes = 4 << 20;
+    let before = dev.parked_bytes();
+    let first = dev.alloc(bytes, &dev.compute).expect("alloc");
+    let ptr = first.ptr();
+    drop(first);
+    assert_eq!(dev.parked_bytes(), before + bytes, "parked when dropped");
+    let other = dev.alloc(bytes, &dev.copy_in).expect("alloc on another stream");
+    assert_ne!(other.ptr(), ptr, "not handed to another stream");
+    let again = dev.alloc(bytes, &dev.compute).expect("alloc again");
+    assert_eq!(again.ptr(), ptr, "the same stream and size take it back");
+    assert_eq!(dev.parked_bytes(), before, "taken off the shelf");
+    let small = dev.alloc(super::reuse::REUSE_MIN_BYTES - 1, &dev.compute).expect("small");
+    drop((again, other, small));
+    assert_eq!(dev.parked_bytes(), before + 2 * bytes, "small allocations are freed, not parked");
+    // An allocation the pool cannot serve frees everything parked before it gives up.
+    let err = dev.alloc(dev.total_mem * 2, &dev.compute).err().expect("more than the device has");
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
+    assert_eq!(dev.parked_bytes(), 0, "the shelf was emptied");
+}
+
+#[test]
 fn chunked_staging_hooks_round_trip() {
     let Some(dev) = devices().into_iter().next() else {
         return;
