@@ -6,7 +6,8 @@ Usage: python3 bench/compare.py ANCHORS.json PERF.json [PERF.json ...]
 Sizes: the perf tool's size column is nccl-tests' (for all_gather and reduce_scatter, the total
 over all devices); anchors.py's is bytes per device. A perf row of size S is compared with the
 anchor row of S (all_reduce, broadcast) or S / n (all_gather, reduce_scatter); rows without a
-matching anchor size are listed with '-'.
+matching anchor size are listed with '-'. Anchor rows that name a dtype (anchors_dtype.py) are
+matched by size and dtype; anchors.py's rows (f32) by size alone.
 """
 import json, sys
 
@@ -21,7 +22,7 @@ def human(b):
     return str(b)
 
 def main():
-    anchors = {r["bytes"]: r for r in load_rows(sys.argv[1])}
+    anchors = {(r["bytes"], r.get("dtype")): r for r in load_rows(sys.argv[1])}
     rows = [r for p in sys.argv[2:] for r in load_rows(p)]
     ops = sorted({r["op"] for r in rows}, key=["all_reduce", "all_gather", "reduce_scatter", "broadcast"].index)
     for op in ops:
@@ -30,7 +31,8 @@ def main():
         print("|---|---|---|---|---|---|---|---|")
         for r in (r for r in rows if r["op"] == op):
             per_dev = r["size"] // r["devices"] if op in ("all_gather", "reduce_scatter") else r["size"]
-            a = anchors.get(per_dev, {}).get(f"nccl_{op}_busbw")
+            a_row = anchors.get((per_dev, r["dtype"])) or anchors.get((per_dev, None), {})
+            a = a_row.get(f"nccl_{op}_busbw")
             ratio = f"{r['busbw_gbps'] / a:.3f}" if a else "-"
             anchor = f"{a:.1f}" if a else "-"
             print(f"| {human(r['size'])} | {r['dtype']} | {r['algo']} | {r['time_us']:.1f} | "

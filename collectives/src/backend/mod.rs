@@ -39,6 +39,11 @@ pub use vulkan::VULKAN_POOL_ENV;
 pub(crate) trait Fence: Send + Sync {
     /// Blocks the calling thread until the work is done; reports a device failure as an error.
     fn wait(&self) -> Result<()>;
+    /// Whether the work is known to be complete, without waiting: `false` while it runs, and
+    /// when the fence cannot tell (a failure shows in [`Fence::wait`]).
+    fn is_complete(&self) -> bool {
+        false
+    }
     /// For backends that recognise their own fences and wait on the device instead.
     fn as_any(&self) -> &dyn Any;
 }

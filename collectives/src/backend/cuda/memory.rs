@@ -198,6 +198,10 @@ impl CudaFence {
 }
 
 impl Fence for CudaFence {
+    fn is_complete(&self) -> bool {
+        self.is_done()
+    }
+
     fn wait(&self) -> Result<()> {
         if self.done.load(Ordering::Acquire) {
             return Ok(());

@@ -20,7 +20,7 @@ use super::device::{self, CudaDevice};
 use super::driver;
 use super::memory::{CudaFence, DevAlloc, alloc_of, await_on, device_buffer, record};
 use super::pinned::{self, PinnedBlock};
-use crate::backend::staged::ChunkEnd;
+use crate::backend::staged::{ChunkEnd, Span};
 use crate::backend::{Buffer, Fence};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -181,14 +181,18 @@ pub(crate) fn dest_end(device: Device, bytes: usize, ring: &Registered) -> Resul
 }
 
 impl CudaEnd<'_> {
-    /// Checks that `len` bytes at `at` of the ring and at `off` of the allocation are in bounds.
-    fn check(&self, at: usize, off: usize, len: usize) -> Result<()> {
-        if at.checked_add(len).is_none_or(|e| e > self.ring.len)
-            || off.checked_add(len).is_none_or(|e| e > self.bytes)
-        {
-            let msg =
-                format!("chunk {off}+{len} (ring {at}) outside {} / {} bytes", self.bytes, self.ring.len);
-            return Err(Error::driver(self.dev.device, "staged copy", msg));
+    /// Checks that every span lies within the ring and the allocation.
+    fn check(&self, spans: &[Span]) -> Result<()> {
+        for s in spans {
+            if s.at.checked_add(s.len).is_none_or(|e| e > self.ring.len)
+                || s.off.checked_add(s.len).is_none_or(|e| e > self.bytes)
+            {
+                let msg = format!(
+                    "chunk {}+{} (ring {}) outside {} / {} bytes",
+                    s.off, s.len, s.at, self.bytes, self.ring.len
+                );
+                return Err(Error::driver(self.dev.device, "staged copy", msg));
+            }
         }
         Ok(())
     }
@@ -213,44 +217,56 @@ impl CudaEnd<'_> {
     }
 }
 
-impl ChunkEnd for CudaEnd<'_> {
-    fn buffer_to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
-        self.check(at, off, len)?;
-        if len == 0 {
+impl CudaEnd<'_> {
+    /// Issues `copy` for each span, then the fence of them all. After a failure, waits for the
+    /// copies already issued (the chain must not reuse their slots while they run).
+    fn issue_each(
+        &mut self,
+        spans: &[Span],
+        what: &str,
+        copy: impl Fn(&Self, &Span) -> std::result::Result<(), cudarc::driver::DriverError>,
+    ) -> Result<Option<Arc<dyn Fence>>> {
+        self.check(spans)?;
+        if spans.iter().all(|s| s.len == 0) {
             return Ok(None);
         }
         self.dev.bind()?;
-        // SAFETY: ring bytes `at..at + len` are registered host memory (checked above) that the
-        // chain leaves alone until the returned fence completes; the allocation holds
-        // `off + len` bytes and stays alive through `note_use`.
-        unsafe {
-            driver::dtoh_async(
-                self.ring.ptr.as_ptr().add(at),
-                self.alloc.ptr() + off as u64,
-                len,
-                self.stream.cu_stream(),
-            )
+        if let Err(e) = spans.iter().try_for_each(|s| copy(self, s)) {
+            let _ = self.stream.synchronize();
+            return Err(driver::err(self.dev.device, what)(e));
         }
-        .map_err(driver::err(self.dev.device, "copy device to host"))?;
         self.issued()
     }
+}
 
-    fn ring_to_buffer(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
-        self.check(at, off, len)?;
-        if len == 0 {
-            return Ok(None);
-        }
-        self.dev.bind()?;
-        // SAFETY: as in `buffer_to_ring`, the copy reading the ring and writing the allocation.
-        unsafe {
-            driver::htod_async(
-                self.alloc.ptr() + off as u64,
-                self.ring.ptr.as_ptr().add(at),
-                len,
-                self.stream.cu_stream(),
-            )
-        }
-        .map_err(driver::err(self.dev.device, "copy host to device"))?;
-        self.issued()
+impl ChunkEnd for CudaEnd<'_> {
+    fn buffer_to_ring(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
+        self.issue_each(spans, "copy device to host", |end, s| {
+            // SAFETY: ring bytes `at..at + len` are registered host memory (checked) that the
+            // chain leaves alone until the returned fence completes; the allocation holds
+            // `off + len` bytes and stays alive through `note_use`.
+            unsafe {
+                driver::dtoh_async(
+                    end.ring.ptr.as_ptr().add(s.at),
+                    end.alloc.ptr() + s.off as u64,
+                    s.len,
+                    end.stream.cu_stream(),
+                )
+            }
+        })
+    }
+
+    fn ring_to_buffer(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
+        self.issue_each(spans, "copy host to device", |end, s| {
+            // SAFETY: as in `buffer_to_ring`, the copy reading the ring and writing the allocation.
+            unsafe {
+                driver::htod_async(
+                    end.alloc.ptr() + s.off as u64,
+                    end.ring.ptr.as_ptr().add(s.at),
+                    s.len,
+                    end.stream.cu_stream(),
+                )
+            }
+        })
     }
 }

@@ -34,14 +34,27 @@ pub const STAGED_CHUNK_ENV: &str = "COLLECTIVES_STAGED_CHUNK_BYTES";
 /// when a ring is made.
 pub const STAGED_SLOTS_ENV: &str = "COLLECTIVES_STAGED_SLOTS";
 
+/// One chunk's copy between the ring and an end's buffer: `len` bytes at byte `at` of the ring
+/// and at byte `off` of the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    /// Offset in the ring.
+    pub at: usize,
+    /// Offset in the end's buffer.
+    pub off: usize,
+    /// Bytes.
+    pub len: usize,
+}
+
 /// One end of a staged chain: a device buffer and the device's access to the ring. Copies are
-/// issued (not waited for); each returns the fence of its completion, or `None` when it is done
+/// issued (not waited for), all the spans of one call as one submission where the device has
+/// such a thing; each call returns the fence of their completion, or `None` when they are done
 /// already.
 pub(crate) trait ChunkEnd {
-    /// Issues a copy of `len` bytes at byte `off` of this end's buffer into the ring at byte `at`.
-    fn buffer_to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>>;
-    /// Issues a copy of `len` bytes of the ring at byte `at` into this end's buffer at byte `off`.
-    fn ring_to_buffer(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>>;
+    /// Issues copies of `spans` from this end's buffer into the ring.
+    fn buffer_to_ring(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>>;
+    /// Issues copies of `spans` from the ring into this end's buffer.
+    fn ring_to_buffer(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>>;
 }
 
 /// The shape of a ring: `slots` chunks of `chunk` bytes.
@@ -56,9 +69,10 @@ pub(crate) struct Geometry {
 impl Geometry {
     /// 8 chunks of 16 MiB: a chunk is long enough (about 0.3 ms at 55 GB/s) that the host's
     /// hand-over between the hops is small beside it, and 8 slots keep the source several
-    /// chunks ahead while the destination drains one. On the H200 machine a 1 GiB CUDA → Vulkan
-    /// move ran at 42.0 GB/s with 4 × 4 MiB, 44.2 with 4 × 64 MiB and 45.6 with 8 × 16 MiB
-    /// (`bench/gpu/`).
+    /// chunks ahead while the destination drains a batch. On the H200 machine, with batched
+    /// destination submissions, a 1 GiB CUDA → Vulkan move ran at 46.5–46.7 GB/s with 8 × 16
+    /// MiB, 46.0–46.7 with 8 × 32 MiB and 46.7 with 4 × 32 MiB; the Vulkan queue's own copies
+    /// from host memory reach 48–50 GB/s in 16–32 MiB submissions (`bench/gpu/7-staged-batches`).
     pub const DEFAULT: Geometry = Geometry { chunk: 16 << 20, slots: 8 };
 
     /// [`Geometry::DEFAULT`], with [`STAGED_CHUNK_ENV`] and [`STAGED_SLOTS_ENV`] where set.
@@ -105,8 +119,15 @@ fn settle(busy: &mut [Option<Arc<dyn Fence>>]) {
     }
 }
 
-/// The body of [`pump`]. Chunk i lives in slot `i % slots`; the source runs up to `slots - 1`
+/// The body of [`pump`]. Chunk i lives in slot `i % slots`; the source runs up to `slots`
 /// chunks ahead of the destination.
+///
+/// Each first hop is its own call, so each chunk can leave the ring as soon as it has landed.
+/// The destination takes chunks in batches: chunk i once it has landed, with every following
+/// chunk that has landed too, in one call (a Vulkan submission costs its queue about 16 µs
+/// beside a 16 MiB copy's 330 µs on the H200s, `bench/gpu/5-overhead`). After issuing a batch,
+/// the slots of the batch before it are refilled as soon as that batch's copies out of them have
+/// completed, while this batch keeps the destination busy.
 fn pump_chunks(
     src: &mut dyn ChunkEnd,
     dst: &mut dyn ChunkEnd,
@@ -116,32 +137,47 @@ fn pump_chunks(
 ) -> Result<()> {
     let n = geo.slots;
     let chunks = len.div_ceil(geo.chunk);
-    let span = |i: usize| (i * geo.chunk, geo.chunk.min(len - i * geo.chunk));
-    let at = |i: usize| (i % n) * geo.chunk;
-    // The first hop of chunk i, once its slot's last copy has completed.
-    let mut first = |i: usize, busy: &mut [Option<Arc<dyn Fence>>]| -> Result<()> {
-        if let Some(f) = busy[i % n].take() {
-            f.wait()?;
+    let span = |i: usize| Span {
+        at: (i % n) * geo.chunk,
+        off: i * geo.chunk,
+        len: geo.chunk.min(len - i * geo.chunk),
+    };
+    let mut issued = 0;
+    let mut fill = |upto: usize, issued: &mut usize, busy: &mut [Option<Arc<dyn Fence>>]| -> Result<()> {
+        for k in *issued..upto.min(chunks) {
+            if let Some(f) = busy[k % n].take() {
+                f.wait()?;
+            }
+            busy[k % n] = src.buffer_to_ring(&[span(k)])?;
+            *issued = k + 1;
         }
-        let (off, l) = span(i);
-        busy[i % n] = src.buffer_to_ring(at(i), off, l)?;
         Ok(())
     };
-    for i in 0..chunks.min(n) {
-        first(i, busy)?;
-    }
-    for i in 0..chunks {
-        // The second hop of chunk i, once its first hop has landed.
+    fill(n, &mut issued, busy)?;
+    // The last batch issued, whose slots are not refilled yet.
+    let mut unfilled: Option<std::ops::Range<usize>> = None;
+    let mut i = 0;
+    while i < chunks {
+        if i == issued {
+            // Every chunk issued so far left in the last batch: refill its slots first.
+            let last = unfilled.take().map_or(i, |r| r.end);
+            fill(last + n, &mut issued, busy)?;
+        }
         if let Some(f) = busy[i % n].take() {
             f.wait()?;
         }
-        let (off, l) = span(i);
-        busy[i % n] = dst.ring_to_buffer(at(i), off, l)?;
-        // Refill the slot the previous chunk's second hop reads (waiting for it, while this
-        // chunk's second hop keeps the destination busy).
-        if i >= 1 && i - 1 + n < chunks {
-            first(i - 1 + n, busy)?;
+        let mut end = i + 1;
+        while end < issued && busy[end % n].as_ref().is_none_or(|f| f.is_complete()) {
+            busy[end % n] = None;
+            end += 1;
         }
+        let spans: Vec<Span> = (i..end).map(span).collect();
+        let fence = dst.ring_to_buffer(&spans)?;
+        (i..end).for_each(|k| busy[k % n] = fence.clone());
+        if let Some(r) = unfilled.replace(i..end) {
+            fill(r.end + n, &mut issued, busy)?;
+        }
+        i = end;
     }
     Ok(())
 }

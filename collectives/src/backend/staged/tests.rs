@@ -40,18 +40,28 @@ impl Fence for LazyFence {
         Ok(())
     }
 
+    fn is_complete(&self) -> bool {
+        self.queue.lock().run >= self.end
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
 }
 
-/// A host buffer and a ring, copied between by a lazy queue; fails its `fail_at`-th copy.
+/// A host buffer and a ring, copied between by a queue that runs a submission only when a fence
+/// at or past it is waited for, or (`eager`) as soon as it is issued; fails its `fail_at`-th
+/// submission.
 struct MockEnd {
     data: Arc<Mutex<Vec<u8>>>,
     ring: usize,
     ring_len: usize,
     queue: Arc<Mutex<Queue>>,
+    eager: bool,
+    /// Chunks copied.
     issued: usize,
+    /// Calls (each one submission of its spans).
+    submissions: usize,
     fail_at: Option<usize>,
 }
 
@@ -62,37 +72,45 @@ impl MockEnd {
             ring: ring.as_mut_ptr() as usize,
             ring_len: ring.len(),
             queue: Default::default(),
+            eager: false,
             issued: 0,
+            submissions: 0,
             fail_at: None,
         }
     }
 
-    fn issue(
-        &mut self,
-        at: usize,
-        off: usize,
-        len: usize,
-        into_ring: bool,
-    ) -> Result<Option<Arc<dyn Fence>>> {
-        self.issued += 1;
-        if self.fail_at == Some(self.issued) || at + len > self.ring_len {
+    fn eager(mut self, eager: bool) -> Self {
+        self.eager = eager;
+        self
+    }
+
+    fn issue(&mut self, spans: &[Span], into_ring: bool) -> Result<Option<Arc<dyn Fence>>> {
+        self.submissions += 1;
+        self.issued += spans.len();
+        if self.fail_at == Some(self.submissions) || spans.iter().any(|s| s.at + s.len > self.ring_len) {
             return Err(Error::driver(Device::Cpu(0), "mock copy", "failed"));
         }
-        let (data, ring) = (self.data.clone(), self.ring);
+        let (data, ring, spans) = (self.data.clone(), self.ring, spans.to_vec());
         let op: Op = Box::new(move || {
             let mut d = data.lock();
-            // SAFETY: the ring outlives the test's queues (flushed before it drops) and
-            // `at + len` is within it (checked above).
-            let r = unsafe { std::slice::from_raw_parts_mut((ring + at) as *mut u8, len) };
-            if into_ring {
-                r.copy_from_slice(&d[off..off + len])
-            } else {
-                d[off..off + len].copy_from_slice(r)
+            for s in &spans {
+                // SAFETY: the ring outlives the test's queues (flushed before it drops) and
+                // `at + len` is within it (checked above).
+                let r = unsafe { std::slice::from_raw_parts_mut((ring + s.at) as *mut u8, s.len) };
+                if into_ring {
+                    r.copy_from_slice(&d[s.off..s.off + s.len])
+                } else {
+                    d[s.off..s.off + s.len].copy_from_slice(r)
+                }
             }
         });
         let mut q = self.queue.lock();
         q.ops.push(Some(op));
-        Ok(Some(Arc::new(LazyFence { queue: self.queue.clone(), end: q.ops.len() })))
+        let end = q.ops.len();
+        if self.eager {
+            q.run_to(end);
+        }
+        Ok(Some(Arc::new(LazyFence { queue: self.queue.clone(), end })))
     }
 
     fn flush(&self) {
@@ -103,12 +121,12 @@ impl MockEnd {
 }
 
 impl ChunkEnd for MockEnd {
-    fn buffer_to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
-        self.issue(at, off, len, true)
+    fn buffer_to_ring(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
+        self.issue(spans, true)
     }
 
-    fn ring_to_buffer(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
-        self.issue(at, off, len, false)
+    fn ring_to_buffer(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
+        self.issue(spans, false)
     }
 }
 
@@ -124,22 +142,31 @@ fn every_byte_arrives_whatever_the_ring_and_length() {
         [Geometry { chunk: 7, slots: 2 }, Geometry { chunk: 64, slots: 3 }, Geometry { chunk: 33, slots: 5 }]
     {
         for len in [0, 1, geo.chunk - 1, geo.chunk, geo.chunk * geo.slots, geo.chunk * 11 + 5] {
-            let mut ring = vec![0u8; geo.bytes()];
-            let want = random_bytes(len, seed ^ len as u64);
-            let mut src = MockEnd::new(want.clone(), &mut ring);
-            let mut dst = MockEnd::new(vec![0; len], &mut ring);
-            let mut busy = vec![None; geo.slots];
-            pump(&mut src, &mut dst, len, geo, &mut busy).unwrap();
-            // A second transfer through the same ring waits for the first's last copies.
-            let again = random_bytes(len, seed ^ 7);
-            let mut src2 = MockEnd::new(again.clone(), &mut ring);
-            let mut dst2 = MockEnd::new(vec![0; len], &mut ring);
-            pump(&mut src2, &mut dst2, len, geo, &mut busy).unwrap();
-            dst2.flush();
-            dst.flush();
-            assert_eq!(*dst.data.lock(), want, "{geo:?}, {len} bytes (seed {seed})");
-            assert_eq!(*dst2.data.lock(), again, "{geo:?}, {len} bytes, second (seed {seed})");
-            assert_eq!(src.issued + src2.issued, 2 * len.div_ceil(geo.chunk), "one first hop per chunk");
+            for (eager_src, eager_dst) in [(false, false), (true, false), (false, true), (true, true)] {
+                let ctx = format!("{geo:?}, {len} bytes, eager {eager_src}/{eager_dst} (seed {seed})");
+                let mut ring = vec![0u8; geo.bytes()];
+                let want = random_bytes(len, seed ^ len as u64);
+                let mut src = MockEnd::new(want.clone(), &mut ring).eager(eager_src);
+                let mut dst = MockEnd::new(vec![0; len], &mut ring).eager(eager_dst);
+                let mut busy = vec![None; geo.slots];
+                pump(&mut src, &mut dst, len, geo, &mut busy).unwrap();
+                // A second transfer through the same ring waits for the first's last copies.
+                let again = random_bytes(len, seed ^ 7);
+                let mut src2 = MockEnd::new(again.clone(), &mut ring).eager(eager_src);
+                let mut dst2 = MockEnd::new(vec![0; len], &mut ring).eager(eager_dst);
+                pump(&mut src2, &mut dst2, len, geo, &mut busy).unwrap();
+                dst2.flush();
+                dst.flush();
+                assert_eq!(*dst.data.lock(), want, "{ctx}");
+                assert_eq!(*dst2.data.lock(), again, "{ctx}, second");
+                let chunks = len.div_ceil(geo.chunk);
+                assert_eq!(src.issued + src2.issued, 2 * chunks, "one first hop per chunk, {ctx}");
+                assert_eq!(dst.issued + dst2.issued, 2 * chunks, "one second hop per chunk, {ctx}");
+                if eager_src && chunks > 1 {
+                    // First hops that have landed leave together.
+                    assert!(dst.submissions < chunks, "{} submissions, {ctx}", dst.submissions);
+                }
+            }
         }
     }
 }
@@ -207,7 +234,8 @@ fn vulkan_end_through_an_imported_ring() {
     let mut busy = vec![None; geo.slots];
     for len in [0usize, 5, 40_000, 1_000_003] {
         let want = random_bytes(len, len as u64 + 3);
-        let mut src = MockEnd::new(want.clone(), ring);
+        // Every first hop lands at once, so the Vulkan end takes several chunks per submission.
+        let mut src = MockEnd::new(want.clone(), ring).eager(true);
         let mut dst = bridge::dest_end(vk, len, &view).unwrap();
         pump(&mut src, &mut dst, len, geo, &mut busy).unwrap();
         let on_vk = dst.into_buffer(crate::DType::U8, len);

@@ -14,7 +14,7 @@ use super::device::Gpu;
 use super::memory::{DevBuf, Imported, Usage, VkMem};
 use super::raw::{self, check};
 use super::submit::{Recorder, TimelineFence};
-use crate::backend::staged::ChunkEnd;
+use crate::backend::staged::{ChunkEnd, Span};
 use crate::backend::{Buffer, Fence, Mem};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -139,33 +139,42 @@ pub(crate) fn dest_end(device: Device, bytes: usize, ring: &HostView) -> Result<
 }
 
 impl VulkanEnd<'_> {
-    /// Submits one copy of `len` bytes from `src` at `src_off` to `dst` at `dst_off`.
-    fn submit(
-        &mut self,
-        (src, src_off): (&Arc<DevBuf>, usize),
-        (dst, dst_off): (&Arc<DevBuf>, usize),
-        len: usize,
-    ) -> Result<Option<Arc<dyn Fence>>> {
-        if len == 0 {
+    /// Submits the copies of `spans` between the ring and the buffer (`into_ring`: from the
+    /// buffer) as one command buffer.
+    fn submit(&mut self, spans: &[Span], into_ring: bool) -> Result<Option<Arc<dyn Fence>>> {
+        self.check(spans)?;
+        let regions: Vec<vk::BufferCopy> = spans
+            .iter()
+            .filter(|s| s.len > 0)
+            .map(|s| {
+                let (from, to) = if into_ring { (s.off, s.at) } else { (s.at, s.off) };
+                vk::BufferCopy { src_offset: from as u64, dst_offset: to as u64, size: s.len as u64 }
+            })
+            .collect();
+        if regions.is_empty() {
             return Ok(None);
         }
-        let region =
-            vk::BufferCopy { src_offset: src_off as u64, dst_offset: dst_off as u64, size: len as u64 };
+        let (buf, ring) = (self.buf.clone(), self.ring.buf.clone());
+        let (src, dst) = if into_ring { (&buf, &ring) } else { (&ring, &buf) };
         let mut rec = Recorder::begin(&self.gpu)?;
-        rec.copy(src, dst, &[region]);
+        rec.copy(src, dst, &regions);
         let fence = rec.submit()?;
         self.last = Some(fence.clone());
         Ok(Some(fence))
     }
 
-    /// Checks that `len` bytes at `at` of the ring and at `off` of the buffer are in bounds.
-    fn check(&self, at: usize, off: usize, len: usize) -> Result<()> {
-        if at.checked_add(len).is_none_or(|e| e > self.ring.len)
-            || off.checked_add(len).is_none_or(|e| e > self.bytes)
-        {
-            let msg =
-                format!("chunk {off}+{len} (ring {at}) outside {} / {} bytes", self.bytes, self.ring.len);
-            return Err(Error::driver(self.gpu.device, "staged copy", msg));
+    /// Checks that every span lies within the ring and the buffer.
+    fn check(&self, spans: &[Span]) -> Result<()> {
+        for s in spans {
+            if s.at.checked_add(s.len).is_none_or(|e| e > self.ring.len)
+                || s.off.checked_add(s.len).is_none_or(|e| e > self.bytes)
+            {
+                let msg = format!(
+                    "chunk {}+{} (ring {}) outside {} / {} bytes",
+                    s.off, s.len, s.at, self.bytes, self.ring.len
+                );
+                return Err(Error::driver(self.gpu.device, "staged copy", msg));
+            }
         }
         Ok(())
     }
@@ -184,15 +193,11 @@ impl VulkanEnd<'_> {
 }
 
 impl ChunkEnd for VulkanEnd<'_> {
-    fn buffer_to_ring(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
-        self.check(at, off, len)?;
-        let (buf, ring) = (self.buf.clone(), self.ring.buf.clone());
-        self.submit((&buf, off), (&ring, at), len)
+    fn buffer_to_ring(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
+        self.submit(spans, true)
     }
 
-    fn ring_to_buffer(&mut self, at: usize, off: usize, len: usize) -> Result<Option<Arc<dyn Fence>>> {
-        self.check(at, off, len)?;
-        let (buf, ring) = (self.buf.clone(), self.ring.buf.clone());
-        self.submit((&ring, at), (&buf, off), len)
+    fn ring_to_buffer(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
+        self.submit(spans, false)
     }
 }

@@ -330,6 +330,10 @@ impl Fence for TimelineFence {
         self.gpu.wait(self.value)
     }
 
+    fn is_complete(&self) -> bool {
+        self.gpu.completed().is_ok_and(|done| done >= self.value)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
