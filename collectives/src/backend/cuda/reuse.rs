@@ -11,9 +11,10 @@
 //! under (home stream, size), with the events of its readers on other streams. The next request
 //! of that size on that stream takes the newest one back and makes the stream wait for those
 //! events, exactly as the free would have; the home stream's own work is ordered by the stream.
-//! Parking never waits and never calls the driver. The shelf holds at most [`CUDA_POOL_ENV`]
-//! bytes per device (2 GiB unless set; `0` turns it off), displacing the allocations parked
-//! longest; an allocation that fails frees everything parked and tries again, so parked memory
+//! Parking never waits and makes no driver call of its own. The shelf holds at most
+//! [`CUDA_POOL_ENV`] bytes per device (2 GiB unless set; `0` turns it off): a newly parked
+//! allocation displaces the ones parked longest, which are freed then (as above, after their
+//! readers); an allocation that fails frees everything parked and tries again, so parked memory
 //! never becomes an out-of-memory error.
 
 use std::sync::{Arc, OnceLock};
