@@ -4,9 +4,9 @@
 //! Why a cache: a fresh multi-megabyte allocation comes from `mmap` and costs a page fault per
 //! 4 KiB on first write — for a 64 MiB copy that is more time than the copy itself. Collectives
 //! and training loops allocate the same sizes over and over, so freed buffers of at least
-//! [`POOL_MIN_BYTES`] are kept (up to [`pool_limit`] bytes in all, a newly freed buffer
-//! displacing the ones kept longest) and handed out again for the same size, as PyTorch's caching
-//! host allocator does. Recycled buffers hold stale bytes; every kernel writes every element of
+//! [`POOL_MIN_BYTES`] are kept (up to [`HOST_POOL_ENV`] bytes in all, 2 GiB unless set; a newly
+//! freed buffer displacing the ones kept longest) and handed out again for the same size, as
+//! PyTorch's caching host allocator does. Recycled buffers hold stale bytes; every kernel writes every element of
 //! its output.
 
 use std::sync::OnceLock;
@@ -33,21 +33,14 @@ pub(crate) trait HostMem: Send + Sync {
 /// Buffers smaller than this are not cached (the allocator serves them cheaply).
 pub(crate) const POOL_MIN_BYTES: usize = 256 << 10;
 
-/// Environment variable bounding the cache, in bytes.
+/// Environment variable bounding the cache, in bytes (`0` turns it off). Read when the cache is
+/// first used.
 pub const HOST_POOL_ENV: &str = "COLLECTIVES_HOST_POOL_BYTES";
-
-/// Most bytes the cache keeps: [`HOST_POOL_ENV`] if set, else 2 GiB.
-pub(crate) fn pool_limit() -> usize {
-    static LIMIT: OnceLock<usize> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::env::var(HOST_POOL_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(2 << 30)
-    })
-}
 
 /// Freed buffers by length in words (see [`super::shelf`]).
 fn pool() -> &'static Mutex<Shelf<usize, Vec<u64>>> {
     static POOL: OnceLock<Mutex<Shelf<usize, Vec<u64>>>> = OnceLock::new();
-    POOL.get_or_init(|| Mutex::new(Shelf::new(pool_limit())))
+    POOL.get_or_init(|| Mutex::new(Shelf::from_env(HOST_POOL_ENV)))
 }
 
 /// Pageable host memory, 8-byte aligned (backed by `u64` words).

@@ -25,15 +25,25 @@ pub(crate) struct Shelf<K, V> {
     bytes: usize,
 }
 
+/// A shelf's bound when its environment variable is unset or not a number: 2 GiB.
+pub(crate) const DEFAULT_LIMIT: usize = 2 << 30;
+
 impl<K: Copy + Eq + Hash, V> Shelf<K, V> {
     /// An empty shelf holding at most `limit` bytes.
     pub fn new(limit: usize) -> Self {
         Shelf { limit, free: HashMap::new(), order: VecDeque::new(), bytes: 0 }
     }
 
+    /// An empty shelf bounded by the environment variable `var` (bytes; `0` keeps nothing), or by
+    /// [`DEFAULT_LIMIT`] where it is unset or not a number.
+    pub fn from_env(var: &str) -> Self {
+        let limit = std::env::var(var).ok().and_then(|v| v.trim().parse().ok());
+        Shelf::new(limit.unwrap_or(DEFAULT_LIMIT))
+    }
+
     /// The newest buffer kept under `key`, if any.
     pub fn take(&mut self, key: K) -> Option<V> {
-        let (size, v) = self.free.get_mut(&key)?.pop_back()?;
+        let (size, v) = self.pop(key, true)?;
         if let Some(i) = self.order.iter().rposition(|k| *k == key) {
             self.order.remove(i);
         }
@@ -50,7 +60,7 @@ impl<K: Copy + Eq + Hash, V> Shelf<K, V> {
         let mut displaced = vec![];
         while self.bytes + size > self.limit {
             let Some(k) = self.order.pop_front() else { break };
-            if let Some((s, old)) = self.free.get_mut(&k).and_then(VecDeque::pop_front) {
+            if let Some((s, old)) = self.pop(k, false) {
                 self.bytes -= s;
                 displaced.push(old);
             }
@@ -61,11 +71,28 @@ impl<K: Copy + Eq + Hash, V> Shelf<K, V> {
         Ok(displaced)
     }
 
+    /// The newest (or oldest) buffer under `key`, removed; a key left with none is forgotten, so
+    /// the map holds only the sizes kept now.
+    fn pop(&mut self, key: K, newest: bool) -> Option<(usize, V)> {
+        let queue = self.free.get_mut(&key)?;
+        let got = if newest { queue.pop_back() } else { queue.pop_front() };
+        if queue.is_empty() {
+            self.free.remove(&key);
+        }
+        got
+    }
+
     /// Every buffer kept, removed from the shelf.
     pub fn drain(&mut self) -> Vec<V> {
         self.order.clear();
         self.bytes = 0;
         self.free.drain().flat_map(|(_, q)| q.into_iter().map(|(_, v)| v)).collect()
+    }
+
+    /// How many buffers are kept under `key`.
+    #[cfg(test)]
+    pub fn count(&self, key: K) -> usize {
+        self.free.get(&key).map_or(0, VecDeque::len)
     }
 
     /// Bytes kept.
@@ -91,6 +118,27 @@ mod tests {
         assert_eq!(s.take(400), None);
         assert_eq!(s.keep(2000, 2000, "big"), Err("big"), "larger than the whole shelf");
         assert_eq!(s.bytes(), 300);
+        assert_eq!(s.free.keys().collect::<Vec<_>>(), [&300], "emptied sizes are forgotten");
+    }
+
+    #[test]
+    fn the_bound_comes_from_the_environment_or_the_default() {
+        let var = "COLLECTIVES_TEST_SHELF_BOUND_ONLY_HERE";
+        let limit = |v: Option<&str>| {
+            // SAFETY: no other code reads or writes this variable, which only this test names.
+            unsafe {
+                match v {
+                    Some(v) => std::env::set_var(var, v),
+                    None => std::env::remove_var(var),
+                }
+            }
+            Shelf::<u8, ()>::from_env(var).limit
+        };
+        assert_eq!(limit(None), DEFAULT_LIMIT);
+        assert_eq!(limit(Some(" 1234 ")), 1234);
+        assert_eq!(limit(Some("0")), 0);
+        assert_eq!(limit(Some("two gigs")), DEFAULT_LIMIT, "not a number");
+        limit(None);
     }
 
     #[test]

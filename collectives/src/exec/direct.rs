@@ -49,13 +49,7 @@ fn run(call: &Tensor, inputs: &[Arc<Buffer>], targets: &[Tensor]) -> Result<()> 
         })
         .collect::<Result<Vec<_>>>()?;
     drop(parts);
-    for b in &bufs {
-        b.wait()?;
-    }
-    for (t, b) in targets.iter().zip(bufs) {
-        *t.0.value.lock() = Some(b);
-    }
-    Ok(())
+    super::cache_when_done(targets, bufs)
 }
 
 #[cfg(test)]

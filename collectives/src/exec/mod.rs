@@ -52,10 +52,16 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
     let bufs = run::run(&sched)?;
     // Freed while the devices still work, not after.
     drop((sched, rewritten));
+    cache_when_done(&pending, bufs)
+}
+
+/// Waits for every one of `bufs` (the targets' results, in order), then caches each in its
+/// target; caches nothing if a wait fails.
+fn cache_when_done(targets: &[Tensor], bufs: Vec<Arc<Buffer>>) -> Result<()> {
     for b in &bufs {
         b.wait()?;
     }
-    for (t, b) in pending.iter().zip(bufs) {
+    for (t, b) in targets.iter().zip(bufs) {
         *t.0.value.lock() = Some(b);
     }
     Ok(())

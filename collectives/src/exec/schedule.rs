@@ -98,8 +98,7 @@ fn staged_host_hop(steps: &[Step], c: usize, min_bytes: usize) -> Option<usize> 
     let via = transfer_target(host)?;
     let src = *host.inputs.first()?;
     let from = steps[src].tensor.device();
-    let pair =
-        matches!((from, to), (Device::Cuda(_), Device::Vulkan(_)) | (Device::Vulkan(_), Device::Cuda(_)));
+    let pair = from.needs_staging(to);
     let alone = !host.keep && host.consumers == 1 && host.fanout.is_empty() && !host.fused && !host.staged;
     let big = second.tensor.numel() * second.tensor.dtype().size() >= min_bytes;
     (pair && via.is_host() && alone && big && !second.fused).then_some(h)

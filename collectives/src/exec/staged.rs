@@ -73,11 +73,11 @@ pub enum StagedTransport {
 /// # Ok::<(), collectives::Error>(())
 /// ```
 pub fn staged_transport(from: Device, to: Device) -> Result<StagedTransport> {
-    let ring = staged::transport(from, to)?;
     if !fusion_enabled() {
+        staged::check_pair(from, to)?;
         return Ok(StagedTransport::TwoHops { reason: format!("{STAGED_ENV} turns fusion off") });
     }
-    Ok(match ring {
+    Ok(match staged::transport(from, to)? {
         Ok(g) => StagedTransport::Pipelined { chunk_bytes: g.chunk, slots: g.slots },
         Err(reason) => StagedTransport::TwoHops { reason },
     })

@@ -46,6 +46,22 @@ pub(crate) struct Span {
     pub len: usize,
 }
 
+impl Span {
+    /// Checks that every span lies within a ring of `ring` bytes and a buffer of `buf` bytes of
+    /// `device`.
+    pub fn check_all(spans: &[Span], ring: usize, buf: usize, device: Device) -> Result<()> {
+        let within =
+            |start: usize, len: usize, size: usize| start.checked_add(len).is_some_and(|e| e <= size);
+        match spans.iter().find(|s| !(within(s.at, s.len, ring) && within(s.off, s.len, buf))) {
+            None => Ok(()),
+            Some(s) => {
+                let msg = format!("chunk {}+{} (ring {}) outside {buf} / {ring} bytes", s.off, s.len, s.at);
+                Err(Error::driver(device, "staged copy", msg))
+            }
+        }
+    }
+}
+
 /// One end of a staged chain: a device buffer and the device's access to the ring. Copies are
 /// issued (not waited for), all the spans of one call as one submission where the device has
 /// such a thing; each call returns the fence of their completion, or `None` when they are done
@@ -182,19 +198,23 @@ fn pump_chunks(
     Ok(())
 }
 
-/// Whether `from → to` is a pair the chain serves: CUDA → Vulkan or Vulkan → CUDA.
-fn is_pair(from: Device, to: Device) -> bool {
-    use Device::{Cuda, Vulkan};
-    matches!((from, to), (Cuda(_), Vulkan(_)) | (Vulkan(_), Cuda(_)))
+/// Checks that `from → to` is a pair the chain serves: a CUDA and a Vulkan device, either way
+/// ([`Device::needs_staging`]).
+pub(crate) fn check_pair(from: Device, to: Device) -> Result<()> {
+    if from.needs_staging(to) {
+        return Ok(());
+    }
+    Err(Error::driver(
+        from,
+        format!("staged copy to {to}"),
+        "a staged copy runs between a CUDA and a Vulkan device",
+    ))
 }
 
 /// `src` (on a CUDA or Vulkan device) copied to `to` (a device of the other vendor) through the
 /// host: pipelined through the pair's ring where there is one, else as two whole hops.
 pub(crate) fn transfer(src: &Buffer, to: Device) -> Result<Buffer> {
-    if !is_pair(src.device, to) {
-        let msg = "a staged copy runs between a CUDA and a Vulkan device";
-        return Err(Error::driver(src.device, format!("staged copy to {to}"), msg));
-    }
+    check_pair(src.device, to)?;
     #[cfg(all(feature = "cuda", feature = "vulkan"))]
     if let Some(out) = ring::transfer(src, to) {
         return out;
@@ -211,9 +231,7 @@ pub(crate) fn two_hops(src: &Buffer, to: Device) -> Result<Buffer> {
 /// How [`transfer`] moves data from `from` to `to`: `Ok(Ok(geometry))` through a ring of that
 /// shape (made now if need be), `Ok(Err(why))` as two whole hops.
 pub(crate) fn transport(from: Device, to: Device) -> Result<std::result::Result<Geometry, String>> {
-    if !is_pair(from, to) {
-        return Err(Error::driver(from, format!("staged copy to {to}"), "not a CUDA <-> Vulkan pair"));
-    }
+    check_pair(from, to)?;
     #[cfg(all(feature = "cuda", feature = "vulkan"))]
     return Ok(ring::geometry(from, to));
     #[cfg(not(all(feature = "cuda", feature = "vulkan")))]

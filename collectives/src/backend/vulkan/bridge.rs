@@ -165,18 +165,7 @@ impl VulkanEnd<'_> {
 
     /// Checks that every span lies within the ring and the buffer.
     fn check(&self, spans: &[Span]) -> Result<()> {
-        for s in spans {
-            if s.at.checked_add(s.len).is_none_or(|e| e > self.ring.len)
-                || s.off.checked_add(s.len).is_none_or(|e| e > self.bytes)
-            {
-                let msg = format!(
-                    "chunk {}+{} (ring {}) outside {} / {} bytes",
-                    s.off, s.len, s.at, self.bytes, self.ring.len
-                );
-                return Err(Error::driver(self.gpu.device, "staged copy", msg));
-            }
-        }
-        Ok(())
+        Span::check_all(spans, self.ring.len, self.bytes, self.gpu.device)
     }
 
     /// The destination buffer as a tensor buffer of `len` elements of `dtype`, complete when the

@@ -13,7 +13,6 @@
 //! into an out-of-memory error.
 
 use std::ptr::NonNull;
-use std::sync::OnceLock;
 
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, Allocator};
@@ -26,16 +25,8 @@ use crate::backend::shelf::Shelf;
 pub(super) const POOL_MIN_BYTES: u64 = 1 << 20;
 
 /// Environment variable bounding each Vulkan device's cache of freed buffers, in bytes (`0`
-/// turns the cache off). Read once per process.
+/// turns the cache off). Read when the device is opened.
 pub const VULKAN_POOL_ENV: &str = "COLLECTIVES_VULKAN_POOL_BYTES";
-
-/// Most bytes one device's cache keeps: [`VULKAN_POOL_ENV`] if set, else 2 GiB.
-fn limit() -> u64 {
-    static LIMIT: OnceLock<u64> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::env::var(VULKAN_POOL_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(2 << 30)
-    })
-}
 
 /// A freed buffer with its memory still bound.
 pub(super) struct Parked {
@@ -53,12 +44,13 @@ pub(super) struct BufCache(Shelf<(Usage, u64), Parked>);
 
 impl Default for BufCache {
     fn default() -> Self {
-        BufCache::with_limit(limit())
+        BufCache(Shelf::from_env(VULKAN_POOL_ENV))
     }
 }
 
 impl BufCache {
-    /// An empty cache holding at most `limit` bytes.
+    /// An empty cache holding at most `limit` bytes (tests set small bounds).
+    #[cfg(test)]
     pub fn with_limit(limit: u64) -> Self {
         BufCache(Shelf::new(limit as usize))
     }

@@ -107,7 +107,6 @@ impl Gpu {
     }
 
     /// Blocks until everything submitted so far has completed, and frees what it held.
-    #[allow(dead_code, reason = "reached through Backend::synchronize, which the executor does not call yet")]
     pub fn synchronize(&self) -> Result<()> {
         let last = self.state.lock().last_submitted();
         self.wait(last)?;

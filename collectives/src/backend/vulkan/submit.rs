@@ -65,7 +65,6 @@ impl QueueState {
     }
 
     /// The timeline value of the last submission.
-    #[allow(dead_code, reason = "reached through Backend::synchronize, which the executor does not call yet")]
     pub fn last_submitted(&self) -> u64 {
         self.last
     }
