@@ -123,11 +123,27 @@ impl CudaDevice {
     /// (so pending frees land), releases the pool's cached memory and tries once more; then
     /// [`Error::OutOfMemory`].
     pub fn alloc(&self, bytes: usize, stream: &Arc<CudaStream>) -> Result<Arc<DevAlloc>> {
-        if bytes == 0 {
-            return Ok(Arc::new(DevAlloc::new(0, 0, self.device, stream.clone(), None)));
-        }
         if let Some(parked) = self.reuse.take(stream, bytes) {
             return self.reclaim(parked, bytes, stream);
+        }
+        self.alloc_with(bytes, stream, Some(self.reuse.clone()))
+    }
+
+    /// As [`CudaDevice::alloc`], but never parked when dropped: for streams that may end before
+    /// the process does (a communicator's), whose parked memory no later request would take.
+    pub fn alloc_unparked(&self, bytes: usize, stream: &Arc<CudaStream>) -> Result<Arc<DevAlloc>> {
+        self.alloc_with(bytes, stream, None)
+    }
+
+    /// A new allocation from the pool, returned to `reuse` when dropped if given.
+    fn alloc_with(
+        &self,
+        bytes: usize,
+        stream: &Arc<CudaStream>,
+        reuse: Option<Arc<Reuse>>,
+    ) -> Result<Arc<DevAlloc>> {
+        if bytes == 0 {
+            return Ok(Arc::new(DevAlloc::new(0, 0, self.device, stream.clone(), None)));
         }
         self.bind()?;
         // SAFETY: the stream belongs to this device's context, which is current.
@@ -144,12 +160,13 @@ impl CudaDevice {
             }
             Err(e) => return Err(driver::err(self.device, "allocate device memory")(e)),
         };
-        Ok(Arc::new(DevAlloc::new(ptr, bytes, self.device, stream.clone(), Some(self.reuse.clone()))))
+        Ok(Arc::new(DevAlloc::new(ptr, bytes, self.device, stream.clone(), reuse)))
     }
 
     /// A parked allocation (from `stream`) in use again: `stream` waits for its last readers.
     fn reclaim(&self, parked: Parked, bytes: usize, stream: &Arc<CudaStream>) -> Result<Arc<DevAlloc>> {
         if !parked.readers.is_empty() {
+            // On failure `parked` drops, which frees it after its readers.
             self.bind()?;
             for e in &parked.readers {
                 // SAFETY: the stream and the event are alive for the call.
@@ -157,14 +174,14 @@ impl CudaDevice {
                     .map_err(driver::err(self.device, "wait on event"))?;
             }
         }
-        let (ptr, _readers) = parked.hand_on();
-        Ok(Arc::new(DevAlloc::new(ptr, bytes, self.device, stream.clone(), Some(self.reuse.clone()))))
+        let reuse = Some(self.reuse.clone());
+        Ok(Arc::new(DevAlloc::new(parked.hand_on(), bytes, self.device, stream.clone(), reuse)))
     }
 
-    /// Bytes of freed allocations parked for reuse.
+    /// How many freed allocations of `bytes` are parked from `stream`.
     #[cfg(test)]
-    pub fn parked_bytes(&self) -> usize {
-        self.reuse.bytes()
+    pub fn parked(&self, stream: &CudaStream, bytes: usize) -> usize {
+        self.reuse.parked(stream, bytes)
     }
 
     fn oom(&self, bytes: usize, e: cudarc::driver::DriverError) -> Error {

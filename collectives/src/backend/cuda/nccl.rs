@@ -245,11 +245,13 @@ impl NcclClique {
             outs.push(if receives(r) { Some(d.alloc(out_len * dtype.size(), s)?) } else { None });
         }
         let srcs = inputs.iter().map(|b| alloc_of(b, "nccl")).collect::<Result<Vec<_>>>()?;
-        {
+        let issued = {
             let comms = self.comms.lock();
-            let ops = RedOps::create(coll, dtype, &comms, self.members[0])?;
-            self.group((coll, dtype, count), &comms, &ops, &srcs, &outs)?;
-        }
+            RedOps::create(coll, dtype, &comms, self.members[0])
+                .and_then(|ops| self.group((coll, dtype, count), &comms, &ops, &srcs, &outs))
+        };
+        // Even after a failed group call, part of it may run: the inputs' memory must not be
+        // reused before it has.
         let mut result = Vec::new();
         for (r, (s, out)) in self.streams.iter().zip(outs).enumerate() {
             let event = record(s, self.devs[r].device)?;
@@ -258,7 +260,7 @@ impl NcclClique {
                 result.push(device_buffer(dtype, out_len, out, event, s));
             }
         }
-        Ok(result)
+        issued.map(|()| result)
     }
 
     /// Issues one collective per rank between `ncclGroupStart` and `ncclGroupEnd`.

@@ -17,7 +17,7 @@
 //! readers); an allocation that fails frees everything parked and tries again, so parked memory
 //! never becomes an out-of-memory error.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -30,16 +30,8 @@ use crate::backend::shelf::Shelf;
 pub(crate) const REUSE_MIN_BYTES: usize = 1 << 20;
 
 /// Environment variable bounding each CUDA device's shelf of freed allocations, in bytes (`0`
-/// turns it off). Read once per process.
+/// turns it off). Read when the device is opened.
 pub const CUDA_POOL_ENV: &str = "COLLECTIVES_CUDA_POOL_BYTES";
-
-/// Most bytes one device's shelf keeps: [`CUDA_POOL_ENV`] if set, else 2 GiB.
-fn limit() -> usize {
-    static LIMIT: OnceLock<usize> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::env::var(CUDA_POOL_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(2 << 30)
-    })
-}
 
 /// Device memory nobody uses any more, freed on drop: on its home stream, after its readers.
 pub(crate) struct Parked {
@@ -52,9 +44,10 @@ pub(crate) struct Parked {
 }
 
 impl Parked {
-    /// The address and readers, leaving nothing for the drop to free.
-    pub fn hand_on(mut self) -> (CUdeviceptr, Vec<Arc<CudaEvent>>) {
-        (std::mem::take(&mut self.ptr), std::mem::take(&mut self.readers))
+    /// The address, for a new owner whose stream already waits for the readers; leaves nothing
+    /// for the drop to free.
+    pub fn hand_on(mut self) -> CUdeviceptr {
+        std::mem::take(&mut self.ptr)
     }
 }
 
@@ -81,16 +74,11 @@ pub(crate) struct Reuse(Mutex<Shelf<(usize, usize), Parked>>);
 
 impl Default for Reuse {
     fn default() -> Self {
-        Reuse::with_limit(limit())
+        Reuse(Mutex::new(Shelf::from_env(CUDA_POOL_ENV)))
     }
 }
 
 impl Reuse {
-    /// An empty shelf holding at most `limit` bytes.
-    pub fn with_limit(limit: usize) -> Self {
-        Reuse(Mutex::new(Shelf::new(limit)))
-    }
-
     /// The newest allocation of exactly `bytes` parked from `stream`, if any.
     pub fn take(&self, stream: &CudaStream, bytes: usize) -> Option<Parked> {
         if bytes < REUSE_MIN_BYTES {
@@ -114,16 +102,18 @@ impl Reuse {
     /// idle), so the pool can hand the memory out again on any stream.
     pub fn empty(&self) {
         let all = self.0.lock().drain();
-        let homes: Vec<Arc<CudaStream>> = all.iter().map(|p| p.home.clone()).collect();
+        let mut homes: Vec<Arc<CudaStream>> = all.iter().map(|p| p.home.clone()).collect();
+        homes.sort_by_key(|s| s.cu_stream() as usize);
+        homes.dedup_by_key(|s| s.cu_stream() as usize);
         drop(all);
         for s in homes {
             let _ = s.synchronize();
         }
     }
 
-    /// Bytes parked.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn bytes(&self) -> usize {
-        self.0.lock().bytes()
+    /// How many allocations of `bytes` are parked from `stream`.
+    #[cfg(test)]
+    pub fn parked(&self, stream: &CudaStream, bytes: usize) -> usize {
+        self.0.lock().count((stream.cu_stream() as usize, bytes))
     }
 }

@@ -183,18 +183,7 @@ pub(crate) fn dest_end(device: Device, bytes: usize, ring: &Registered) -> Resul
 impl CudaEnd<'_> {
     /// Checks that every span lies within the ring and the allocation.
     fn check(&self, spans: &[Span]) -> Result<()> {
-        for s in spans {
-            if s.at.checked_add(s.len).is_none_or(|e| e > self.ring.len)
-                || s.off.checked_add(s.len).is_none_or(|e| e > self.bytes)
-            {
-                let msg = format!(
-                    "chunk {}+{} (ring {}) outside {} / {} bytes",
-                    s.off, s.len, s.at, self.bytes, self.ring.len
-                );
-                return Err(Error::driver(self.dev.device, "staged copy", msg));
-            }
-        }
-        Ok(())
+        Span::check_all(spans, self.ring.len, self.bytes, self.dev.device)
     }
 
     /// Records the copy just issued: the allocation's reader list, the end's last event, and the
@@ -218,8 +207,8 @@ impl CudaEnd<'_> {
 }
 
 impl CudaEnd<'_> {
-    /// Issues `copy` for each span, then the fence of them all. After a failure, waits for the
-    /// copies already issued (the chain must not reuse their slots while they run).
+    /// Issues `copy` for each span, then the fence of them all. After any failure, waits for the
+    /// copies already issued (no fence will tell the chain when their slots are free).
     fn issue_each(
         &mut self,
         spans: &[Span],
@@ -231,11 +220,14 @@ impl CudaEnd<'_> {
             return Ok(None);
         }
         self.dev.bind()?;
-        if let Err(e) = spans.iter().try_for_each(|s| copy(self, s)) {
+        let out = match spans.iter().try_for_each(|s| copy(self, s)) {
+            Ok(()) => self.issued(),
+            Err(e) => Err(driver::err(self.dev.device, what)(e)),
+        };
+        if out.is_err() {
             let _ = self.stream.synchronize();
-            return Err(driver::err(self.dev.device, what)(e));
         }
-        self.issued()
+        out
     }
 }
 

@@ -76,24 +76,32 @@ fn freed_allocations_are_reused_on_their_stream_and_given_up_for_an_allocation()
     let Some(dev) = devices().into_iter().next() else {
         return;
     };
-    let bytes = 4 << 20;
-    let before = dev.parked_bytes();
-    let first = dev.alloc(bytes, &dev.compute).expect("alloc");
+    // Streams of this test's own: other tests share the device, but parked memory is kept per
+    // stream, so what is counted here is this test's alone.
+    let stream = dev.ctx.new_stream().expect("stream");
+    let other = dev.ctx.new_stream().expect("stream");
+    let (bytes, small) = (4 << 20, super::reuse::REUSE_MIN_BYTES - 1);
+    let parked = |s: &Arc<cudarc::driver::CudaStream>, b: usize| dev.parked(s, b);
+    let first = dev.alloc(bytes, &stream).expect("alloc");
     let ptr = first.ptr();
     drop(first);
-    assert_eq!(dev.parked_bytes(), before + bytes, "parked when dropped");
-    let other = dev.alloc(bytes, &dev.copy_in).expect("alloc on another stream");
-    assert_ne!(other.ptr(), ptr, "not handed to another stream");
-    let again = dev.alloc(bytes, &dev.compute).expect("alloc again");
+    assert_eq!(parked(&stream, bytes), 1, "parked when dropped");
+    let on_other = dev.alloc(bytes, &other).expect("alloc on another stream");
+    assert_ne!(on_other.ptr(), ptr, "not handed to another stream");
+    let again = dev.alloc(bytes, &stream).expect("alloc again");
     assert_eq!(again.ptr(), ptr, "the same stream and size take it back");
-    assert_eq!(dev.parked_bytes(), before, "taken off the shelf");
-    let small = dev.alloc(super::reuse::REUSE_MIN_BYTES - 1, &dev.compute).expect("small");
-    drop((again, other, small));
-    assert_eq!(dev.parked_bytes(), before + 2 * bytes, "small allocations are freed, not parked");
+    assert_eq!(parked(&stream, bytes), 0, "taken off the shelf");
+    let tiny = dev.alloc(small, &stream).expect("small");
+    let unparked = dev.alloc_unparked(bytes, &stream).expect("unparked");
+    drop((again, on_other, tiny));
+    assert_eq!(parked(&stream, bytes) + parked(&other, bytes), 2, "both parked");
+    assert_eq!(parked(&stream, small), 0, "small allocations are freed, not parked");
+    drop(unparked);
+    assert_eq!(parked(&stream, bytes), 1, "an unparked allocation is freed");
     // An allocation the pool cannot serve frees everything parked before it gives up.
-    let err = dev.alloc(dev.total_mem * 2, &dev.compute).err().expect("more than the device has");
+    let err = dev.alloc(dev.total_mem * 2, &stream).err().expect("more than the device has");
     assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
-    assert_eq!(dev.parked_bytes(), 0, "the shelf was emptied");
+    assert_eq!(parked(&stream, bytes) + parked(&other, bytes), 0, "the shelf was emptied");
 }
 
 #[test]

@@ -40,7 +40,7 @@ pub(super) fn run(
         .ok_or_else(|| Error::Comm { op, msg: "internal: a call without input or output".into() })?;
     let src = input.map(|t| source(raw, t, op)).transpose()?;
     let dst = match output {
-        Some((d, len)) => Some(raw.cuda().alloc(len * d.size(), raw.stream())?),
+        Some((d, len)) => Some(raw.cuda().alloc_unparked(len * d.size(), raw.stream())?),
         None => None,
     };
     let send = match &src {
