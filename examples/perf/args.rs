@@ -58,7 +58,8 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         Some('G') => (&s[..s.len() - 1], 1 << 30),
         _ => (s, 1),
     };
-    num.parse::<usize>().map(|n| n * mult).map_err(|_| format!("bad size {s:?}"))
+    let n = num.parse::<usize>().map_err(|_| format!("bad size {s:?}"))?;
+    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} does not fit in a usize"))
 }
 
 /// Parses the `--sizes` argument.
@@ -75,7 +76,10 @@ pub fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
         let mut out = vec![];
         while at <= hi {
             out.push(at);
-            at *= factor;
+            match at.checked_mul(factor) {
+                Some(next) => at = next,
+                None => break,
+            }
         }
         return Ok(out);
     }

@@ -145,7 +145,21 @@ const DRAW_CHUNK: usize = 1 << 20;
 
 /// Host data for every device: `data[i]` is device i's shard. Drawn in parallel, a chunk per
 /// task (each thread its own generator): a 1 GiB sweep of bf16 draws half a billion values.
-pub fn make_data<T: Element>(n: usize, count: usize, coll: Coll, op: ReduceOp) -> Vec<Vec<T>> {
+/// An error, not an abort, when the host cannot hold the data at all.
+pub fn make_data<T: Element>(
+    n: usize,
+    count: usize,
+    coll: Coll,
+    op: ReduceOp,
+) -> Result<Vec<Vec<T>>, String> {
+    let mut room: Vec<T> = Vec::new();
+    room.try_reserve_exact(n.saturating_mul(count)).map_err(|e| {
+        format!(
+            "{n} x {count} elements of {} do not fit in host memory ({e}); ask for smaller sizes",
+            T::DTYPE
+        )
+    })?;
+    drop(room);
     let prod = coll.reduces() && op == ReduceOp::Prod;
     let draw = |len: usize| random_data::<T>(len, prod, &mut rand::rng());
     let shard = || {
@@ -154,7 +168,7 @@ pub fn make_data<T: Element>(n: usize, count: usize, coll: Coll, op: ReduceOp) -
         let parts: Vec<Vec<T>> = lens.into_par_iter().map(draw).collect();
         parts.concat()
     };
-    (0..n).map(|_| shard()).collect()
+    Ok((0..n).map(|_| shard()).collect())
 }
 
 /// How many output elements differ from the f64 reference beyond rounding.

@@ -94,7 +94,7 @@ impl Sweep<'_> {
         let n = self.group.size();
         let max_count =
             sizes.iter().map(|&s| self.coll.input_count(s, T::DTYPE.size(), n)).max().unwrap_or(0);
-        let data = make_data::<T>(n, max_count, self.coll, self.redop);
+        let data = make_data::<T>(n, max_count, self.coll, self.redop)?;
         let mut rows = vec![];
         for &size in sizes {
             let count = self.coll.input_count(size, T::DTYPE.size(), n);
