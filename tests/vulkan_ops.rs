@@ -119,13 +119,3 @@ pub fn check_op(
         panic!("{context}: {} of {} elements differ: {}", bad.len(), got.len(), show.join("; "));
     }
 }
-
-/// Half the smallest subnormal of a float dtype: the absolute error a rounding to it may make.
-pub fn tiny(dtype: DType) -> f64 {
-    match dtype {
-        DType::F16 => 2f64.powi(-25),
-        DType::BF16 => 2f64.powi(-134),
-        DType::F32 => 2f64.powi(-150),
-        _ => 0.0,
-    }
-}

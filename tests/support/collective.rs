@@ -136,36 +136,13 @@ pub fn check_exact(got: &Tensor, device: Device, shape: &[usize], want: &[f64], 
     check_all(&values(got), want, |_| 0.0, context);
 }
 
-/// `(outer, len, inner)` of `shape` around `dim`.
-fn split(shape: &[usize], dim: usize) -> (usize, usize, usize) {
-    let outer = shape[..dim].iter().product();
-    let inner = shape[dim + 1..].iter().product();
-    (outer, shape[dim], inner)
-}
-
-/// The host reference of `narrow(dim, start, len)` of `vals` shaped `shape`.
+/// The host reference of `narrow(dim, start, len)` of `vals` shaped `shape` ([`crate::ref_slice`]).
 pub fn ref_narrow(vals: &[f64], shape: &[usize], dim: usize, start: usize, len: usize) -> Vec<f64> {
-    let (outer, mid, inner) = split(shape, dim);
-    let mut out = Vec::with_capacity(outer * len * inner);
-    for o in 0..outer {
-        let at = (o * mid + start) * inner;
-        out.extend_from_slice(&vals[at..at + len * inner]);
-    }
-    out
+    crate::ref_slice(vals, shape, dim, start, len)
 }
 
 /// The host reference of joining `parts` (values and shapes) along `dim`.
-pub fn ref_concat(parts: &[(&[f64], &[usize])], dim: usize) -> Vec<f64> {
-    let (outer, _, inner) = split(parts[0].1, dim);
-    let mut out = Vec::new();
-    for o in 0..outer {
-        for (v, s) in parts {
-            let n = s[dim] * inner;
-            out.extend_from_slice(&v[o * n..(o + 1) * n]);
-        }
-    }
-    out
-}
+pub use crate::ref_concat;
 
 /// `shape` with dim `dim` set to `len`.
 pub fn with_dim(shape: &[usize], dim: usize, len: usize) -> Vec<usize> {

@@ -2,33 +2,9 @@
 //! CPU → Vulkan → CPU and within Vulkan, and empty tensors through every op.
 
 use collectives::{DType, Device, ReduceKind, Scale, Tensor, available_devices};
-use collectives_tests::{Range, check_all, random, rng, tensor, values};
+use collectives_tests::{Range, check_all, random, ref_concat, ref_slice, rng, tensor, values};
 
 use super::{SIZES, VK, have_vulkan, seed};
-
-/// The sub-tensor `start..start + len` along `dim` of row-major `vals` of `shape`.
-fn host_slice(vals: &[f64], shape: &[usize], dim: usize, start: usize, len: usize) -> Vec<f64> {
-    let outer: usize = shape[..dim].iter().product();
-    let inner: usize = shape[dim + 1..].iter().product();
-    let mid = shape[dim];
-    (0..outer)
-        .flat_map(|o| vals[(o * mid + start) * inner..(o * mid + start + len) * inner].iter().copied())
-        .collect()
-}
-
-/// `parts` (values and shapes) joined along `dim`.
-fn host_concat(parts: &[(&[f64], &[usize])], dim: usize) -> Vec<f64> {
-    let outer: usize = parts[0].1[..dim].iter().product();
-    let inner: usize = parts[0].1[dim + 1..].iter().product();
-    let mut out = Vec::new();
-    for o in 0..outer {
-        for (v, s) in parts {
-            let row = s[dim] * inner;
-            out.extend_from_slice(&v[o * row..(o + 1) * row]);
-        }
-    }
-    out
-}
 
 /// A slice: (dim, start, len).
 type Cut = (usize, usize, usize);
@@ -76,7 +52,7 @@ fn slice_every_dtype() {
             let t = tensor(dtype, &x, shape.as_slice(), VK);
             for (dim, start, len) in cuts {
                 let ctx = format!("slice {dtype} {shape:?} dim {dim} {start}+{len}");
-                let want = host_slice(&x, &shape, dim, start, len);
+                let want = ref_slice(&x, &shape, dim, start, len);
                 check_all(&values(&t.narrow(dim, start, len).unwrap()), &want, |_| 0.0, &ctx);
             }
         }
@@ -100,7 +76,7 @@ fn concat_every_dtype() {
                 vals.iter().zip(&shapes).map(|(v, s)| (v.as_slice(), s.as_slice())).collect();
             let ctx = format!("concat {dtype} {shapes:?} dim {dim}");
             let got = values(&Tensor::concat(&ts, dim).unwrap());
-            check_all(&got, &host_concat(&parts, dim), |_| 0.0, &ctx);
+            check_all(&got, &ref_concat(&parts, dim), |_| 0.0, &ctx);
         }
     }
 }

@@ -1,9 +1,9 @@
 //! Binary ops, the n-ary reduce and scale on Vulkan, every dtype and size.
 
 use collectives::{BinaryOp, DType, ReduceKind, Scale, Tensor};
-use collectives_tests::{Range, eps, fold_tol, random, ref_binary, ref_reduce, ref_scale, rng};
+use collectives_tests::{Range, eps, fold_tol, random, ref_binary, ref_reduce, ref_scale, rng, tiny};
 
-use super::{SIZES, check_op, dtypes, have_vulkan, pair, seed, tiny, vs_cpu};
+use super::{SIZES, check_op, dtypes, have_vulkan, pair, seed, vs_cpu};
 
 const OPS: [BinaryOp; 6] =
     [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min];
