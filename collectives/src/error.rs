@@ -201,6 +201,16 @@ pub enum Error {
         /// The driver's message.
         msg: String,
     },
+    /// A broken invariant of the library itself — a bug in `collectives`, not bad input and not a
+    /// driver failure: an executor step handed a buffer of the wrong kind, a kernel whose inputs
+    /// break its contract, a call without the outputs it promised.
+    #[error("{op}: internal error: {invariant} (a bug in collectives; please report it)")]
+    Internal {
+        /// What was being done.
+        op: String,
+        /// The invariant that did not hold.
+        invariant: String,
+    },
     /// A device group given no devices.
     #[error("device group: the device list is empty; name at least one device")]
     EmptyGroup,
@@ -322,5 +332,10 @@ impl Error {
     /// A driver error for `device` while doing `op`.
     pub(crate) fn driver(device: Device, op: impl Into<String>, msg: impl std::fmt::Display) -> Self {
         Error::Driver { device, op: op.into(), msg: msg.to_string() }
+    }
+
+    /// An internal error: `invariant` did not hold while doing `op`.
+    pub(crate) fn internal(op: impl Into<String>, invariant: impl std::fmt::Display) -> Self {
+        Error::Internal { op: op.into(), invariant: invariant.to_string() }
     }
 }

@@ -24,6 +24,7 @@ pub mod dtype;
 mod error;
 pub mod exec;
 pub mod graph;
+pub mod route;
 pub mod typed;
 
 #[cfg(feature = "cuda")]

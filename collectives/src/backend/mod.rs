@@ -9,10 +9,14 @@
 //! carrying a [`Fence`]. Whoever reads it first waits on the fence — on the host, or (for a backend
 //! that recognises its own fence type) on the device, without a host round-trip.
 
+pub(crate) mod chain;
+mod copy;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 mod host;
+mod kernel;
+pub(crate) mod nccl;
 mod registry;
 mod shelf;
 pub(crate) mod staged;
@@ -25,12 +29,13 @@ use std::sync::Arc;
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::graph::{BinaryOp, ReduceKind, Scale};
 
+pub(crate) use copy::copy;
 #[cfg(feature = "cuda")]
 pub use cuda::reuse::CUDA_POOL_ENV;
 pub use host::HOST_POOL_ENV;
 pub(crate) use host::{HostMem, OwnedHost};
+pub(crate) use kernel::{Kernel, OutSpec};
 pub(crate) use registry::{device_count, get, nccl_available};
 #[cfg(feature = "vulkan")]
 pub use vulkan::VULKAN_POOL_ENV;
@@ -102,43 +107,25 @@ impl Buffer {
     pub fn host_bytes(&self, op: &str) -> Result<&[u8]> {
         match &self.mem {
             Mem::Host(h) => Ok(&h.as_bytes()[..self.bytes()]),
-            _ => Err(Error::driver(self.device, op, "expected a host buffer")),
+            _ => Err(Error::internal(
+                op,
+                format!("expected a host buffer, got device memory of {}", self.device),
+            )),
         }
     }
 
     /// The device memory, downcast to the backend's own type.
     pub fn device_mem<M: 'static>(&self, op: &str) -> Result<&M> {
         match &self.mem {
-            Mem::Device(d) => d
-                .downcast_ref::<M>()
-                .ok_or_else(|| Error::driver(self.device, op, "buffer belongs to another backend")),
-            _ => Err(Error::driver(self.device, op, "expected a device buffer")),
+            Mem::Device(d) => d.downcast_ref::<M>().ok_or_else(|| {
+                Error::internal(op, format!("a buffer of {} belongs to another backend", self.device))
+            }),
+            _ => Err(Error::internal(
+                op,
+                format!("expected device memory, got a host buffer of {}", self.device),
+            )),
         }
     }
-}
-
-/// A graph op lowered to what a kernel needs: flat lengths instead of shapes.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Kernel {
-    /// `out[i] = a[i] op b[i]`.
-    Binary(BinaryOp),
-    /// `out[i] = scale(fold_k in_k[i])`, folding in the compute type.
-    Reduce { kind: ReduceKind, scale: Option<Scale> },
-    /// `out[i] = scale(in[i])`.
-    Scale(Scale),
-    /// `out[i] = in[i] as out dtype`.
-    Cast,
-    /// `out[o, m, i] = in[o, start + m, i]` with `m < len`; input is `outer × in_mid × inner`.
-    Slice { outer: usize, in_mid: usize, start: usize, len: usize, inner: usize },
-    /// Inputs `outer × mids[k] × inner` joined along the middle axis.
-    Concat { outer: usize, mids: Vec<usize>, inner: usize },
-}
-
-/// The output a kernel must produce.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct OutSpec {
-    pub dtype: DType,
-    pub len: usize,
 }
 
 /// One device's compute and copies. Copies are named by direction, from the host's view:
@@ -162,12 +149,7 @@ pub(crate) trait Backend: Send + Sync {
         to: &[Device],
     ) -> Result<(Buffer, Vec<Buffer>)> {
         let first = self.compute(kernel, inputs, out)?;
-        let copy = |d: Device| match (first.device.is_host(), d.is_host()) {
-            (true, _) => get(d)?.htod(&first),
-            (false, true) => self.dtoh(&first, d),
-            (false, false) => self.dtod(&first, d),
-        };
-        let copies = to.iter().map(|&d| copy(d)).collect::<Result<Vec<_>>>()?;
+        let copies = to.iter().map(|&d| copy(&first, d)).collect::<Result<Vec<_>>>()?;
         Ok((first, copies))
     }
 

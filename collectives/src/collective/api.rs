@@ -2,10 +2,10 @@
 //! algorithm (star, ring or NCCL) building the lazy result.
 
 use super::check::{Count, Shapes, check_dim, even_part};
-use super::route::Hops;
 use super::{Algorithm, CollectiveKind, DeviceGroup, ReduceOp, choose_native, ring, star};
 use crate::error::{Error, Result};
 use crate::graph::Tensor;
+use crate::route::Hops;
 
 impl DeviceGroup {
     /// The shards folded with `op` onto the leader (the seed's `all_reduce`). Takes one to
@@ -21,7 +21,7 @@ impl DeviceGroup {
                 let devs = &self.devices()[..shards.len()];
                 let root = self.leader_index().min(shards.len() - 1);
                 let r = ring::reduce_to(&mut hops, devs, shards, op, root)?;
-                hops.hop(&r, leader)
+                Ok(hops.hop(&r, leader))
             }
             _ => star::reduce_to(&mut hops, shards, op, leader),
         }
@@ -165,7 +165,7 @@ impl DeviceGroup {
         (0..n)
             .map(|j| {
                 let to = self.devices()[j];
-                let got = parts.iter().map(|p| hops.hop(&p[j], to)).collect::<Result<Vec<_>>>()?;
+                let got: Vec<Tensor> = parts.iter().map(|p| hops.hop(&p[j], to)).collect();
                 join(&got, dim)
             })
             .collect()

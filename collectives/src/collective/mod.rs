@@ -33,18 +33,16 @@ mod check;
 mod coalesced;
 mod nccl;
 mod plan;
-mod redop;
 mod ring;
-mod route;
 mod star;
 
 use std::fmt;
 
+pub use crate::graph::ReduceOp;
+pub use crate::route::Route;
 pub use algo::{Algorithm, CollectiveKind, RING_MIN_BYTES, choose, choose_native, nccl_available};
 pub(crate) use check::check_dim;
 pub use plan::{Plan, PlannedHop, PlannedKernel};
-pub use redop::ReduceOp;
-pub use route::Route;
 
 use crate::device::Device;
 use crate::error::{Error, Result};

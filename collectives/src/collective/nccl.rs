@@ -3,73 +3,18 @@
 //! runs, and one `Op::Part` node per output taking that device's buffer. Building the nodes
 //! touches no device; the communicators are made on first use (once per set of devices).
 
-use std::sync::Arc;
-
 use super::{DeviceGroup, ReduceOp};
-use crate::backend::Buffer;
+use crate::backend::nccl::{NcclCall as Call, clique_call};
 use crate::device::Device;
 use crate::error::Result;
-use crate::graph::{CollectiveCall, MultiKernel, Op, Shape, Tensor};
-
-/// Which NCCL collective a node issues.
-#[derive(Clone, Copy, Debug)]
-enum Call {
-    AllReduce(ReduceOp),
-    Reduce(ReduceOp, usize),
-    Broadcast(usize),
-    AllGather,
-    ReduceScatter(ReduceOp),
-}
-
-/// An NCCL group call over `members`, run when its node is.
-struct NcclCall {
-    members: Vec<Device>,
-    call: Call,
-}
-
-impl MultiKernel for NcclCall {
-    fn name(&self) -> String {
-        format!("nccl {:?}", self.call)
-    }
-
-    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
-        issue(&self.members, self.call, inputs)
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn issue(members: &[Device], call: Call, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
-    use crate::backend::cuda::nccl::{NcclClique, NcclRedOp};
-    let red = |op: ReduceOp| match op {
-        ReduceOp::Sum => NcclRedOp::Sum,
-        ReduceOp::Prod => NcclRedOp::Prod,
-        ReduceOp::Max => NcclRedOp::Max,
-        ReduceOp::Min => NcclRedOp::Min,
-        ReduceOp::Avg => NcclRedOp::Avg,
-        ReduceOp::PreMulSum(s) => NcclRedOp::PreMulSum(s),
-    };
-    let clique = NcclClique::get(members)?;
-    let outs = match call {
-        Call::AllReduce(op) => clique.all_reduce(inputs, red(op))?,
-        Call::Reduce(op, root) => vec![clique.reduce(inputs, root, red(op))?],
-        Call::Broadcast(root) => clique.broadcast(inputs[0], root)?,
-        Call::AllGather => clique.all_gather(inputs)?,
-        Call::ReduceScatter(op) => clique.reduce_scatter(inputs, red(op))?,
-    };
-    Ok(outs.into_iter().map(Arc::new).collect())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn issue(members: &[Device], _call: Call, _inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
-    Err(crate::Error::BackendNotBuilt { device: members[0], feature: "cuda" })
-}
+use crate::graph::{CollectiveCall, Op, Shape, Tensor};
 
 /// The call's node over `inputs`, and one part per `(device, shape)` of `outs`.
 fn build(group: &DeviceGroup, call: Call, inputs: &[Tensor], outs: &[(Device, Shape)]) -> Vec<Tensor> {
-    let kernel = NcclCall { members: group.devices().to_vec(), call };
+    let kernel = clique_call(group.devices().to_vec(), call);
     let dtype = inputs[0].dtype();
     let node = Tensor::new_node(
-        Op::Collective(CollectiveCall(Arc::new(kernel))),
+        Op::Collective(CollectiveCall(kernel)),
         inputs.to_vec(),
         group.leader(),
         dtype,

@@ -1,12 +1,12 @@
 //! The chunked ring: reduce_scatter then all_gather, every chunk hopping to the next device.
 //! Written over the two primitives, hop and reduce (tinygrad's shape).
 
-use super::redop::ReduceOp;
-use super::route::Hops;
+use super::ReduceOp;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::{ReduceKind, Scale, Tensor};
+use crate::route::Hops;
 
 /// `parts[i][c]` is chunk `c` of device `i`'s shard (on `devices[i]`). Returns chunk `c` reduced
 /// over all devices, on `devices[c]`. Chunk `c` starts at device `c+1` and travels the ring
@@ -26,7 +26,7 @@ pub(crate) fn reduce_scatter(
             let mut partial = fold.own(&parts[at][c])?;
             for step in 0..n - 1 {
                 let next = (at + 1) % n;
-                let arrived = hops.reach(&partial, devices[next])?;
+                let arrived = hops.reach(&partial, devices[next]);
                 partial = fold.step(arrived, &parts[next][c], step == n - 2)?;
                 at = next;
             }
@@ -87,7 +87,7 @@ pub(crate) fn all_gather(hops: &mut Hops, devices: &[Device], chunks: &[Tensor])
         out[c][c] = Some(cur.clone());
         for step in 1..n {
             let d = (c + step) % n;
-            cur = hops.hop(&cur, devices[d])?;
+            cur = hops.hop(&cur, devices[d]);
             out[d][c] = Some(cur.clone());
         }
     }
@@ -102,7 +102,7 @@ pub(crate) fn broadcast(hops: &mut Hops, t: &Tensor, devices: &[Device], root: u
     out[root] = Some(cur.clone());
     for step in 1..n {
         let d = (root + step) % n;
-        cur = hops.hop(&cur, devices[d])?;
+        cur = hops.hop(&cur, devices[d]);
         out[d] = Some(cur.clone());
     }
     Ok(out.into_iter().map(|t| t.expect("filled")).collect())
@@ -121,7 +121,7 @@ pub(crate) fn reduce_to(
     let order: Vec<usize> = (1..=k).map(|s| (root + s) % k).collect();
     let mut partial = fold.own(&shards[order[0]])?;
     for (i, &next) in order.iter().enumerate().skip(1) {
-        let arrived = hops.reach(&partial, devices[next])?;
+        let arrived = hops.reach(&partial, devices[next]);
         partial = fold.step(arrived, &shards[next], i == k - 1)?;
     }
     fold.finish(partial, k)

@@ -1,33 +1,33 @@
 //! The star: everything through one root. Written over the two primitives, hop and reduce.
 
-use super::redop::ReduceOp;
-use super::route::Hops;
+use super::ReduceOp;
 use crate::device::Device;
 use crate::error::Result;
 use crate::graph::Tensor;
+use crate::route::Hops;
 
 /// Every shard brought to `root` (read in place where `root` can) and folded there in one
 /// n-ary pass.
 pub(crate) fn reduce_to(hops: &mut Hops, shards: &[Tensor], op: ReduceOp, root: Device) -> Result<Tensor> {
     let (kind, scale) = op.lower(shards.len());
     if let ([one], None) = (shards, scale) {
-        return hops.hop(one, root);
+        return Ok(hops.hop(one, root));
     }
-    let on_root = shards.iter().map(|s| hops.reach(s, root)).collect::<Result<Vec<_>>>()?;
+    let on_root: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, root)).collect();
     Tensor::reduce_on(root, &on_root, kind, scale)
 }
 
 /// `t` hopped from its device to each of `devices`.
 pub(crate) fn broadcast(hops: &mut Hops, t: &Tensor, devices: &[Device]) -> Result<Vec<Tensor>> {
-    devices.iter().map(|&d| hops.hop(t, d)).collect()
+    Ok(devices.iter().map(|&d| hops.hop(t, d)).collect())
 }
 
 /// Every shard brought to `root` (read in place where `root` can) and joined there along `dim`.
 pub(crate) fn gather_to(hops: &mut Hops, shards: &[Tensor], dim: usize, root: Device) -> Result<Tensor> {
     if let [one] = shards {
-        return hops.hop(one, root);
+        return Ok(hops.hop(one, root));
     }
-    let on_root = shards.iter().map(|s| hops.reach(s, root)).collect::<Result<Vec<_>>>()?;
+    let on_root: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, root)).collect();
     Tensor::concat_on(root, &on_root, dim)
 }
 
@@ -43,7 +43,7 @@ pub(crate) fn scatter(
     let mut out = Vec::with_capacity(sizes.len());
     for (&len, &d) in sizes.iter().zip(devices) {
         let part = if len == t.shape().dim(dim) { t.clone() } else { t.narrow(dim, start, len)? };
-        out.push(hops.hop(&part, d)?);
+        out.push(hops.hop(&part, d));
         start += len;
     }
     Ok(out)

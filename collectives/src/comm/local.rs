@@ -45,7 +45,7 @@ use crate::collective::{DeviceGroup, ReduceOp};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::graph::{STAGING_HOST, Shape, Tensor};
+use crate::graph::{Shape, Tensor};
 
 /// One rank of a [`DeviceGroup`] used from its own thread: rank i's tensors live on
 /// `group.devices()[i]`. See the module docs.
@@ -174,10 +174,7 @@ impl Communicator for LocalComm {
         let t = self.shared.meeting.take(from, self.rank, self.timeout)?;
         check_message("recv", from, &t, shape, dtype)?;
         let here = self.device();
-        if t.device().needs_staging(here) {
-            return t.copy_to_device(STAGING_HOST)?.copy_to_device(here);
-        }
-        t.copy_to_device(here)
+        Ok(crate::route::Hops::default().hop(&t, here))
     }
 
     fn barrier(&self) -> Result<()> {

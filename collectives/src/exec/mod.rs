@@ -81,7 +81,8 @@ pub(crate) fn issue(target: &Tensor) -> Result<Arc<Buffer>> {
     let rewritten = opt::insert_cross_device_copies(std::slice::from_ref(target));
     let sched = schedule::build(&rewritten);
     let mut bufs = run::run(&sched)?;
-    bufs.pop().ok_or_else(|| crate::Error::driver(target.device(), "issue", "no result"))
+    bufs.pop()
+        .ok_or_else(|| crate::Error::internal("issue", "the schedule returned no result for its target"))
 }
 
 /// Waits until every operation issued to `device` has finished, reporting a device failure as an
@@ -97,7 +98,7 @@ pub(crate) fn read_host<T: Element>(buf: &Buffer) -> Result<Vec<T>> {
     let host = if buf.device.is_host() {
         buf
     } else {
-        staged = backend::get(buf.device)?.dtoh(buf, crate::graph::STAGING_HOST)?;
+        staged = backend::copy(buf, crate::route::STAGING_HOST)?;
         &staged
     };
     host.wait()?;

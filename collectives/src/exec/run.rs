@@ -32,14 +32,14 @@ struct Shared<'a> {
 pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
     let n = sched.steps.len();
     let state = State {
-        values: sched.steps.iter().map(|s| s.ready.clone()).collect(),
-        done: sched.steps.iter().map(|s| s.ready.is_some()).collect(),
+        values: sched.steps.iter().map(|s| s.ready().cloned()).collect(),
+        done: sched.steps.iter().map(|s| s.ready().is_some()).collect(),
         remaining: sched.steps.iter().map(|s| s.consumers).collect(),
         failed: None,
     };
     let shared = Shared { sched, state: Mutex::new(state), cv: Condvar::new() };
     let mut queues: Vec<(Device, Vec<usize>)> = Vec::new();
-    for i in (0..n).filter(|&i| sched.steps[i].ready.is_none() && !sched.steps[i].fused) {
+    for i in (0..n).filter(|&i| sched.steps[i].issued()) {
         let q = sched.steps[i].queue;
         match queues.iter_mut().find(|(d, _)| *d == q) {
             Some((_, v)) => v.push(i),
@@ -70,21 +70,13 @@ impl Shared<'_> {
             let Some(inputs) = self.wait_inputs(&self.sched.steps[i]) else {
                 return;
             };
-            let step = &self.sched.steps[i];
-            let out = if step.fanout.is_empty() {
-                super::step::issue(step, &inputs).map(|b| (b, vec![]))
-            } else {
-                let to: Vec<Device> =
-                    step.fanout.iter().map(|&c| self.sched.steps[c].tensor.device()).collect();
-                super::step::issue_fanout(step, &inputs, &to)
-            };
+            let out = super::step::issue(self.sched, i, &inputs);
             drop(inputs);
             let mut st = self.state.lock();
             match out {
-                Ok((buf, copies)) => {
-                    self.finish(&mut st, i, buf);
-                    for (&c, b) in step.fanout.iter().zip(copies) {
-                        self.finish(&mut st, c, b);
+                Ok(written) => {
+                    for (s, b) in written {
+                        self.finish(&mut st, s, b);
                     }
                 }
                 Err(e) => {

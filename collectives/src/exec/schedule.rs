@@ -7,30 +7,60 @@ use crate::backend::Buffer;
 use crate::device::Device;
 use crate::graph::{Op, Tensor};
 
-/// One node to run (or a leaf whose buffer is already there).
+/// What a step does when its queue reaches it: one action per step, decided by the schedule.
+pub(crate) enum Action {
+    /// Nothing: the buffer is there before the run (a realized node, or an input already on its
+    /// device).
+    Ready(Arc<Buffer>),
+    /// Host data uploaded to the node's device, and cached in its node.
+    Upload,
+    /// The input's buffer, as it is: a reshape, or a move onto the device it is on (which frees
+    /// its source's hold when nothing else holds the source, `take`).
+    Alias { take: bool },
+    /// A copy of the one input to `to`, by the backend's copy router (a fused CUDA ↔ Vulkan
+    /// chain's second hop reads the chain's source and takes the whole chain). A move whose
+    /// source nothing else holds frees the source's buffer (`take`).
+    Copy { to: Device, take: bool },
+    /// A multi-device call, one buffer per output.
+    Call,
+    /// Output `index` of the call that is the step's input.
+    Part(usize),
+    /// A compute kernel, its result also written to each host device of the `fanout` steps (the
+    /// copies the kernel writes itself, while the result is in cache).
+    Kernel { fanout: Vec<usize> },
+    /// Never issued on its own: a copy a host kernel writes (an entry of its `fanout`), or the
+    /// host hop of a fused chain, which nobody writes (the chain's second hop moves the data).
+    Fused,
+}
+
+/// One node of the schedule.
 pub(crate) struct Step {
     pub tensor: Tensor,
     /// Indices of the input steps.
     pub inputs: Vec<usize>,
     /// The queue (device) that runs it.
     pub queue: Device,
-    /// A buffer present before the run (a realized node, or an input already on its device).
-    pub ready: Option<Arc<Buffer>>,
+    /// What it does.
+    pub action: Action,
     /// Steps that read this one's buffer.
     pub consumers: usize,
     /// Realize targets keep their buffer; so does a `Move` that took its source's.
     pub keep: bool,
-    /// For a `Move`: the source is held by nothing but the move, so its buffer may be taken.
-    pub take_source: bool,
-    /// Copies of this host kernel's result to other host devices that the kernel writes itself
-    /// (indices of those copy steps).
-    pub fanout: Vec<usize>,
-    /// Never issued on its own: a copy written by its producer's kernel (a `fanout` entry), or
-    /// the host hop of a staged chain (written by nobody: the chain's second step moves the data).
-    pub fused: bool,
-    /// The second hop of a fused CUDA ↔ Vulkan chain: its one input is the chain's source (not
-    /// the host intermediate), and it moves the data device to device through the host itself.
-    pub staged: bool,
+}
+
+impl Step {
+    /// Whether a queue issues the step (it is neither there already nor written by another).
+    pub fn issued(&self) -> bool {
+        !matches!(self.action, Action::Ready(_) | Action::Fused)
+    }
+
+    /// The buffer present before the run, if any.
+    pub fn ready(&self) -> Option<&Arc<Buffer>> {
+        match &self.action {
+            Action::Ready(b) => Some(b),
+            _ => None,
+        }
+    }
 }
 
 /// The queue a node runs on: its own device, except a copy from a GPU to the host, which the GPU
@@ -68,23 +98,22 @@ pub(crate) fn build(targets: &[Tensor]) -> Schedule {
         steps[t].keep = true;
     }
     fuse_host_fanout(&mut steps);
-    if super::staged::fusion_enabled() {
-        fuse_staged_chains(&mut steps, super::staged::STAGED_MIN_BYTES);
+    if crate::backend::chain::fusion_enabled() {
+        fuse_staged_chains(&mut steps, crate::backend::chain::STAGED_MIN_BYTES);
     }
     Schedule { steps, targets }
 }
 
 /// Fuses each CUDA → host → Vulkan (or Vulkan → host → CUDA) pair of copies of at least
 /// `min_bytes` whose host intermediate nobody else needs (see [`super::staged`]): the host hop is
-/// marked fused, and the second hop reads the chain's source and is marked staged.
+/// fused away, and the second hop reads the chain's source (its copy crosses the whole chain).
 fn fuse_staged_chains(steps: &mut [Step], min_bytes: usize) {
     for c in 0..steps.len() {
         if let Some(h) = staged_host_hop(steps, c, min_bytes) {
             let src = steps[h].inputs[0];
-            steps[h].fused = true;
+            steps[h].action = Action::Fused;
             steps[h].consumers = 0;
             steps[c].inputs = vec![src];
-            steps[c].staged = true;
         }
     }
 }
@@ -99,15 +128,15 @@ fn staged_host_hop(steps: &[Step], c: usize, min_bytes: usize) -> Option<usize> 
     let src = *host.inputs.first()?;
     let from = steps[src].tensor.device();
     let pair = from.needs_staging(to);
-    let alone = !host.keep && host.consumers == 1 && host.fanout.is_empty() && !host.fused && !host.staged;
+    let alone = !host.keep && host.consumers == 1;
     let big = second.tensor.numel() * second.tensor.dtype().size() >= min_bytes;
-    (pair && via.is_host() && alone && big && !second.fused).then_some(h)
+    (pair && via.is_host() && alone && big).then_some(h)
 }
 
-/// The destination of a copy or move step still to run.
+/// The destination of a copy step still to run.
 fn transfer_target(step: &Step) -> Option<Device> {
-    match step.tensor.op() {
-        Op::Copy { to } | Op::Move { to } if step.ready.is_none() && step.inputs.len() == 1 => Some(*to),
+    match step.action {
+        Action::Copy { to, .. } if step.inputs.len() == 1 => Some(to),
         _ => None,
     }
 }
@@ -117,30 +146,39 @@ fn transfer_target(step: &Step) -> Option<Device> {
 /// cache, instead of a kernel then a memcpy per copy.
 fn fuse_host_fanout(steps: &mut [Step]) {
     for c in 0..steps.len() {
-        let to = match steps[c].tensor.op() {
-            Op::Copy { to } | Op::Move { to } if steps[c].ready.is_none() => *to,
+        let to = match steps[c].action {
+            Action::Copy { to, .. } => to,
             _ => continue,
         };
         let Some(&s) = steps[c].inputs.first() else { continue };
-        let producer = &steps[s];
-        let host_kernel = producer.ready.is_none()
-            && producer.tensor.device().is_host()
+        let from = steps[s].tensor.device();
+        if let Action::Kernel { fanout } = &mut steps[s].action
+            && from.is_host()
             && to.is_host()
-            && to != producer.tensor.device()
-            && is_kernel(producer.tensor.op());
-        if host_kernel {
-            steps[s].fanout.push(c);
-            steps[c].fused = true;
+            && to != from
+        {
+            fanout.push(c);
+            steps[c].action = Action::Fused;
         }
     }
 }
 
-/// Whether the op is a compute kernel a backend runs (not a transfer, alias or multi-device call).
-fn is_kernel(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_) | Op::Slice { .. } | Op::Concat { .. }
-    )
+/// The action of node `t`, to run (`take`: a move whose source nothing else holds).
+fn action_of(t: &Tensor, take: bool) -> Action {
+    match t.op() {
+        Op::Input => Action::Upload,
+        Op::Reshape => Action::Alias { take: false },
+        Op::Move { to } if t.inputs()[0].device() == *to => Action::Alias { take },
+        Op::Copy { to } | Op::Move { to } => Action::Copy { to: *to, take },
+        Op::Collective(_) => Action::Call,
+        Op::Part { index } => Action::Part(*index),
+        Op::Binary(_)
+        | Op::Reduce { .. }
+        | Op::Scale(_)
+        | Op::Cast(_)
+        | Op::Slice { .. }
+        | Op::Concat { .. } => Action::Kernel { fanout: vec![] },
+    }
 }
 
 #[derive(Default)]
@@ -177,20 +215,13 @@ impl Builder {
             Some(_) => vec![],
             None => t.inputs().iter().map(|i| self.index[&i.id()]).collect(),
         };
-        let take_source = self.take.remove(&t.id());
+        let take = self.take.remove(&t.id());
+        let action = match ready {
+            Some(b) => Action::Ready(b),
+            None => action_of(&t, take),
+        };
         self.index.insert(t.id(), self.steps.len());
-        self.steps.push(Step {
-            queue: queue_of(&t),
-            inputs,
-            ready,
-            consumers: 0,
-            keep: take_source,
-            take_source,
-            fanout: vec![],
-            fused: false,
-            staged: false,
-            tensor: t,
-        });
+        self.steps.push(Step { queue: queue_of(&t), inputs, action, consumers: 0, keep: take, tensor: t });
     }
 }
 
@@ -203,7 +234,7 @@ mod tests {
 
     const CU: Device = Device::Cuda(0);
     const VK: Device = Device::Vulkan(0);
-    const BIG: usize = super::super::staged::STAGED_MIN_BYTES / 4;
+    const BIG: usize = crate::backend::chain::STAGED_MIN_BYTES / 4;
 
     fn input(device: Device, numel: usize) -> Tensor {
         Tensor::placeholder(Shape::from(vec![numel]), DType::F32, device)
@@ -219,14 +250,17 @@ mod tests {
         let (si, _) = step(s, src);
         let (_, h) = step(s, host);
         let (_, d) = step(s, dst);
-        assert!(h.fused && !h.staged, "host hop fused");
-        assert!(d.staged && !d.fused && d.inputs == vec![si], "second hop reads the source");
+        assert!(matches!(h.action, Action::Fused), "host hop fused");
+        assert!(
+            matches!(d.action, Action::Copy { .. }) && d.inputs == vec![si],
+            "second hop reads the source"
+        );
     }
 
     fn assert_plain(s: &Schedule, host: &Tensor, dst: &Tensor) {
         let (hi, h) = step(s, host);
         let (_, d) = step(s, dst);
-        assert!(!h.fused && !d.staged && d.inputs == vec![hi], "two plain hops");
+        assert!(matches!(h.action, Action::Copy { .. }) && d.inputs == vec![hi], "two plain hops");
     }
 
     #[test]
@@ -279,7 +313,10 @@ mod tests {
         let dst = host.clone().move_to_device(VK).unwrap();
         let s = build(std::slice::from_ref(&dst));
         let (_, h) = step(&s, &host);
-        assert!(h.take_source, "the host hop holds the only handle on its source");
+        assert!(
+            matches!(h.action, Action::Copy { take: true, .. }),
+            "the host hop holds the only handle on its source"
+        );
         assert_plain(&s, &host, &dst);
     }
 
@@ -306,6 +343,6 @@ mod tests {
         let s = build(&rewritten);
         assert_fused(&s, &b, &host, &dst);
         let (_, add) = step(&s, &rewritten[0]);
-        assert!(!add.fused && !add.staged);
+        assert!(matches!(add.action, Action::Kernel { .. }));
     }
 }

@@ -1,55 +1,57 @@
-//! Issuing one step: the Copy arm, the reshape alias, and lowered compute.
+//! Issuing one step: a plain `match` over the action the schedule decided for it.
+//!
+//! The executor knows queues, not device kinds: copies go through the backend's copy router
+//! (`backend::copy`), kernels through the kernel contract (`backend::kernel`) to the backend of
+//! the step's device.
 
 use std::sync::Arc;
 
-use super::schedule::Step;
+use super::schedule::{Action, Schedule};
 use crate::backend::{self, Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::graph::{Op, Tensor};
 
-/// Issues `step` on its queue, given its inputs' buffers.
-pub(crate) fn issue(step: &Step, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
+/// Issues step `i` of `sched` on its queue, given its inputs' buffers; returns every step it
+/// wrote with its buffer (the step itself, and the copies a host kernel writes).
+pub(crate) fn issue(sched: &Schedule, i: usize, inputs: &[Arc<Buffer>]) -> Result<Vec<(usize, Arc<Buffer>)>> {
+    let step = &sched.steps[i];
     let t = &step.tensor;
-    match t.op() {
-        Op::Input => upload(t),
-        Op::Reshape => Ok(inputs[0].clone()),
-        Op::Collective(call) => {
-            let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
-            let parts = call.0.run(&refs)?;
-            Ok(Arc::new(Buffer::parts(t.device(), t.dtype(), parts)))
+    let one = |b: Arc<Buffer>| Ok(vec![(i, b)]);
+    match &step.action {
+        Action::Upload => one(upload(t)?),
+        Action::Alias { take } => one(release_source(t, *take, inputs[0].clone())),
+        Action::Copy { to, take } => one(release_source(t, *take, Arc::new(backend::copy(&inputs[0], *to)?))),
+        Action::Call => one(call(t, inputs)?),
+        Action::Part(index) => one(part(&inputs[0], *index, t)?),
+        Action::Kernel { fanout } => {
+            let to: Vec<Device> = fanout.iter().map(|&c| sched.steps[c].tensor.device()).collect();
+            let (first, copies) = kernel(t, inputs, &to)?;
+            Ok(std::iter::once((i, first)).chain(fanout.iter().copied().zip(copies)).collect())
         }
-        Op::Part { index } => part(&inputs[0], *index, t),
-        Op::Copy { to } | Op::Move { to } if step.staged => {
-            let out = Arc::new(backend::staged::transfer(&inputs[0], *to)?);
-            release_source(step, &out);
-            Ok(out)
+        Action::Ready(_) | Action::Fused => {
+            Err(Error::internal("issue", "a step no queue issues was issued"))
         }
-        Op::Move { to } if *to == inputs[0].device => {
-            let out = inputs[0].clone();
-            release_source(step, &out);
-            Ok(out)
-        }
-        Op::Copy { to } | Op::Move { to } => {
-            let out = Arc::new(copy(&inputs[0], *to)?);
-            release_source(step, &out);
-            Ok(out)
-        }
-        _ => Ok(issue_fanout(step, inputs, &[])?.0),
     }
 }
 
-/// Issues compute step `step`, its result also delivered to each device of `to` (copies the
-/// kernel writes itself; see `Step::fanout`).
-pub(crate) fn issue_fanout(
-    step: &Step,
-    inputs: &[Arc<Buffer>],
-    to: &[Device],
-) -> Result<(Arc<Buffer>, Vec<Arc<Buffer>>)> {
-    let t = &step.tensor;
+/// A multi-device call's outputs, held by the call's node.
+fn call(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
+    let Op::Collective(c) = t.op() else {
+        return Err(Error::internal("collective", "a call step whose node is not a collective call"));
+    };
+    let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
+    Ok(Arc::new(Buffer::parts(t.device(), t.dtype(), c.0.run(&refs)?)))
+}
+
+/// Compute node `t` on its device's backend, its result also delivered to each device of `to`
+/// (copies the kernel writes itself; see `Action::Kernel`). The kernel contract is checked here,
+/// before any backend runs it.
+fn kernel(t: &Tensor, inputs: &[Arc<Buffer>], to: &[Device]) -> Result<(Arc<Buffer>, Vec<Arc<Buffer>>)> {
     let kernel = lower(t.op(), t)?;
     let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
     let out = OutSpec { dtype: t.dtype(), len: t.numel() };
+    kernel.check(t.device(), &refs, out)?;
     let be = backend::get(t.device())?;
     debug_assert_eq!(be.device(), t.device());
     let (first, copies) = if to.is_empty() {
@@ -64,7 +66,10 @@ pub(crate) fn issue_fanout(
 fn part(call: &Buffer, index: usize, t: &Tensor) -> Result<Arc<Buffer>> {
     match &call.mem {
         crate::backend::Mem::Parts(p) => pick(p, index, t),
-        _ => Err(Error::driver(t.device(), "part", "not a collective call's result")),
+        _ => Err(Error::internal(
+            "part",
+            format!("the input of a part on {} is not a collective call's result", t.device()),
+        )),
     }
 }
 
@@ -72,41 +77,35 @@ fn part(call: &Buffer, index: usize, t: &Tensor) -> Result<Arc<Buffer>> {
 pub(super) fn pick(parts: &[Arc<Buffer>], index: usize, t: &Tensor) -> Result<Arc<Buffer>> {
     match parts.get(index) {
         Some(b) if b.device == t.device() => Ok(b.clone()),
-        _ => Err(Error::driver(t.device(), "part", format!("collective call has no output {index} here"))),
+        _ => Err(Error::internal(
+            "part",
+            format!("the collective call has no output {index} on {}", t.device()),
+        )),
     }
 }
 
 /// An input whose data is still on the host: upload it and cache it on its device.
 fn upload(t: &Tensor) -> Result<Arc<Buffer>> {
-    let host = t.value().ok_or_else(|| Error::driver(t.device(), "input", "input tensor has no data"))?;
+    let host = t
+        .value()
+        .ok_or_else(|| Error::internal("input", format!("an input tensor on {} has no data", t.device())))?;
     if host.device == t.device() {
         return Ok(host);
     }
-    let buf = Arc::new(copy(&host, t.device())?);
+    let buf = Arc::new(backend::copy(&host, t.device())?);
     *t.0.value.lock() = Some(buf.clone());
     Ok(buf)
 }
 
-/// A `Move` whose source nothing else holds frees the source's buffer, and caches the moved data
-/// in the move's node: the source can no longer recompute it (an input's data is gone).
-fn release_source(step: &Step, out: &Arc<Buffer>) {
-    if step.take_source {
-        step.tensor.inputs()[0].0.value.lock().take();
-        *step.tensor.0.value.lock() = Some(out.clone());
+/// A `Move` whose source nothing else holds (`take`) frees the source's buffer, and caches the
+/// moved data in the move's node: the source can no longer recompute it (an input's data is
+/// gone). Returns `out`.
+fn release_source(t: &Tensor, take: bool, out: Arc<Buffer>) -> Arc<Buffer> {
+    if take {
+        t.inputs()[0].0.value.lock().take();
+        *t.0.value.lock() = Some(out.clone());
     }
-}
-
-/// The Copy arm: one hop from `src`'s device to `to`.
-pub(crate) fn copy(src: &Buffer, to: Device) -> Result<Buffer> {
-    let from = src.device;
-    if from.needs_staging(to) {
-        return Err(Error::CrossVendorCopy { from, to });
-    }
-    match (from.is_host(), to.is_host()) {
-        (true, _) => backend::get(to)?.htod(src),
-        (false, true) => backend::get(from)?.dtoh(src, to),
-        (false, false) => backend::get(from)?.dtod(src, to),
-    }
+    out
 }
 
 /// The kernel computing `op` for node `t`.
@@ -126,7 +125,7 @@ fn lower(op: &Op, t: &Tensor) -> Result<Kernel> {
             Kernel::Concat { outer, mids, inner }
         }
         Op::Input | Op::Copy { .. } | Op::Move { .. } | Op::Reshape | Op::Collective(_) | Op::Part { .. } => {
-            return Err(Error::driver(t.device(), op.name(), "not a compute op"));
+            return Err(Error::internal(op.name(), "lowered as a compute op, which it is not"));
         }
     })
 }

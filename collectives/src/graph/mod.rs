@@ -16,17 +16,16 @@
 mod build;
 mod op;
 pub mod opt;
+mod redop;
 mod shape;
 mod tensor;
 
 pub(crate) use build::check_like;
 pub(crate) use op::MultiKernel;
 pub use op::{BinaryOp, CollectiveCall, Op, ReduceKind, Scale};
+pub use redop::ReduceOp;
 pub use shape::Shape;
 pub use tensor::Tensor;
 
-use crate::device::Device;
-
-/// The host device that cross-vendor hops stage through, and where host data waits before its
-/// first upload to a GPU.
-pub const STAGING_HOST: Device = Device::Cpu(0);
+/// The host device staged hops go through (defined with the routes, [`crate::route`]).
+pub use crate::route::STAGING_HOST;

@@ -1,10 +1,12 @@
 //! Graph passes run before execution.
 //!
-//! [`insert_cross_device_copies`] makes every compute op's inputs readable by it: local, or — for
-//! an op on a host device — on another host device, which shares the host's memory and is read in
-//! place (as a GPU with peer access reads its peer's memory). It follows the seed's rules: a consumer that is itself `Op::Copy`/`Op::Move` is skipped (inserting a copy on a
-//! copy's input would regress forever, and a user-authored copy is taken as written), and an edge
-//! between GPUs of different vendors becomes two hops through [`super::STAGING_HOST`].
+//! [`insert_cross_device_copies`] makes every compute op's inputs readable by it
+//! ([`crate::route::readable`]): local, or — for an op on a host device — on another host device,
+//! which shares the host's memory and is read in place. A consumer that is itself
+//! `Op::Copy`/`Op::Move` is skipped (inserting a copy on a copy's input would regress forever, and
+//! a user-authored copy is taken as written). Every other edge follows its route
+//! ([`crate::route::Hops`]): one copy, or two through [`crate::route::STAGING_HOST`] between GPUs
+//! of different vendors.
 //!
 //! ```
 //! use collectives::graph::opt::insert_cross_device_copies;
@@ -21,8 +23,9 @@
 
 use foldhash::HashMap;
 
-use super::{Op, STAGING_HOST, Tensor};
-use crate::device::Device;
+use super::Tensor;
+use crate::route::Hops;
+pub use crate::route::readable;
 
 /// Returns `targets` rewritten so that every compute op's inputs live on its device. Nodes whose
 /// subgraph needs no copy are returned as they are (same node, same cached buffer); realized
@@ -32,16 +35,10 @@ pub fn insert_cross_device_copies(targets: &[Tensor]) -> Vec<Tensor> {
     targets.iter().map(|t| pass.rewrite(t)).collect()
 }
 
-/// Whether an op on `on` reads a buffer of `from` in place: the same device, or two virtual host
-/// devices (one memory system).
-pub fn readable(on: Device, from: Device) -> bool {
-    on == from || (on.is_host() && from.is_host())
-}
-
 #[derive(Default)]
 struct Pass {
     done: HashMap<u64, Tensor>,
-    copies: HashMap<(u64, Device), Tensor>,
+    hops: Hops,
 }
 
 impl Pass {
@@ -74,7 +71,7 @@ impl Pass {
             .iter()
             .map(|i| {
                 let i = self.done[&i.id()].clone();
-                if local && !readable(t.device(), i.device()) { self.hop(&i, t.device()) } else { i }
+                if local { self.hops.reach(&i, t.device()) } else { i }
             })
             .collect();
         if inputs.iter().zip(t.inputs()).all(|(a, b)| a.same_node(b)) {
@@ -83,24 +80,13 @@ impl Pass {
         let n = &t.0;
         Tensor::new_node(n.op.clone(), inputs, n.device, n.dtype, n.shape.clone(), None)
     }
-
-    /// `src` copied to `to`: one copy, or two through the host across GPU vendors. Shared when
-    /// one source feeds several ops on the same device.
-    fn hop(&mut self, src: &Tensor, to: Device) -> Tensor {
-        if let Some(c) = self.copies.get(&(src.id(), to)) {
-            return c.clone();
-        }
-        let via = if src.device().needs_staging(to) { self.hop(src, STAGING_HOST) } else { src.clone() };
-        let copy = Tensor::new_node(Op::Copy { to }, vec![via], to, src.dtype(), src.shape().clone(), None);
-        self.copies.insert((src.id(), to), copy.clone());
-        copy
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Tensor;
+    use crate::device::Device;
+    use crate::graph::{Op, STAGING_HOST};
 
     fn t(d: Device) -> Tensor {
         Tensor::from_vec(vec![1.0f32, 2.0], [2], d).unwrap()

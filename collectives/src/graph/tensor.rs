@@ -83,7 +83,7 @@ impl Tensor {
         if data.len() != shape.numel() {
             return Err(Error::DataLength { expected: shape.numel(), got: data.len(), shape });
         }
-        let host = if device.is_host() { device } else { crate::graph::STAGING_HOST };
+        let host = if device.is_host() { device } else { crate::route::STAGING_HOST };
         let buf = Buffer::from_vec(host, data);
         Ok(Tensor::new_node(Op::Input, vec![], device, T::DTYPE, shape, Some(Arc::new(buf))))
     }
@@ -178,9 +178,7 @@ impl Tensor {
             });
         }
         self.realize()?;
-        let buf = self
-            .value()
-            .ok_or_else(|| Error::driver(self.device(), "to_vec", "realized tensor has no buffer"))?;
+        let buf = self.value().ok_or_else(|| Error::internal("to_vec", "a realized tensor has no buffer"))?;
         crate::exec::read_host::<T>(&buf)
     }
 }

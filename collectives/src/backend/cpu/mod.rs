@@ -68,7 +68,7 @@ impl CpuBackend {
     fn on(d: Device) -> Result<CpuBackend> {
         match d {
             Device::Cpu(n) => Ok(CpuBackend::new(n)),
-            other => Err(Error::driver(other, "host copy", "not a host device")),
+            other => Err(Error::internal("host copy", format!("{other} is not a host device"))),
         }
     }
 
@@ -172,7 +172,7 @@ impl Backend for CpuBackend {
     }
 
     fn dtoh(&self, src: &Buffer, to: Device) -> Result<Buffer> {
-        Err(Error::driver(src.device, format!("copy to {to}"), "the CPU backend has no device memory"))
+        Err(Error::internal(format!("copy {} -> {to}", src.device), "the CPU backend has no device memory"))
     }
 
     fn dtod(&self, src: &Buffer, to: Device) -> Result<Buffer> {

@@ -56,7 +56,7 @@ pub(crate) fn htod(dev: &CudaDevice, src: &Buffer) -> Result<Buffer> {
 /// Device → host device `to`, into pinned memory from the pool.
 pub(crate) fn dtoh(dev: &CudaDevice, src: &Buffer, to: Device) -> Result<Buffer> {
     if !to.is_host() {
-        return Err(Error::driver(dev.device, format!("copy to {to}"), "dtoh needs a host device"));
+        return Err(Error::internal(format!("copy {} -> {to}", dev.device), "dtoh needs a host device"));
     }
     let stream = &dev.copy_out;
     let alloc = alloc_of(src, "copy device to host")?;
@@ -93,7 +93,7 @@ pub(crate) fn dtod(dev: &CudaDevice, src: &Buffer, to: Device) -> Result<Buffer>
     match to {
         Device::Cuda(n) if Device::Cuda(n) == dev.device => within(dev, src),
         Device::Cuda(n) => peer(dev, &*device::get(n)?, src),
-        _ => Err(Error::driver(dev.device, format!("copy to {to}"), "dtod needs a CUDA destination")),
+        _ => Err(Error::internal(format!("copy {} -> {to}", dev.device), "dtod needs a CUDA destination")),
     }
 }
 

@@ -1,5 +1,6 @@
-//! Running a lowered [`Kernel`] on the compute stream: checks the inputs (so no kernel reads out
-//! of bounds), allocates the output, and launches the kernels of `kernels.cu`.
+//! Running a lowered [`Kernel`] on the compute stream (its inputs checked by the kernel contract,
+//! `backend::kernel`, so no launch reads out of bounds): allocates the output and launches the
+//! kernels of `kernels.cu`.
 //!
 //! Elementwise kernels take 16-byte vector paths when every pointer is 16-byte aligned. The
 //! n-ary reduce folds up to [`MAXK`] inputs per launch in one pass; more inputs chain through an
@@ -13,10 +14,10 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
 use super::driver;
-use super::memory::{DevAlloc, alloc_of, await_on, check_input, device_buffer, record};
+use super::memory::{DevAlloc, alloc_of, await_on, device_buffer, record};
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::graph::{BinaryOp, ReduceKind, Scale};
 
 /// Inputs one reduce launch folds (`MAXK` in `kernels.cu`).
@@ -97,7 +98,6 @@ fn lanes(d: DType) -> u64 {
 
 /// Runs `kernel` on `inputs` (all on `dev`) into a new buffer shaped by `out`.
 pub(crate) fn compute(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer> {
-    check(dev, kernel, inputs, out)?;
     let stream = &dev.compute;
     let allocs = inputs.iter().map(|b| alloc_of(b, "kernel")).collect::<Result<Vec<_>>>()?;
     for b in inputs {
@@ -236,49 +236,4 @@ unsafe fn copy2d(l: &Launcher, src: u64, dst: u64, rows: u64, width: u64, sp: u6
     let (w, sp, dp) = (width / unit, sp / unit, dp / unit);
     // SAFETY: as `run` guarantees.
     unsafe { l.launch(&format!("copy2d_{unit}"), rows * w, &mut args!(s, d, rows, w, sp, dp)) }
-}
-
-/// Checks that the inputs hold everything `kernel` reads, so no launch reads out of bounds.
-fn check(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<()> {
-    let bad = |msg: String| Error::driver(dev.device, "kernel", msg);
-    if let Some(b) = inputs.iter().find(|b| b.device != dev.device) {
-        return Err(bad(format!("input on {} given to {}", b.device, dev.device)));
-    }
-    let arity_ok = match kernel {
-        Kernel::Binary(_) => inputs.len() == 2,
-        Kernel::Scale(_) | Kernel::Cast | Kernel::Slice { .. } => inputs.len() == 1,
-        Kernel::Reduce { .. } => !inputs.is_empty(),
-        Kernel::Concat { mids, .. } => inputs.len() == mids.len(),
-    };
-    if !arity_ok {
-        return Err(bad(format!("{} inputs for {kernel:?}", inputs.len())));
-    }
-    let prod = |xs: &[usize]| {
-        xs.iter().try_fold(1usize, |a, &x| a.checked_mul(x)).ok_or_else(|| bad("size overflows".into()))
-    };
-    match kernel {
-        Kernel::Cast => check_input(inputs[0], inputs[0].dtype, out.len, "cast"),
-        Kernel::Slice { outer, in_mid, start, len, inner } => {
-            if start.checked_add(*len).is_none_or(|e| e > *in_mid)
-                || out.len != prod(&[*outer, *len, *inner])?
-            {
-                return Err(bad(format!("bad slice {kernel:?} for {} elements", out.len)));
-            }
-            check_input(inputs[0], out.dtype, prod(&[*outer, *in_mid, *inner])?, "slice")
-        }
-        Kernel::Concat { outer, mids, inner } => {
-            let total = mids
-                .iter()
-                .try_fold(0usize, |a, &m| a.checked_add(m))
-                .ok_or_else(|| bad("size overflows".into()))?;
-            if out.len != prod(&[*outer, total, *inner])? {
-                return Err(bad(format!("bad concat {kernel:?} for {} elements", out.len)));
-            }
-            for (b, &m) in inputs.iter().zip(mids) {
-                check_input(b, out.dtype, prod(&[*outer, m, *inner])?, "concat")?;
-            }
-            Ok(())
-        }
-        _ => inputs.iter().try_for_each(|b| check_input(b, out.dtype, out.len, "kernel")),
-    }
 }

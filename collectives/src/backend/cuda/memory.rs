@@ -275,8 +275,8 @@ pub(crate) fn fenced_buffer(dtype: DType, len: usize, alloc: Arc<DevAlloc>, fenc
 /// Checks that `buf` holds at least `len` elements of `dtype`.
 pub(crate) fn check_input(buf: &Buffer, dtype: DType, len: usize, op: &str) -> Result<()> {
     if buf.dtype != dtype || buf.len < len {
-        let msg = format!("expected {len} x {dtype}, got {} x {}", buf.len, buf.dtype);
-        return Err(Error::driver(buf.device, op, msg));
+        let msg = format!("expected {len} x {dtype} on {}, got {} x {}", buf.device, buf.len, buf.dtype);
+        return Err(Error::internal(op, msg));
     }
     Ok(())
 }

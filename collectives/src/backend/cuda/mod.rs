@@ -7,7 +7,7 @@
 //! [`pinned::PinnedBlock`] (pooled pinned host memory) — and the operations: [`launch`]
 //! (kernels), [`copy`] (htod, dtoh, dtod, peer),
 //! [`staging`] (chunked double-buffered transfers, and the CUDA end of the staged CUDA ↔ Vulkan
-//! chain), [`nccl`] (NCCL cliques for all-CUDA groups).
+//! chain), [`nccl`] (the one NCCL layer: cliques for all-CUDA groups, the rank of `NcclComm`).
 //!
 //! Everything is asynchronous: each operation is issued on a stream of the device and returns a
 //! buffer carrying a [`memory::CudaFence`]. CUDA consumers wait for it on their own stream, so
@@ -89,7 +89,7 @@ impl Backend for CudaBackend {
 #[allow(dead_code)] // used by the staged cross-vendor chain (exec), and by tests
 pub(crate) fn download_chunked(src: &Buffer, sink: impl FnMut(usize, &[u8]) -> Result<()>) -> Result<()> {
     let Device::Cuda(n) = src.device else {
-        return Err(Error::driver(src.device, "download", "not a CUDA buffer"));
+        return Err(Error::internal("download", format!("{} is not a CUDA buffer", src.device)));
     };
     let dev = device::get(n)?;
     let alloc = memory::alloc_of(src, "download")?;
@@ -108,7 +108,7 @@ pub(crate) fn upload_chunked(
     fill: impl FnMut(usize, &mut [u8]) -> Result<()>,
 ) -> Result<Buffer> {
     let Device::Cuda(n) = device else {
-        return Err(Error::driver(device, "upload", "not a CUDA device"));
+        return Err(Error::internal("upload", format!("{device} is not a CUDA device")));
     };
     let dev = device::get(n)?;
     let bytes = len * dtype.size();

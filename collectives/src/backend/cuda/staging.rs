@@ -20,7 +20,7 @@ use super::device::{self, CudaDevice};
 use super::driver;
 use super::memory::{CudaFence, DevAlloc, alloc_of, await_on, device_buffer, record};
 use super::pinned::{self, PinnedBlock};
-use crate::backend::staged::{ChunkEnd, Span};
+use crate::backend::chain::{ChunkEnd, Span};
 use crate::backend::{Buffer, Fence};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -147,7 +147,7 @@ impl Drop for Registered {
 fn cuda_device(device: Device, op: &str) -> Result<Arc<CudaDevice>> {
     match device {
         Device::Cuda(n) => device::get(n),
-        _ => Err(Error::driver(device, op, "not a CUDA device")),
+        _ => Err(Error::internal(op, format!("{device} is not a CUDA device"))),
     }
 }
 

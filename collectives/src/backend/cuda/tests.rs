@@ -11,13 +11,15 @@ use rand::{Rng, RngCore, SeedableRng};
 
 use super::device::{self, CudaDevice};
 use super::memory::alloc_of;
-use super::nccl::{NcclClique, NcclRedOp, nccl_available};
+use super::nccl::{NcclClique, nccl_available};
 use super::{copy, driver, launch};
 use crate::backend::cpu::with_type;
+use crate::backend::nccl::NcclCall;
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::Error;
+use crate::graph::ReduceOp;
 use crate::graph::Scale;
 
 fn required() -> bool {
@@ -157,17 +159,17 @@ fn to_f64s(dev: &CudaDevice, buf: &Buffer) -> Vec<f64> {
 }
 
 /// The f64 reference of `op` over `ins` at element `i`.
-fn reference(op: NcclRedOp, dtype: DType, ins: &[Vec<f64>], i: usize) -> f64 {
+fn reference(op: ReduceOp, dtype: DType, ins: &[Vec<f64>], i: usize) -> f64 {
     let xs = ins.iter().map(|x| x[i]);
     let sum: f64 = xs.clone().sum();
     match op {
-        NcclRedOp::Sum => sum,
-        NcclRedOp::Prod => xs.product(),
-        NcclRedOp::Max => xs.fold(f64::NEG_INFINITY, f64::max),
-        NcclRedOp::Min => xs.fold(f64::INFINITY, f64::min),
-        NcclRedOp::Avg if dtype.is_int() => (sum / ins.len() as f64).trunc(),
-        NcclRedOp::Avg => sum / ins.len() as f64,
-        NcclRedOp::PreMulSum(s) => s * sum,
+        ReduceOp::Sum => sum,
+        ReduceOp::Prod => xs.product(),
+        ReduceOp::Max => xs.fold(f64::NEG_INFINITY, f64::max),
+        ReduceOp::Min => xs.fold(f64::INFINITY, f64::min),
+        ReduceOp::Avg if dtype.is_int() => (sum / ins.len() as f64).trunc(),
+        ReduceOp::Avg => sum / ins.len() as f64,
+        ReduceOp::PreMulSum(s) => s * sum,
     }
 }
 
@@ -201,40 +203,52 @@ fn nccl_clique_every_collective_and_dtype() {
     let seed: u64 = rand::rng().random();
     let mut r = StdRng::seed_from_u64(seed);
     let ops = [
-        NcclRedOp::Sum,
-        NcclRedOp::Prod,
-        NcclRedOp::Max,
-        NcclRedOp::Min,
-        NcclRedOp::Avg,
-        NcclRedOp::PreMulSum(2.0),
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Avg,
+        ReduceOp::PreMulSum(2.0),
     ];
     for dtype in DType::ALL {
         for op in ops {
             let ins: Vec<Vec<f64>> =
-                (0..k).map(|_| random_vals(dtype, n, op == NcclRedOp::Prod, &mut r)).collect();
+                (0..k).map(|_| random_vals(dtype, n, op == ReduceOp::Prod, &mut r)).collect();
             let bufs: Vec<Buffer> = ins.iter().zip(&devs).map(|(x, d)| to_buffer(d, dtype, x)).collect();
             let refs: Vec<&Buffer> = bufs.iter().collect();
             let want: Vec<f64> = (0..n).map(|i| reference(op, dtype, &ins, i)).collect();
             let mag: Vec<f64> = (0..n).map(|i| ins.iter().map(|x| x[i].abs()).sum::<f64>() * 2.0).collect();
             let ctx = format!("{dtype} {op:?} seed {seed}");
             let check = |got: &[f64], off: usize, what: &str| {
-                let bad =
-                    (0..got.len()).filter(|&i| !close(dtype, got[i], want[off + i], mag[off + i], k)).count();
-                assert_eq!(
-                    bad,
-                    0,
-                    "{what} {ctx}: {bad} wrong, e.g. got {:?} want {:?}",
-                    &got[..2],
-                    &want[off..off + 2]
+                let wrong: Vec<String> = (0..got.len())
+                    .filter(|&i| !close(dtype, got[i], want[off + i], mag[off + i], k))
+                    .map(|i| format!("[{}] got {:e} want {:e}", off + i, got[i], want[off + i]))
+                    .collect();
+                assert!(
+                    wrong.is_empty(),
+                    "{what} {ctx}: {} wrong of {}: {}",
+                    wrong.len(),
+                    got.len(),
+                    wrong.iter().take(8).cloned().collect::<Vec<_>>().join(", ")
                 );
             };
-            for (r, out) in clique.all_reduce(&refs, op).expect("all_reduce").iter().enumerate() {
+            for (r, out) in clique.run(NcclCall::AllReduce(op), &refs).expect("all_reduce").iter().enumerate()
+            {
                 check(&to_f64s(&devs[r], out), 0, "all_reduce");
             }
             let root = k - 1;
-            check(&to_f64s(&devs[root], &clique.reduce(&refs, root, op).expect("reduce")), 0, "reduce");
+            check(
+                &to_f64s(
+                    &devs[root],
+                    &clique.run(NcclCall::Reduce(op, root), &refs).expect("reduce").remove(0),
+                ),
+                0,
+                "reduce",
+            );
             let part = n / k;
-            for (r, out) in clique.reduce_scatter(&refs, op).expect("reduce_scatter").iter().enumerate() {
+            for (r, out) in
+                clique.run(NcclCall::ReduceScatter(op), &refs).expect("reduce_scatter").iter().enumerate()
+            {
                 check(&to_f64s(&devs[r], out), r * part, "reduce_scatter");
             }
         }
@@ -245,7 +259,7 @@ fn nccl_clique_every_collective_and_dtype() {
             assert!(to_f64s(&devs[r], out) == ins[0], "broadcast {dtype} to rank {r} seed {seed}");
         }
         let cat: Vec<f64> = ins.concat();
-        for (r, out) in clique.all_gather(&refs).expect("all_gather").iter().enumerate() {
+        for (r, out) in clique.run(NcclCall::AllGather, &refs).expect("all_gather").iter().enumerate() {
             assert!(to_f64s(&devs[r], out) == cat, "all_gather {dtype} rank {r} seed {seed}");
         }
     }
@@ -262,21 +276,24 @@ fn nccl_rejects_bad_calls_and_reports_nan_handling() {
     let bufs: Vec<Buffer> = devs.iter().map(|d| upload(d, vec![f32::NAN, 1.0, 2.0])).collect();
     let refs: Vec<&Buffer> = bufs.iter().collect();
     assert!(matches!(
-        clique.all_reduce(&refs[..refs.len() - 1], NcclRedOp::Sum),
+        clique.run(NcclCall::AllReduce(ReduceOp::Sum), &refs[..refs.len() - 1]),
         Err(Error::InvalidArgument { .. })
     ));
     assert!(matches!(
-        clique.reduce(&refs, members.len(), NcclRedOp::Sum),
+        clique.run(NcclCall::Reduce(ReduceOp::Sum, members.len()), &refs),
         Err(Error::InvalidArgument { .. })
     ));
-    let bad = clique.all_reduce(&refs, NcclRedOp::PreMulSum(0.5));
+    let bad = clique.run(NcclCall::AllReduce(ReduceOp::PreMulSum(0.5)), &refs);
     assert!(bad.is_ok(), "f32 takes a fractional scalar");
     let ints: Vec<Buffer> = devs.iter().map(|d| upload(d, vec![1i32, 2, 3])).collect();
     let irefs: Vec<&Buffer> = ints.iter().collect();
-    assert!(matches!(clique.all_reduce(&irefs, NcclRedOp::PreMulSum(0.5)), Err(Error::BadReduceOp { .. })));
-    let max = clique.all_reduce(&refs, NcclRedOp::Max).expect("max");
+    assert!(matches!(
+        clique.run(NcclCall::AllReduce(ReduceOp::PreMulSum(0.5)), &irefs),
+        Err(Error::BadReduceOp { .. })
+    ));
+    let max = clique.run(NcclCall::AllReduce(ReduceOp::Max), &refs).expect("max");
     println!("NCCL max over [NaN, ..]: {:?}", download::<f32>(&devs[0], &max[0]));
-    let sum = clique.all_reduce(&irefs, NcclRedOp::Sum).expect("sum after errors");
+    let sum = clique.run(NcclCall::AllReduce(ReduceOp::Sum), &irefs).expect("sum after errors");
     let k = devs.len() as i32;
     assert_eq!(download::<i32>(&devs[0], &sum[0]), vec![k, 2 * k, 3 * k], "usable after rejected calls");
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use super::{Geometry, pump};
+use crate::backend::chain::{Geometry, pump, settle};
 use crate::backend::vulkan::bridge::{self, HostView};
 use crate::backend::{Buffer, Fence, cuda};
 use crate::device::Device;
@@ -30,7 +30,7 @@ impl Slab {
     /// `len` zeroed bytes aligned to `align` (a power of two).
     pub fn new(len: usize, align: usize) -> Result<Slab> {
         let oom =
-            |detail: String| Error::OutOfMemory { device: crate::graph::STAGING_HOST, bytes: len, detail };
+            |detail: String| Error::OutOfMemory { device: crate::route::STAGING_HOST, bytes: len, detail };
         let layout = Layout::from_size_align(len.max(1), align).map_err(|e| oom(e.to_string()))?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -70,7 +70,7 @@ struct Ring {
 impl Ring {
     /// A ring of [`Geometry::from_env`] between CUDA device `cu` and Vulkan device `vk`.
     fn new(cu: Device, vk: Device) -> Result<Ring> {
-        let align = bridge::import_alignment(vk)?.map_err(|why| Error::driver(vk, "staged copy", why))?;
+        let align = bridge::import_alignment(vk)?;
         let align = align.max(4096).next_power_of_two();
         let geo = Geometry::from_env();
         let slab = Arc::new(Slab::new(geo.bytes().div_ceil(align) * align, align)?);
@@ -128,32 +128,40 @@ impl Ring {
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        super::settle(&mut self.busy);
+        settle(&mut self.busy);
     }
 }
 
-/// A pair's ring, or why it has none (remembered: drivers do not gain extensions mid-process).
-type Entry = Arc<Mutex<std::result::Result<Ring, String>>>;
+/// A pair's ring, or why it has none.
+type Entry = std::result::Result<Arc<Mutex<Ring>>, String>;
 
-/// The ring of `from → to`, made on first use.
+/// The ring of `from → to`, made on first use. A failure to make it is remembered (drivers do not
+/// gain extensions mid-process) unless it was for lack of memory, which may be there next time:
+/// then this call has no ring, and the next one tries again.
 fn entry(from: Device, to: Device) -> Entry {
     static TABLE: OnceLock<Mutex<HashMap<(Device, Device), Entry>>> = OnceLock::new();
     let mut table = TABLE.get_or_init(Default::default).lock();
-    let make = || {
-        let (cu, vk) = if matches!(from, Device::Cuda(_)) { (from, to) } else { (to, from) };
-        Arc::new(Mutex::new(Ring::new(cu, vk).map_err(|e| e.to_string())))
-    };
-    table.entry((from, to)).or_insert_with(make).clone()
+    if let Some(e) = table.get(&(from, to)) {
+        return e.clone();
+    }
+    let (cu, vk) = if matches!(from, Device::Cuda(_)) { (from, to) } else { (to, from) };
+    let made = Ring::new(cu, vk);
+    if let Err(e @ Error::OutOfMemory { .. }) = &made {
+        return Err(e.to_string());
+    }
+    let e = made.map(|r| Arc::new(Mutex::new(r))).map_err(|e| e.to_string());
+    table.insert((from, to), e.clone());
+    e
 }
 
 /// `src` moved to `to` through the pair's ring, or `None` when the pair has no ring.
 pub(super) fn transfer(src: &Buffer, to: Device) -> Option<Result<Buffer>> {
-    let e = entry(src.device, to);
-    let mut ring = e.lock();
-    ring.as_mut().ok().map(|r| r.run(src, to))
+    let ring = entry(src.device, to).ok()?;
+    let mut ring = ring.lock();
+    Some(ring.run(src, to))
 }
 
 /// The pair's ring shape, or why it has none.
 pub(super) fn geometry(from: Device, to: Device) -> std::result::Result<Geometry, String> {
-    entry(from, to).lock().as_ref().map(|r| r.geo).map_err(Clone::clone)
+    entry(from, to).map(|r| r.lock().geo)
 }

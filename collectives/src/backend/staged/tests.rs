@@ -9,6 +9,8 @@ use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 
 use super::*;
+use crate::backend::Fence;
+use crate::backend::chain::{ChunkEnd, Geometry, Span, pump, settle};
 
 type Op = Box<dyn FnOnce() + Send>;
 
@@ -215,7 +217,7 @@ fn vulkan_end_through_an_imported_ring() {
     use crate::backend::vulkan::bridge;
     let vk = Device::Vulkan(0);
     let align = match bridge::import_alignment(vk) {
-        Ok(Ok(a)) => a.max(4096),
+        Ok(a) => a.max(4096),
         other => {
             let why = format!("{other:?}");
             let required = std::env::var("REQUIRE_VULKAN").is_ok_and(|v| v == "1");

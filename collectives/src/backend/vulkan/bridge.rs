@@ -14,7 +14,7 @@ use super::device::Gpu;
 use super::memory::{DevBuf, Imported, Usage, VkMem};
 use super::raw::{self, check};
 use super::submit::{Recorder, TimelineFence};
-use crate::backend::staged::{ChunkEnd, Span};
+use crate::backend::chain::{ChunkEnd, Span};
 use crate::backend::{Buffer, Fence, Mem};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -38,16 +38,17 @@ impl HostImport {
 fn gpu(device: Device) -> Result<Arc<Gpu>> {
     let be = crate::backend::get(device)?;
     let vk = be.as_any().and_then(|a| a.downcast_ref::<VulkanBackend>());
-    vk.map(|b| b.gpu.clone()).ok_or_else(|| Error::driver(device, "staged copy", "not a Vulkan device"))
+    vk.map(|b| b.gpu.clone())
+        .ok_or_else(|| Error::internal("staged copy", format!("{device} is not a Vulkan device")))
 }
 
-/// The alignment (of address and size) at which `device` imports host memory: `Ok(Err(why))`
-/// when it cannot (no `VK_EXT_external_memory_host`).
-pub(crate) fn import_alignment(device: Device) -> Result<std::result::Result<usize, String>> {
-    Ok(match &gpu(device)?.host_import {
+/// The alignment (of address and size) at which `device` imports host memory; an error when it
+/// cannot (no `VK_EXT_external_memory_host`).
+pub(crate) fn import_alignment(device: Device) -> Result<usize> {
+    match &gpu(device)?.host_import {
         Some(h) => Ok(h.align as usize),
-        None => Err(format!("{device} lacks VK_EXT_external_memory_host")),
-    })
+        None => Err(Error::driver(device, "import host memory", "VK_EXT_external_memory_host is missing")),
+    }
 }
 
 /// Host memory imported into one Vulkan device, seen as one buffer.
@@ -122,7 +123,7 @@ pub(crate) struct VulkanEnd<'r> {
 pub(crate) fn source_end<'r>(src: &Buffer, ring: &'r HostView) -> Result<VulkanEnd<'r>> {
     let buf = src.device_mem::<VkMem>("staged copy")?.0.clone();
     if !Arc::ptr_eq(&buf.gpu, &ring.buf.gpu) {
-        return Err(Error::driver(src.device, "staged copy", "the ring belongs to another device"));
+        return Err(Error::internal("staged copy", format!("the ring does not belong to {}", src.device)));
     }
     // Work on one device runs in queue order, so the copies wait for `src`'s writer themselves.
     Ok(VulkanEnd { gpu: buf.gpu.clone(), buf, bytes: src.bytes(), ring, last: None })
@@ -132,7 +133,7 @@ pub(crate) fn source_end<'r>(src: &Buffer, ring: &'r HostView) -> Result<VulkanE
 pub(crate) fn dest_end(device: Device, bytes: usize, ring: &HostView) -> Result<VulkanEnd<'_>> {
     let gpu = ring.buf.gpu.clone();
     if gpu.device != device {
-        return Err(Error::driver(device, "staged copy", "the ring belongs to another device"));
+        return Err(Error::internal("staged copy", format!("the ring does not belong to {device}")));
     }
     let buf = DevBuf::new(&gpu, bytes as u64, Usage::Device)?;
     Ok(VulkanEnd { gpu, buf, bytes, ring, last: None })

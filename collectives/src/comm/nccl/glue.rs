@@ -8,7 +8,7 @@
 //!    device (`memory::await_on`).
 //! 2. An output allocation on the NCCL stream through the backend (`CudaDevice::alloc`), so the
 //!    output is an ordinary backend buffer: later ops, copies and `to_vec` read it like any other.
-//! 3. `RawComm::issue` — calls are issued in program order, which is what keeps every rank's
+//! 3. `RankComm::issue` — calls are issued in program order, which is what keeps every rank's
 //!    NCCL sequence identical — recording an event after the call.
 //! 4. The input notes its use by the NCCL stream (`DevAlloc::note_use`), so its memory outlives
 //!    the call; the output becomes a buffer whose fence is the event *watched* by the
@@ -17,10 +17,10 @@
 
 use std::sync::Arc;
 
-use super::ops::NcclCall;
-use super::raw::RawComm;
 use crate::backend::Buffer;
 use crate::backend::cuda::memory::{self, CudaFence};
+use crate::backend::cuda::nccl::rank::RankComm;
+use crate::backend::nccl::NcclCall;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::{Shape, Tensor};
@@ -28,7 +28,7 @@ use crate::graph::{Shape, Tensor};
 /// Runs `call` on this rank: reads `input` (none for a receive), writes a new flat output of
 /// `output` = (dtype, length) (none for a send, or a reduce off the root) and returns it.
 pub(super) fn run(
-    raw: &RawComm,
+    raw: &RankComm,
     call: NcclCall,
     input: Option<&Tensor>,
     output: Option<(DType, usize)>,
@@ -37,7 +37,7 @@ pub(super) fn run(
     let dtype = input
         .map(Tensor::dtype)
         .or(output.map(|(d, _)| d))
-        .ok_or_else(|| Error::Comm { op, msg: "internal: a call without input or output".into() })?;
+        .ok_or_else(|| Error::internal(op, "a call without input or output"))?;
     let src = input.map(|t| source(raw, t, op)).transpose()?;
     let dst = match output {
         Some((d, len)) => Some(raw.cuda().alloc_unparked(len * d.size(), raw.stream())?),
@@ -66,7 +66,7 @@ pub(super) fn run(
 }
 
 /// `t`'s buffer on the rank's device, its work issued, with the NCCL stream waiting for it.
-fn source(raw: &RawComm, t: &Tensor, op: &'static str) -> Result<Arc<Buffer>> {
+fn source(raw: &RankComm, t: &Tensor, op: &'static str) -> Result<Arc<Buffer>> {
     let buf = crate::exec::issue(t)?;
     if buf.device != raw.device() {
         let msg = format!("the input lives on {}, not on this rank's {}", buf.device, raw.device());

@@ -38,9 +38,6 @@
 
 mod glue;
 mod layout;
-mod ops;
-mod raw;
-mod watch;
 
 use std::fmt;
 use std::time::Duration;
@@ -49,20 +46,19 @@ use super::Communicator;
 use super::check::{Kind, check_call, check_device, check_peer};
 use super::env::Launch;
 use super::rendezvous;
-use crate::collective::ReduceOp;
+use crate::backend::cuda::nccl::rank::{self, RankComm};
+use crate::backend::nccl::NcclCall;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::graph::{Shape, Tensor};
-use ops::NcclCall;
-use raw::RawComm;
+use crate::graph::{ReduceOp, Shape, Tensor};
 
 /// One rank of a multi-process NCCL job, its tensors on `Device::Cuda(local_rank)`. See the
 /// module docs.
 pub struct NcclComm {
     launch: Launch,
     timeout: Duration,
-    raw: RawComm,
+    raw: RankComm,
 }
 
 impl NcclComm {
@@ -82,24 +78,24 @@ impl NcclComm {
     /// `timeout` of being issued, or fails and aborts the communicator.
     pub fn new(launch: &Launch, timeout: Duration) -> Result<NcclComm> {
         let device = Device::Cuda(launch.local_rank as u32);
-        if let Some(reason) = raw::unavailable() {
+        if let Some(reason) = rank::unavailable() {
             return Err(Error::DeviceUnavailable { device, reason });
         }
         check_ordinal(device)?;
         let dev = crate::backend::cuda::device::get(device.ordinal())?;
         let id = rendezvous::exchange(launch, timeout, || {
-            raw::unique_id()
+            rank::unique_id()
                 .map(|id| id.to_vec())
                 .map_err(|why| Error::Comm { op: "nccl init", msg: format!("ncclGetUniqueId failed: {why}") })
         })?;
-        let raw = RawComm::init(dev, (launch.rank, launch.world_size), &id, timeout)?;
+        let raw = RankComm::init(dev, (launch.rank, launch.world_size), &id, timeout)?;
         Ok(NcclComm { launch: launch.clone(), timeout, raw })
     }
 
     /// How many CUDA devices this process can run NCCL on: an error naming what is missing when
     /// libcuda or libnccl do not load (nothing is called into either before they are checked).
     pub fn available() -> Result<usize> {
-        if let Some(reason) = raw::unavailable() {
+        if let Some(reason) = rank::unavailable() {
             return Err(Error::DeviceUnavailable { device: Device::Cuda(0), reason });
         }
         Ok(crate::backend::cuda::driver::device_count() as usize)
@@ -109,7 +105,7 @@ impl NcclComm {
     pub fn nccl_version(&self) -> Result<u32> {
         cudarc::nccl::result::get_nccl_version()
             .map(|v| v.max(0) as u32)
-            .map_err(|e| Error::Comm { op: "ncclGetVersion", msg: raw::describe(e.0) })
+            .map_err(|e| Error::Comm { op: "ncclGetVersion", msg: crate::backend::cuda::nccl::describe(e.0) })
     }
 
     /// Where this rank stands in the job.

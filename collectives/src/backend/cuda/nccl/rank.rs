@@ -1,5 +1,5 @@
-//! The raw layer of `NcclComm`: whether CUDA and NCCL can run here, and one nonblocking NCCL
-//! communicator for this process's rank, on its own stream of the CUDA backend's device.
+//! One process's rank of a multi-process NCCL job (`NcclComm`): whether CUDA and NCCL can run
+//! here, and one NCCL communicator for this rank, on its own stream of the CUDA backend's device.
 //!
 //! The communicator is *blocking* (`ncclConfig_t::blocking = 1`, as PyTorch's by default): an
 //! enqueue launches NCCL's kernels on the calling thread and returns, and no call waits for a
@@ -13,7 +13,7 @@
 //! [`super::watch`] holds who polls and when. An enqueue answering `ncclInProgress` (the
 //! environment can force nonblocking communicators) is polled out with the same deadline.
 
-use std::ffi::{CStr, c_void};
+use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,13 +21,13 @@ use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaEvent, CudaStream};
 use cudarc::nccl::sys::{self, ncclResult_t};
 
-use super::ops::NcclCall;
-use super::watch::{OpWatch, Shared, State, async_state, spawn_watchdog};
+use super::watch::{OpWatch, Shared, async_state, spawn_watchdog};
+use super::{RedOp, describe, issue};
 use crate::backend::Fence;
 use crate::backend::cuda::device::CudaDevice;
 use crate::backend::cuda::driver;
 use crate::backend::cuda::memory::{self, CudaFence, DevAlloc, Watch};
-use crate::backend::cuda::nccl::{nccl_type, scalar_bytes};
+use crate::backend::nccl::NcclCall;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -48,7 +48,7 @@ const NCCL_SYMBOLS: &[&str] = &[
 /// Why NCCL cannot run in this process, if it cannot: libcuda or libnccl missing or lacking a
 /// symbol (the backend's checks, and [`NCCL_SYMBOLS`]). Checked before anything calls into
 /// either (cudarc panics otherwise).
-pub(super) fn unavailable() -> Option<String> {
+pub(crate) fn unavailable() -> Option<String> {
     if let Err(why) = driver::driver_status() {
         return Some(why.clone());
     }
@@ -60,39 +60,28 @@ pub(super) fn unavailable() -> Option<String> {
         .then(|| format!("libnccl lacks {} (NcclComm needs NCCL 2.14 or later)", lacking.join(", ")))
 }
 
-/// NCCL's text for a result code.
-pub(super) fn describe(r: ncclResult_t) -> String {
-    // SAFETY: ncclGetErrorString returns a static string for any code.
-    let p = unsafe { sys::ncclGetErrorString(r) };
-    if p.is_null() {
-        return format!("{r:?}");
-    }
-    // SAFETY: non-null, NUL-terminated, static.
-    format!("{r:?}: {}", unsafe { CStr::from_ptr(p) }.to_string_lossy())
-}
-
 /// A fresh NCCL unique id (rank 0 makes it; the rendezvous hands it out).
-pub(super) fn unique_id() -> std::result::Result<[u8; 128], String> {
+pub(crate) fn unique_id() -> std::result::Result<[u8; 128], String> {
     let id = cudarc::nccl::result::get_uniqueid().map_err(|e| describe(e.0))?;
     Ok(id.internal.map(|c| c as u8))
 }
 
 /// A call just enqueued: its number and the event recorded after it.
-pub(super) struct Issued {
+pub(crate) struct Issued {
     pub seq: u64,
     pub event: Arc<CudaEvent>,
 }
 
 /// This rank's NCCL communicator on its own stream of the backend's device, with a one-byte
 /// scratch buffer for barriers.
-pub(super) struct RawComm {
+pub(crate) struct RankComm {
     dev: Arc<CudaDevice>,
     stream: Arc<CudaStream>,
     shared: Arc<Shared>,
     scratch: Arc<DevAlloc>,
 }
 
-impl RawComm {
+impl RankComm {
     /// Joins rank `rank` of `world` on `dev` to the clique named by `id`, waiting at most
     /// `timeout` for every rank to join.
     pub fn init(
@@ -113,7 +102,7 @@ impl RawComm {
         let comm = init_comm(&dev, (rank, world), id, timeout)?;
         let shared = Shared::new(device, timeout, comm);
         spawn_watchdog(&shared)?;
-        Ok(RawComm { dev, stream, shared, scratch })
+        Ok(RankComm { dev, stream, shared, scratch })
     }
 
     /// The device.
@@ -153,42 +142,22 @@ impl RawComm {
         let mut st = self.shared.lock();
         let comm = self.shared.usable(&st, op)?;
         self.dev.bind()?;
-        let (t, stream) = (nccl_type(dtype), self.stream.cu_stream() as sys::cudaStream_t);
-        let (redop, custom) = match call.red_op().builtin() {
-            Ok(builtin) => (builtin, false),
-            Err(scalar) => (self.pre_mul_sum(&mut st, comm, scalar, dtype)?, true),
-        };
+        let stream = self.stream.cu_stream() as sys::cudaStream_t;
+        // SAFETY: `comm` is live under the lock.
+        let (redop, made) = unsafe { RedOp::new(call.red_op(), dtype, comm)? };
+        self.shared.settle(&mut st, made, "ncclRedOpCreatePreMulSum")?;
         let (send, recv) = (send as *const c_void, recv as *mut c_void);
         // SAFETY: the caller guarantees the buffers; `comm` is live under the lock.
-        let res = unsafe { call.issue((send, recv), count, t, redop, comm, stream) };
+        let res = unsafe { issue(call, (send, recv), (count, dtype), redop.get(), comm, stream) };
         let issued = self.shared.settle(&mut st, res, op);
-        if custom && !st.comm.is_null() {
+        if !st.comm.is_null() {
             // SAFETY: the op was made for this communicator; NCCL keeps what an enqueued call needs.
-            let _ = unsafe { sys::ncclRedOpDestroy(redop, st.comm) };
+            unsafe { redop.destroy(st.comm) };
         }
         issued?;
         let event = memory::record(&self.stream, self.device())?;
         let seq = self.shared.push(&mut st, op, event.clone());
         Ok(Issued { seq, event })
-    }
-
-    /// A pre-multiplied sum by `scalar` for one call of `dtype`.
-    fn pre_mul_sum(
-        &self,
-        st: &mut State,
-        comm: sys::ncclComm_t,
-        scalar: f64,
-        dtype: DType,
-    ) -> Result<sys::ncclRedOp_t> {
-        let mut bytes = scalar_bytes(scalar, dtype)?;
-        let mut redop = sys::ncclRedOp_t::ncclSum;
-        let residence = sys::ncclScalarResidence_t::ncclScalarHostImmediate;
-        let p = bytes.as_mut_ptr() as *mut c_void;
-        // SAFETY: `bytes` holds one value of `dtype`, read during the call (host immediate);
-        // `comm` is live under the caller's lock.
-        let res = unsafe { sys::ncclRedOpCreatePreMulSum(&mut redop, p, nccl_type(dtype), residence, comm) };
-        self.shared.settle(st, res, "ncclRedOpCreatePreMulSum")?;
-        Ok(redop)
     }
 
     /// Enqueues an all_reduce of the scratch byte and waits for it (polling, bounded by the
@@ -214,7 +183,7 @@ impl RawComm {
     }
 }
 
-impl Drop for RawComm {
+impl Drop for RankComm {
     /// Waits for the calls in flight (bounded by the timeout; aborted past it), then finalizes
     /// and destroys a healthy communicator (aborting it if finalizing does not complete).
     fn drop(&mut self) {

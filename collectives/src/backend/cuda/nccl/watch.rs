@@ -29,7 +29,7 @@ use cudarc::driver::CudaEvent;
 use cudarc::nccl::sys::{self, ncclResult_t};
 use parking_lot::{Mutex, MutexGuard};
 
-use super::raw::describe;
+use super::describe;
 use crate::backend::cuda::memory::Watch;
 use crate::device::Device;
 use crate::error::{Error, Result};

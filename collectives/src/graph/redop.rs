@@ -1,10 +1,11 @@
-//! `ReduceOp`: how a collective combines the shards.
+//! `ReduceOp`: how a collective combines the shards, in the graph's vocabulary beside [`ReduceKind`] and
+//! [`Scale`] (which it lowers to), so that backends (NCCL's operators) take it directly.
 
 use std::fmt;
 
+use super::{ReduceKind, Scale};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::graph::{ReduceKind, Scale};
 
 /// How a reducing collective combines shards, as NCCL's `ncclRedOp_t`.
 ///

@@ -1,0 +1,230 @@
+//! The staged chain's leaf: what both GPU backends and the chain share — the spans a chunk is
+//! copied by ([`Span`]), an end of the chain ([`ChunkEnd`], implemented by the CUDA and the Vulkan
+//! backend), the ring's shape ([`Geometry`]) and the pipeline over two ends ([`pump`]) — and the
+//! chain's public knobs, all in one place. It imports neither GPU backend, so the CUDA end, the
+//! Vulkan end and the chain itself (`backend::staged`, which imports both) form no circle.
+//!
+//! A graph moves a tensor between a CUDA and a Vulkan device with two `Op::Copy` (or `Op::Move`)
+//! nodes through a host device. When the schedule finds such a pair whose host intermediate
+//! nobody else needs — not a realize target, read by the second hop alone, not a move that must
+//! hold its source's data — and the tensor has at least [`STAGED_MIN_BYTES`], it runs the pair as
+//! one copy: the host node is never materialized, and the data is pipelined in chunks through a
+//! ring of host memory that both GPUs copy to and from directly. Smaller tensors, and any chain
+//! when [`STAGED_ENV`] is `0`, take the two hops as written.
+
+use std::sync::{Arc, OnceLock};
+
+use super::Fence;
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+/// Tensors smaller than this (in bytes) keep the plain two hops: a chunked pipeline only pays
+/// once there is more than one chunk's worth of transfer to overlap, and a single small copy's
+/// cost is its latency, not its bandwidth.
+pub const STAGED_MIN_BYTES: usize = 4 << 20;
+
+/// Environment variable: `0` (or `off`) turns the fusion off, so every CUDA ↔ Vulkan chain runs
+/// as its two hops. Read once per process.
+pub const STAGED_ENV: &str = "COLLECTIVES_STAGED_CHAIN";
+
+/// Whether chains are fused in this process ([`STAGED_ENV`]).
+pub(crate) fn fusion_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        !std::env::var(STAGED_ENV)
+            .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "off"))
+    })
+}
+
+/// How a fused CUDA ↔ Vulkan chain moves its data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StagedTransport {
+    /// Chunk by chunk through a ring of host memory registered with CUDA and imported into
+    /// Vulkan: both devices copy by DMA, and the second hop of one chunk overlaps the first hop
+    /// of the next.
+    Pipelined {
+        /// Bytes per chunk ([`STAGED_CHUNK_ENV`]).
+        chunk_bytes: usize,
+        /// Chunks in the ring ([`STAGED_SLOTS_ENV`]).
+        slots: usize,
+    },
+    /// As two whole hops (a device copy to the host, then one from it), as unfused.
+    TwoHops {
+        /// Why no ring: no host-memory import on the Vulkan device, a device that is missing,
+        /// fusion turned off, ...
+        reason: String,
+    },
+}
+
+/// Environment variable setting the ring's chunk size in bytes (default 16 MiB); read when a
+/// ring is made.
+pub const STAGED_CHUNK_ENV: &str = "COLLECTIVES_STAGED_CHUNK_BYTES";
+
+/// Environment variable setting how many chunks the ring holds (default 8, at least 2); read
+/// when a ring is made.
+pub const STAGED_SLOTS_ENV: &str = "COLLECTIVES_STAGED_SLOTS";
+
+/// One chunk's copy between the ring and an end's buffer: `len` bytes at byte `at` of the ring
+/// and at byte `off` of the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    /// Offset in the ring.
+    pub at: usize,
+    /// Offset in the end's buffer.
+    pub off: usize,
+    /// Bytes.
+    pub len: usize,
+}
+
+impl Span {
+    /// Checks that every span lies within a ring of `ring` bytes and a buffer of `buf` bytes of
+    /// `device`.
+    pub fn check_all(spans: &[Span], ring: usize, buf: usize, device: Device) -> Result<()> {
+        let within =
+            |start: usize, len: usize, size: usize| start.checked_add(len).is_some_and(|e| e <= size);
+        match spans.iter().find(|s| !(within(s.at, s.len, ring) && within(s.off, s.len, buf))) {
+            None => Ok(()),
+            Some(s) => {
+                let msg = format!("chunk {}+{} (ring {}) outside {buf} / {ring} bytes", s.off, s.len, s.at);
+                Err(Error::driver(device, "staged copy", msg))
+            }
+        }
+    }
+}
+
+/// One end of a staged chain: a device buffer and the device's access to the ring. Copies are
+/// issued (not waited for), all the spans of one call as one submission where the device has
+/// such a thing; each call returns the fence of their completion, or `None` when they are done
+/// already.
+pub(crate) trait ChunkEnd {
+    /// Issues copies of `spans` from this end's buffer into the ring.
+    fn buffer_to_ring(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>>;
+    /// Issues copies of `spans` from the ring into this end's buffer.
+    fn ring_to_buffer(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>>;
+}
+
+/// The shape of a ring: `slots` chunks of `chunk` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Bytes per chunk.
+    pub chunk: usize,
+    /// Chunks in the ring (at least 2).
+    pub slots: usize,
+}
+
+impl Geometry {
+    /// 8 chunks of 16 MiB: a chunk is long enough (about 0.3 ms at 55 GB/s) that the host's
+    /// hand-over between the hops is small beside it, and 8 slots keep the source several
+    /// chunks ahead while the destination drains a batch. On the H200 machine, with batched
+    /// destination submissions, a 1 GiB CUDA → Vulkan move ran at 46.5–46.7 GB/s with 8 × 16
+    /// MiB, 46.0–46.7 with 8 × 32 MiB and 46.7 with 4 × 32 MiB; the Vulkan queue's own copies
+    /// from host memory reach 48–50 GB/s in 16–32 MiB submissions (`bench/gpu/7-staged-batches`).
+    pub const DEFAULT: Geometry = Geometry { chunk: 16 << 20, slots: 8 };
+
+    /// [`Geometry::DEFAULT`], with [`STAGED_CHUNK_ENV`] and [`STAGED_SLOTS_ENV`] where set.
+    pub fn from_env() -> Geometry {
+        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<usize>().ok());
+        Geometry {
+            chunk: var(STAGED_CHUNK_ENV).unwrap_or(Self::DEFAULT.chunk).max(1),
+            slots: var(STAGED_SLOTS_ENV).unwrap_or(Self::DEFAULT.slots).max(2),
+        }
+    }
+
+    /// The ring's size in bytes.
+    pub fn bytes(self) -> usize {
+        self.chunk * self.slots
+    }
+}
+
+/// Moves `len` bytes from `src`'s buffer to `dst`'s through a ring of `geo`, chunk by chunk.
+///
+/// `busy[s]` is the last copy using slot `s` (from an earlier call too): a slot is written only
+/// once that copy has completed. On return `busy` holds the copies still in flight (the last
+/// chunks' second hops); on error, every copy issued has been waited for and `busy` is empty.
+pub(crate) fn pump(
+    src: &mut dyn ChunkEnd,
+    dst: &mut dyn ChunkEnd,
+    len: usize,
+    geo: Geometry,
+    busy: &mut [Option<Arc<dyn Fence>>],
+) -> Result<()> {
+    if geo.slots < 2 || busy.len() != geo.slots || geo.chunk == 0 {
+        return Err(Error::driver(crate::route::STAGING_HOST, "staged copy", format!("bad ring {geo:?}")));
+    }
+    let out = pump_chunks(src, dst, len, geo, busy);
+    if out.is_err() {
+        settle(busy);
+    }
+    out
+}
+
+/// Waits for every copy in `busy` (errors ignored: the first error is already being returned).
+pub(crate) fn settle(busy: &mut [Option<Arc<dyn Fence>>]) {
+    for f in busy.iter_mut().filter_map(Option::take) {
+        let _ = f.wait();
+    }
+}
+
+/// The body of [`pump`]. Chunk i lives in slot `i % slots`; the source runs up to `slots`
+/// chunks ahead of the destination.
+///
+/// Each first hop is its own call, so each chunk can leave the ring as soon as it has landed.
+/// The destination takes chunks in batches: chunk i once it has landed, with every following
+/// chunk that has landed too, in one call (a Vulkan submission costs its queue about 16 µs
+/// beside a 16 MiB copy's 330 µs on the H200s, `bench/gpu/5-overhead`). After issuing a batch,
+/// the slots of the batch before it are refilled as soon as that batch's copies out of them have
+/// completed, while this batch keeps the destination busy.
+fn pump_chunks(
+    src: &mut dyn ChunkEnd,
+    dst: &mut dyn ChunkEnd,
+    len: usize,
+    geo: Geometry,
+    busy: &mut [Option<Arc<dyn Fence>>],
+) -> Result<()> {
+    let n = geo.slots;
+    let chunks = len.div_ceil(geo.chunk);
+    let span = |i: usize| Span {
+        at: (i % n) * geo.chunk,
+        off: i * geo.chunk,
+        len: geo.chunk.min(len - i * geo.chunk),
+    };
+    let mut issued = 0;
+    let mut fill = |upto: usize, issued: &mut usize, busy: &mut [Option<Arc<dyn Fence>>]| -> Result<()> {
+        for k in *issued..upto.min(chunks) {
+            if let Some(f) = busy[k % n].take() {
+                f.wait()?;
+            }
+            busy[k % n] = src.buffer_to_ring(&[span(k)])?;
+            *issued = k + 1;
+        }
+        Ok(())
+    };
+    fill(n, &mut issued, busy)?;
+    // The last batch issued, whose slots are not refilled yet.
+    let mut unfilled: Option<std::ops::Range<usize>> = None;
+    let mut i = 0;
+    while i < chunks {
+        if i == issued {
+            // Every chunk issued so far left in the last batch: refill its slots first.
+            let last = unfilled.take().map_or(i, |r| r.end);
+            fill(last + n, &mut issued, busy)?;
+        }
+        if let Some(f) = busy[i % n].take() {
+            f.wait()?;
+        }
+        let mut end = i + 1;
+        while end < issued && busy[end % n].as_ref().is_none_or(|f| f.is_complete()) {
+            busy[end % n] = None;
+            end += 1;
+        }
+        let spans: Vec<Span> = (i..end).map(span).collect();
+        let fence = dst.ring_to_buffer(&spans)?;
+        (i..end).for_each(|k| busy[k % n] = fence.clone());
+        if let Some(r) = unfilled.replace(i..end) {
+            fill(r.end + n, &mut issued, busy)?;
+        }
+        i = end;
+    }
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! The kernel contract: a graph op lowered to what a kernel needs ([`Kernel`], flat lengths
+//! instead of shapes), the output it must produce ([`OutSpec`]), and the one check of its
+//! inputs ([`Kernel::check`]) made before any backend runs it.
+//!
+//! Backends trust the contract: a kernel reads `inputs[k]` up to the length the contract gives
+//! it and writes `out.len` elements, so a backend's kernels need no bounds checks of their own;
+//! a backend checks only what is its own (a dtype its device cannot compute). Every size is
+//! computed with checked arithmetic, and a broken contract is [`Error::Internal`]: the graph
+//! builds only kernels that keep it.
+
+use super::Buffer;
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::graph::{BinaryOp, ReduceKind, Scale};
+
+/// A graph op lowered to what a kernel needs: flat lengths instead of shapes.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Kernel {
+    /// `out[i] = a[i] op b[i]`.
+    Binary(BinaryOp),
+    /// `out[i] = scale(fold_k in_k[i])`, folding in the compute type.
+    Reduce { kind: ReduceKind, scale: Option<Scale> },
+    /// `out[i] = scale(in[i])`.
+    Scale(Scale),
+    /// `out[i] = in[i] as out dtype`.
+    Cast,
+    /// `out[o, m, i] = in[o, start + m, i]` with `m < len`; input is `outer × in_mid × inner`.
+    Slice { outer: usize, in_mid: usize, start: usize, len: usize, inner: usize },
+    /// Inputs `outer × mids[k] × inner` joined along the middle axis.
+    Concat { outer: usize, mids: Vec<usize>, inner: usize },
+}
+
+/// The output a kernel must produce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OutSpec {
+    pub dtype: DType,
+    pub len: usize,
+}
+
+impl Kernel {
+    /// A short name for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kernel::Binary(_) => "binary",
+            Kernel::Reduce { .. } => "reduce",
+            Kernel::Scale(_) => "scale",
+            Kernel::Cast => "cast",
+            Kernel::Slice { .. } => "slice",
+            Kernel::Concat { .. } => "concat",
+        }
+    }
+
+    /// Checks the contract of running this kernel on `device` over `inputs` into `out`: inputs
+    /// readable from `device`, their count, each one's length exactly what the kernel reads, and
+    /// their dtype (the output's, except a cast's).
+    pub fn check(&self, device: Device, inputs: &[&Buffer], out: OutSpec) -> Result<()> {
+        let broken = |what: String| Error::internal(format!("{} kernel on {device}", self.name()), what);
+        if let Some(b) = inputs.iter().find(|b| !crate::route::readable(device, b.device)) {
+            return Err(broken(format!("an input lives on {}, which it cannot read", b.device)));
+        }
+        let want = self.input_lens(inputs.len(), out.len).map_err(&broken)?;
+        let lens: Vec<usize> = inputs.iter().map(|b| b.len).collect();
+        if lens != want {
+            return Err(broken(format!("input lengths {lens:?}, expected {want:?} for {self:?}")));
+        }
+        let dtype_ok = |b: &&&Buffer| matches!(self, Kernel::Cast) || b.dtype == out.dtype;
+        if let Some(b) = inputs.iter().find(|b| !dtype_ok(b)) {
+            return Err(broken(format!("an input is {}, the output {}", b.dtype, out.dtype)));
+        }
+        Ok(())
+    }
+
+    /// The length of each input the kernel reads to write `out` elements, given `k` inputs (a
+    /// reduce takes any number from one).
+    fn input_lens(&self, k: usize, out: usize) -> std::result::Result<Vec<usize>, String> {
+        let prod =
+            |xs: &[usize]| xs.iter().try_fold(1usize, |a, &x| a.checked_mul(x)).ok_or("size overflows");
+        Ok(match self {
+            Kernel::Binary(_) => vec![out; 2],
+            Kernel::Reduce { .. } if k == 0 => return Err("a reduce of no inputs".into()),
+            Kernel::Reduce { .. } => vec![out; k],
+            Kernel::Scale(_) | Kernel::Cast => vec![out],
+            Kernel::Slice { outer, in_mid, start, len, inner } => {
+                if start.checked_add(*len).is_none_or(|e| e > *in_mid)
+                    || prod(&[*outer, *len, *inner])? != out
+                {
+                    return Err(format!("{self:?} does not make {out} elements"));
+                }
+                vec![prod(&[*outer, *in_mid, *inner])?]
+            }
+            Kernel::Concat { outer, mids, inner } => {
+                let total = mids.iter().try_fold(0usize, |a, &m| a.checked_add(m)).ok_or("size overflows")?;
+                if prod(&[*outer, total, *inner])? != out {
+                    return Err(format!("{self:?} does not make {out} elements"));
+                }
+                mids.iter().map(|&m| prod(&[*outer, m, *inner])).collect::<std::result::Result<_, _>>()?
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEV: Device = Device::Cpu(0);
+
+    fn buf(len: usize) -> Buffer {
+        Buffer::from_vec(DEV, (0..len).map(|_| rand::random::<f32>()).collect())
+    }
+
+    fn out(len: usize) -> OutSpec {
+        OutSpec { dtype: DType::F32, len }
+    }
+
+    fn broken(k: &Kernel, inputs: &[&Buffer], o: OutSpec) -> bool {
+        matches!(k.check(DEV, inputs, o), Err(Error::Internal { .. }))
+    }
+
+    #[test]
+    fn lengths_counts_and_dtypes_are_checked() {
+        let (a, b) = (buf(3), buf(4));
+        let add = Kernel::Binary(BinaryOp::Add);
+        assert!(add.check(DEV, &[&a, &a], out(3)).is_ok());
+        assert!(broken(&add, &[&a], out(3)), "one input of two");
+        assert!(broken(&add, &[&a, &b], out(3)), "a short input");
+        assert!(broken(&add, &[&a, &a], out(4)), "an output longer than the inputs");
+        let sum = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
+        assert!(sum.check(DEV, &[&a, &a, &a], out(3)).is_ok());
+        assert!(broken(&sum, &[], out(3)), "a reduce of nothing");
+        let ints = Buffer::from_vec(DEV, vec![1i32, 2, 3]);
+        assert!(broken(&add, &[&a, &ints], out(3)), "a dtype other than the output's");
+        assert!(Kernel::Cast.check(DEV, &[&ints], out(3)).is_ok(), "a cast changes the dtype");
+    }
+
+    #[test]
+    fn slices_and_concats_are_checked_with_checked_arithmetic() {
+        let a = buf(6);
+        let slice = |start, len| Kernel::Slice { outer: 2, in_mid: 3, start, len, inner: 1 };
+        assert!(slice(1, 2).check(DEV, &[&a], out(4)).is_ok());
+        assert!(broken(&slice(2, 2), &[&a], out(4)), "past the end");
+        assert!(broken(&slice(usize::MAX, 2), &[&a], out(4)), "an overflowing range");
+        let huge = Kernel::Slice { outer: usize::MAX, in_mid: 3, start: 0, len: 1, inner: 2 };
+        assert!(broken(&huge, &[&a], out(4)), "an overflowing size");
+        let (b, c) = (buf(2), buf(4));
+        let cat = |mids: Vec<usize>| Kernel::Concat { outer: 2, mids, inner: 1 };
+        assert!(cat(vec![1, 2]).check(DEV, &[&b, &c], out(6)).is_ok());
+        assert!(broken(&cat(vec![1, 2]), &[&c, &b], out(6)), "inputs in the wrong order");
+        assert!(broken(&cat(vec![usize::MAX, 2]), &[&b, &c], out(6)), "an overflowing sum");
+    }
+
+    #[test]
+    fn an_input_the_device_cannot_read_is_refused() {
+        let a = buf(2);
+        let scale = Kernel::Scale(Scale::Mul(2.0));
+        assert!(scale.check(Device::Cpu(3), &[&a], out(2)).is_ok(), "host devices share memory");
+        let err = scale.check(Device::Cuda(0), &[&a], out(2)).unwrap_err();
+        assert!(matches!(err, Error::Internal { .. }) && err.to_string().contains("cannot read"), "{err}");
+    }
+}
