@@ -50,7 +50,7 @@ fn routes_between_members() {
         (CUDA0, VK0, staged),
         (VK0, CUDA1, staged),
         (CUDA0, CUDA1, Route::Direct),
-        (VK0, Device::Vulkan(1), Route::Direct),
+        (VK0, Device::Vulkan(1), staged),
         (VK0, CPU0, Route::Direct),
         (CPU0, CUDA1, Route::Direct),
         (Device::Cpu(1), CPU0, Route::Direct),
@@ -126,15 +126,25 @@ fn no_plan_has_a_direct_cross_vendor_hop() {
 }
 
 #[test]
-fn a_same_vendor_plan_has_one_hop_per_member() {
-    for devices in [vec![CUDA0, CUDA1, Device::Cuda(2)], vec![VK0, Device::Vulkan(1), Device::Vulkan(2)]] {
-        let g = DeviceGroup::new(devices.clone()).unwrap().with_algorithm(Algorithm::Star);
-        let plan = g.plan(CollectiveKind::Reduce, [5, 5], DType::F64).unwrap();
-        let want: Vec<_> = devices[1..].iter().map(|&d| (d, devices[0], 200)).collect();
-        assert_eq!(hops(&plan), want, "{plan}");
-        let plan = g.plan(CollectiveKind::Gather, [5, 5], DType::F64).unwrap();
-        assert_eq!(hops(&plan), want, "{plan}");
-    }
+fn a_cuda_plan_has_one_hop_per_member() {
+    let devices = [CUDA0, CUDA1, Device::Cuda(2)];
+    let g = DeviceGroup::new(devices.to_vec()).unwrap().with_algorithm(Algorithm::Star);
+    let plan = g.plan(CollectiveKind::Reduce, [5, 5], DType::F64).unwrap();
+    let want: Vec<_> = devices[1..].iter().map(|&d| (d, devices[0], 200)).collect();
+    assert_eq!(hops(&plan), want, "{plan}");
+    let plan = g.plan(CollectiveKind::Gather, [5, 5], DType::F64).unwrap();
+    assert_eq!(hops(&plan), want, "{plan}");
+}
+
+#[test]
+fn a_vulkan_plan_goes_through_the_host() {
+    // No Vulkan device reads another's memory: each member's hop is two copies through cpu:0.
+    let devices = [VK0, Device::Vulkan(1), Device::Vulkan(2)];
+    let g = DeviceGroup::new(devices.to_vec()).unwrap().with_algorithm(Algorithm::Star);
+    let plan = g.plan(CollectiveKind::Reduce, [5, 5], DType::F64).unwrap();
+    let mut want: Vec<_> = devices[1..].iter().flat_map(|&d| [(d, CPU0, 200), (CPU0, VK0, 200)]).collect();
+    want.sort();
+    assert_eq!(hops(&plan), want, "{plan}");
 }
 
 #[test]
@@ -185,8 +195,12 @@ fn overrides_per_group_and_per_call_change_the_plan() {
     assert_eq!(ring.algorithm(), Algorithm::Ring);
     let forced = ring.plan(CollectiveKind::AllReduce, small, DType::F32).unwrap();
     assert_eq!((auto.algorithm, forced.algorithm), (Some(Algorithm::Star), Some(Algorithm::Ring)));
-    assert_eq!(auto.hops.len(), 4, "star: 2 in, 2 out\n{auto}");
-    assert_eq!(forced.hops.len(), 12, "ring: 2 per chunk to reduce, 2 to gather\n{forced}");
+    assert_eq!(auto.hops.len(), 7, "star: 2 in and 2 out through the host, the result crossing once\n{auto}");
+    assert_eq!(
+        forced.hops.len(),
+        24,
+        "ring: 2 hops per chunk to reduce, 2 to gather, each through the host\n{forced}"
+    );
     assert!(forced.hops.iter().all(|h| h.bytes == 40), "a third of the shard per hop\n{forced}");
     let back = ring.using(Algorithm::Star).plan(CollectiveKind::AllReduce, small, DType::F32).unwrap();
     assert_eq!(back, auto, "per call overrides the group's setting");

@@ -145,15 +145,6 @@ pub fn cpu_device_count() -> u32 {
         .unwrap_or(DEFAULT_CPU_DEVICES)
 }
 
-/// Every device present: the virtual CPU devices, then each CUDA and Vulkan device whose driver
-/// loads. A missing driver lists none of its kind rather than failing.
-pub fn available_devices() -> Vec<Device> {
-    let mut out: Vec<Device> = (0..cpu_device_count()).map(Device::Cpu).collect();
-    out.extend((0..crate::backend::device_count(DeviceKind::Cuda)).map(Device::Cuda));
-    out.extend((0..crate::backend::device_count(DeviceKind::Vulkan)).map(Device::Vulkan));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ mod backend;
 pub mod collective;
 pub mod comm;
 pub mod device;
+pub mod discover;
 pub mod dtype;
 mod error;
 pub mod exec;
@@ -48,7 +49,8 @@ pub use collectives_macros::device_group;
 #[cfg(feature = "cuda")]
 pub use comm::NcclComm;
 pub use comm::{Communicator, IdentityComm, LocalComm};
-pub use device::{Device, DeviceKind, available_devices, parse_devices};
+pub use device::{Device, DeviceKind, parse_devices};
+pub use discover::available_devices;
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use exec::{realize, synchronize};

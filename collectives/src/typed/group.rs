@@ -7,7 +7,8 @@ use super::kind::DeviceKind;
 use super::members::{Members, NoStaging, ShardsOf};
 use super::shard::{Member, Unbranded};
 use crate::collective::{Algorithm, DeviceGroup};
-use crate::device::{Device, available_devices};
+use crate::device::Device;
+use crate::discover::available_devices;
 use crate::error::{Error, Result};
 use crate::graph::Tensor;
 
