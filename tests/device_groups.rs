@@ -185,6 +185,18 @@ fn cuda_with_host_devices() {
     every_collective("cuda:0+cpu:0..=2", &[CUDA0, CPU0, CPU1, CPU2], &NATIVE);
 }
 
+/// Groups of 2, 3, 4 and 8 CUDA devices (virtual devices of one GPU on a one-GPU machine:
+/// `COLLECTIVES_CUDA_DEVICES=0,0,0,0,0,0,0,0`), every native algorithm.
+#[test]
+fn cuda_groups_of_every_size() {
+    let cuda: Vec<Device> =
+        available_devices().into_iter().filter(|d| matches!(d, Device::Cuda(_))).collect();
+    for n in [2, 3, 4, 8].into_iter().filter(|&n| n <= cuda.len()) {
+        let algos = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring, Algorithm::OneShot];
+        every_collective(&format!("cuda:0..{n}"), &cuda[..n], &algos);
+    }
+}
+
 #[test]
 fn cuda_vulkan_and_host() {
     every_collective("cuda:0+vulkan:0+cpu:0", &[CUDA0, VK0, CPU0], &NATIVE);

@@ -82,7 +82,7 @@ fn a_staged_reduce_hop_is_two_copies_into_the_leader() {
     assert!(matches!(r.op(), Op::Reduce { .. }) && r.device() == CUDA0);
     let ins = r.inputs();
     assert!(ins[0].same_node(&s[0]));
-    assert!(copy_to(&ins[1], CUDA0).same_node(&s[1]));
+    assert!(ins[1].same_node(&s[1]), "a CUDA peer is read in place");
     let via = copy_to(&ins[2], CUDA0);
     assert!(copy_to(&via, CPU0).same_node(&s[2]), "vulkan -> cpu:0 -> cuda");
     assert!(copy_to(&ins[3], CUDA0).same_node(&s[3]));
@@ -93,7 +93,8 @@ fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
     let g = mixed();
     let b = 64 * 4;
     let want = {
-        let mut v = vec![(CUDA1, CUDA0, b), (VK0, CPU0, b), (CPU0, CUDA0, b), (CPU0, CUDA0, b)];
+        // cuda:1's shard is read in place by the reduce on cuda:0 (peers); no hop.
+        let mut v = vec![(VK0, CPU0, b), (CPU0, CUDA0, b), (CPU0, CUDA0, b)];
         v.extend([(CUDA0, CUDA1, b), (CUDA0, CPU0, b), (CPU0, VK0, b)]);
         v.sort();
         v
@@ -103,7 +104,7 @@ fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
     let plan = g.plan(CollectiveKind::AllReduce, [64], DType::F32).unwrap();
     assert_eq!(hops(&plan), want, "{plan}");
     assert_eq!(plan.algorithm, Some(Algorithm::Star));
-    assert_eq!(plan.bytes_moved(), 7 * b);
+    assert_eq!(plan.bytes_moved(), 6 * b);
     let reduce: Vec<_> = plan.kernels.iter().filter(|k| k.op.starts_with("reduce")).collect();
     assert_eq!(reduce.len(), 1, "{plan}");
     assert_eq!((reduce[0].device, reduce[0].inputs, reduce[0].bytes), (CUDA0, 4, b));
@@ -126,14 +127,28 @@ fn no_plan_has_a_direct_cross_vendor_hop() {
 }
 
 #[test]
-fn a_cuda_plan_has_one_hop_per_member() {
+fn a_cuda_plan_reads_peers_in_place() {
     let devices = [CUDA0, CUDA1, Device::Cuda(2)];
     let g = DeviceGroup::new(devices.to_vec()).unwrap().with_algorithm(Algorithm::Star);
-    let plan = g.plan(CollectiveKind::Reduce, [5, 5], DType::F64).unwrap();
-    let want: Vec<_> = devices[1..].iter().map(|&d| (d, devices[0], 200)).collect();
-    assert_eq!(hops(&plan), want, "{plan}");
-    let plan = g.plan(CollectiveKind::Gather, [5, 5], DType::F64).unwrap();
-    assert_eq!(hops(&plan), want, "{plan}");
+    for kind in [CollectiveKind::Reduce, CollectiveKind::Gather] {
+        let plan = g.plan(kind, [5, 5], DType::F64).unwrap();
+        assert!(plan.hops.is_empty(), "{plan}");
+        assert_eq!(plan.kernels.len(), 1, "{plan}");
+        assert_eq!((plan.kernels[0].device, plan.kernels[0].inputs), (CUDA0, 3), "{plan}");
+    }
+}
+
+#[test]
+fn a_one_shot_all_reduce_is_one_kernel_per_member_and_no_hop() {
+    let devices = [CUDA0, CUDA1, Device::Cuda(2)];
+    let g = DeviceGroup::new(devices.to_vec()).unwrap().with_algorithm(Algorithm::OneShot);
+    let plan = g.plan(CollectiveKind::AllReduce, [1000], DType::BF16).unwrap();
+    assert_eq!(plan.algorithm, Some(Algorithm::OneShot));
+    assert!(plan.hops.is_empty(), "{plan}");
+    let mut on: Vec<Device> = plan.kernels.iter().map(|k| k.device).collect();
+    on.sort();
+    assert_eq!(on, devices, "{plan}");
+    assert!(plan.kernels.iter().all(|k| k.inputs == 3 && k.bytes == 2000), "{plan}");
 }
 
 #[test]

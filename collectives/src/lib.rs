@@ -28,11 +28,11 @@ pub mod graph;
 pub mod route;
 pub mod typed;
 
-#[cfg(feature = "cuda")]
-pub use backend::CUDA_POOL_ENV;
 pub use backend::HOST_POOL_ENV;
 #[cfg(feature = "vulkan")]
 pub use backend::VULKAN_POOL_ENV;
+#[cfg(feature = "cuda")]
+pub use backend::{CUDA_DEVICES_ENV, CUDA_POOL_ENV};
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
 /// See [`typed`] for the typed group this makes.
 ///

@@ -85,10 +85,14 @@ impl fmt::Display for Route {
     }
 }
 
-/// Whether a kernel on `on` reads a buffer of `from` in place: the same device, or two virtual
-/// host devices (one memory system).
+/// Whether a kernel on `on` reads a buffer of `from` in place: the same device, two virtual host
+/// devices (one memory system), or two CUDA devices (peers, over NVLink or PCIe; two virtual
+/// devices of one GPU share its memory). Where two CUDA GPUs turn out to have no peer access, the
+/// CUDA backend copies the input over first, so the graph does not depend on the machine.
 pub fn readable(on: Device, from: Device) -> bool {
-    on == from || (on.is_host() && from.is_host())
+    on == from
+        || (on.is_host() && from.is_host())
+        || (on.kind() == DeviceKind::Cuda && from.kind() == DeviceKind::Cuda)
 }
 
 /// The hop builder: makes the copy nodes of each tensor's route and shares those already made
@@ -171,5 +175,8 @@ mod tests {
         let mut hops = Hops::default();
         assert!(hops.reach(&t, CPU).same_node(&t));
         assert_eq!(hops.reach(&t, CU).op(), &Op::Copy { to: CU });
+        let g = Tensor::from_vec(vec![1u8], [1], Device::Cuda(3)).unwrap();
+        assert!(hops.reach(&g, CU).same_node(&g), "CUDA peers read each other in place");
+        assert_eq!(hops.hop(&g, CU).op(), &Op::Copy { to: CU }, "a hop still moves it");
     }
 }

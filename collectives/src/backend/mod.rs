@@ -32,11 +32,11 @@ use crate::error::{Error, Result};
 
 pub(crate) use copy::copy;
 #[cfg(feature = "cuda")]
-pub use cuda::reuse::CUDA_POOL_ENV;
+pub use cuda::{CUDA_DEVICES_ENV, reuse::CUDA_POOL_ENV};
 pub use host::HOST_POOL_ENV;
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use kernel::{Kernel, OutSpec};
-pub(crate) use registry::{device_count, get, nccl_available};
+pub(crate) use registry::{device_count, get, nccl_available, nccl_usable};
 #[cfg(feature = "vulkan")]
 pub use vulkan::VULKAN_POOL_ENV;
 

@@ -72,3 +72,14 @@ pub(crate) fn nccl_available() -> bool {
     #[cfg(not(feature = "cuda"))]
     false
 }
+
+/// Whether NCCL can run a clique of `devices` (CUDA devices on distinct GPUs, NCCL available).
+pub(crate) fn nccl_usable(devices: &[Device]) -> bool {
+    #[cfg(feature = "cuda")]
+    return super::cuda::nccl::nccl_usable(devices);
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = devices;
+        false
+    }
+}

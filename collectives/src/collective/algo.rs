@@ -74,6 +74,11 @@ pub enum Algorithm {
     Ring,
     /// NCCL group calls (all-CUDA groups with libnccl present).
     Nccl,
+    /// `all_reduce` in one step: every member reads every shard in place and folds them itself,
+    /// in one fixed order, so every member's result is bitwise identical and nothing hops. For
+    /// members that read each other's memory (CUDA peers, virtual CUDA devices of one GPU);
+    /// other members get copies first. The other collectives run the star for it.
+    OneShot,
 }
 
 impl fmt::Display for Algorithm {
@@ -83,6 +88,7 @@ impl fmt::Display for Algorithm {
             Algorithm::Star => "star",
             Algorithm::Ring => "ring",
             Algorithm::Nccl => "nccl",
+            Algorithm::OneShot => "oneshot",
         })
     }
 }
@@ -96,10 +102,11 @@ impl std::str::FromStr for Algorithm {
             "star" => Algorithm::Star,
             "ring" => Algorithm::Ring,
             "nccl" => Algorithm::Nccl,
+            "oneshot" | "one-shot" => Algorithm::OneShot,
             _ => {
                 return Err(crate::Error::InvalidArgument {
                     what: "algorithm",
-                    msg: format!("{s:?} is not one of auto, star, ring, nccl"),
+                    msg: format!("{s:?} is not one of auto, star, ring, nccl, oneshot"),
                 });
             }
         })
@@ -113,16 +120,24 @@ pub const RING_MIN_BYTES: usize = 1 << 20;
 /// The algorithm [`Algorithm::Auto`] runs for collective `kind` on a message of `bytes` per shard
 /// over `devices`:
 ///
-/// - NCCL when every member is a CUDA device, there are two or more, libnccl loads and the
-///   collective has an NCCL form — except a broadcast between two GPUs, which one peer copy on the
-///   copy engine does faster than NCCL's kernel (measured on 2×H200: `bench/`);
+/// - NCCL when every member is a CUDA device on a GPU of its own, there are two or more, libnccl
+///   loads and the collective has an NCCL form — except a broadcast between two GPUs, which one
+///   peer copy on the copy engine does faster than NCCL's kernel (measured on 2×H200: `bench/`);
+/// - an `all_reduce` over two or more CUDA devices that NCCL cannot take (virtual devices of one
+///   GPU, no libnccl): [`Algorithm::OneShot`] for two devices, or below [`RING_MIN_BYTES`] per
+///   shard (one kernel per member reading its peers, against the ring's 2(n-1) dependent steps);
 /// - otherwise [`choose_native`].
+///
+/// Where NCCL can run, it is kept until the native kernels are measured faster against it on
+/// two GPUs.
 pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorithm {
     let all_cuda = !devices.is_empty() && devices.iter().all(|d| matches!(d, Device::Cuda(_)));
     let n = devices.len();
     let nccl_form = kind.has_nccl_form() && !(kind == CollectiveKind::Broadcast && n == 2);
-    if n >= 2 && all_cuda && nccl_form && nccl_available() {
+    if n >= 2 && all_cuda && nccl_form && crate::backend::nccl_usable(devices) {
         Algorithm::Nccl
+    } else if n >= 2 && all_cuda && kind == CollectiveKind::AllReduce && (n == 2 || bytes < RING_MIN_BYTES) {
+        Algorithm::OneShot
     } else {
         choose_native(devices, bytes)
     }

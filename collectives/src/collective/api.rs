@@ -36,6 +36,7 @@ impl DeviceGroup {
         match self.pick(CollectiveKind::AllReduce, shards[0].nbytes(), true)? {
             Algorithm::Nccl => super::nccl::all_reduce(self, shards, op),
             Algorithm::Ring => self.ring_all_reduce(&mut hops, shards, op),
+            Algorithm::OneShot => star::all_reduce_in_place(shards, op, self.devices()),
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
                 star::broadcast(&mut hops, &r, self.devices())

@@ -17,6 +17,18 @@ pub(crate) fn reduce_to(hops: &mut Hops, shards: &[Tensor], op: ReduceOp, root: 
     Tensor::reduce_on(root, &on_root, kind, scale)
 }
 
+/// The one-shot all_reduce: every device folds every shard itself, read in place (the graph pass
+/// copies what a device cannot read), in one fixed order, so every device's result is bitwise
+/// identical.
+pub(crate) fn all_reduce_in_place(
+    shards: &[Tensor],
+    op: ReduceOp,
+    devices: &[Device],
+) -> Result<Vec<Tensor>> {
+    let (kind, scale) = op.lower(shards.len());
+    devices.iter().map(|&d| Tensor::reduce_on(d, shards, kind, scale)).collect()
+}
+
 /// `t` hopped from its device to each of `devices`.
 pub(crate) fn broadcast(hops: &mut Hops, t: &Tensor, devices: &[Device]) -> Result<Vec<Tensor>> {
     Ok(devices.iter().map(|&d| hops.hop(t, d)).collect())

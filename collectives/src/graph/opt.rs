@@ -100,13 +100,20 @@ mod tests {
     }
 
     #[test]
-    fn same_vendor_edge_gets_one_copy() {
-        let s = t(Device::Cuda(0)).add(&t(Device::Cuda(1))).unwrap();
+    fn a_direct_edge_gets_one_copy() {
+        let s = t(Device::Cuda(0)).add(&t(Device::Cpu(1))).unwrap();
         let out = insert_cross_device_copies(&[s]).remove(0);
         let hop = &out.inputs()[1];
         assert_eq!(hop.op(), &Op::Copy { to: Device::Cuda(0) });
-        assert_eq!(hop.inputs()[0].device(), Device::Cuda(1));
+        assert_eq!(hop.inputs()[0].device(), Device::Cpu(1));
         assert!(out.inputs()[0].inputs().is_empty(), "local input untouched");
+    }
+
+    #[test]
+    fn cuda_peers_read_each_other_in_place() {
+        let s = t(Device::Cuda(0)).add(&t(Device::Cuda(1))).unwrap();
+        let out = insert_cross_device_copies(std::slice::from_ref(&s));
+        assert!(out[0].same_node(&s));
     }
 
     #[test]
@@ -137,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_source_used_twice_is_copied_once() {
-        let x = t(Device::Cuda(1));
+        let x = t(Device::Vulkan(1));
         let y = t(Device::Cuda(0));
         let s = Tensor::reduce(&[y, x.clone(), x], crate::ReduceKind::Sum, None).unwrap();
         let out = insert_cross_device_copies(&[s]).remove(0);

@@ -117,6 +117,7 @@ fn within(dev: &CudaDevice, src: &Buffer) -> Result<Buffer> {
 
 /// A copy of `src` (on `from`) onto device `to`, over the peer link once enabled.
 pub(crate) fn peer(from: &CudaDevice, to: &CudaDevice, src: &Buffer) -> Result<Buffer> {
+    // Devices without direct access still copy, staged by the driver.
     device::enable_peer(from, to)?;
     let stream = &to.copy_in;
     let alloc = alloc_of(src, "peer copy")?;

@@ -5,7 +5,7 @@
 //! → device), `copy_out` runs copies off it (device → host), so uploads, downloads and kernels of
 //! independent steps overlap. Dependencies between them are events (see [`super::memory`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::{self, CUdevice_attribute};
@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use super::memory::DevAlloc;
 use super::reuse::{Parked, Reuse};
 use super::staging::Ring;
-use super::{driver, nvrtc};
+use super::{driver, nvrtc, virt};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -29,6 +29,8 @@ unsafe impl Sync for PoolHandle {}
 /// An opened CUDA device.
 pub(crate) struct CudaDevice {
     pub device: Device,
+    /// The physical GPU behind this logical device ([`super::virt`]).
+    pub physical: u32,
     pub ctx: Arc<CudaContext>,
     pub compute: Arc<CudaStream>,
     pub copy_in: Arc<CudaStream>,
@@ -63,25 +65,21 @@ pub(crate) fn get(ordinal: u32) -> Result<Arc<CudaDevice>> {
     if let Err(reason) = driver::driver_status() {
         return Err(Error::DeviceUnavailable { device, reason: reason.clone() });
     }
-    let count = driver::device_count();
-    if ordinal >= count {
-        let reason = format!("this machine has {count} CUDA device(s)");
-        return Err(Error::DeviceUnavailable { device, reason });
-    }
+    let physical = virt::physical(ordinal).map_err(|reason| Error::DeviceUnavailable { device, reason })?;
     let mut t = table().lock();
     if let Some(d) = t.get(&ordinal) {
         return Ok(d.clone());
     }
-    let d = Arc::new(CudaDevice::open(ordinal)?);
+    let d = Arc::new(CudaDevice::open(ordinal, physical)?);
     t.insert(ordinal, d.clone());
     Ok(d)
 }
 
 impl CudaDevice {
-    fn open(ordinal: u32) -> Result<Self> {
+    fn open(ordinal: u32, physical: u32) -> Result<Self> {
         let device = Device::Cuda(ordinal);
         let e = |op| driver::err(device, op);
-        let ctx = CudaContext::new(ordinal as usize).map_err(e("create context"))?;
+        let ctx = CudaContext::new(physical as usize).map_err(e("create context"))?;
         let stream = || ctx.new_stream().map_err(e("create stream"));
         let (compute, copy_in, copy_out) = (stream()?, stream()?, stream()?);
         let sms = ctx
@@ -94,6 +92,7 @@ impl CudaDevice {
         let pool = unsafe { driver::default_pool(ctx.cu_device()) }.map_err(e("configure memory pool"))?;
         Ok(CudaDevice {
             device,
+            physical,
             sms: sms.max(1) as u32,
             arch,
             total_mem,
@@ -225,25 +224,29 @@ impl CudaDevice {
 
 /// Enables direct access between two devices, both ways, once per pair: peer access between the
 /// contexts and access to each other's memory pool (pool memory ignores context peer access).
-/// Devices that cannot reach each other directly still copy, staged by the driver.
-pub(crate) fn enable_peer(a: &CudaDevice, b: &CudaDevice) -> Result<()> {
-    static DONE: OnceLock<Mutex<HashSet<(Device, Device)>>> = OnceLock::new();
+/// Returns whether `a` can now read `b`'s memory in place: always for two logical devices of one
+/// GPU; for two GPUs, where the hardware allows. Devices that cannot reach each other directly
+/// still copy, staged by the driver.
+pub(crate) fn enable_peer(a: &CudaDevice, b: &CudaDevice) -> Result<bool> {
+    static DONE: OnceLock<Mutex<HashMap<(Device, Device), bool>>> = OnceLock::new();
     let done = DONE.get_or_init(Default::default);
-    let key = (a.device.min(b.device), a.device.max(b.device));
-    if a.device == b.device || done.lock().contains(&key) {
-        return Ok(());
+    if a.physical == b.physical {
+        return Ok(true);
+    }
+    if let Some(&on) = done.lock().get(&(a.device, b.device)) {
+        return Ok(on);
     }
     for (x, y) in [(a, b), (b, a)] {
         let e = driver::err(x.device, "enable peer access");
-        if !driver::can_access_peer(x.ctx.cu_device(), y.ctx.cu_device()).map_err(&e)? {
-            continue;
+        let on = driver::can_access_peer(x.ctx.cu_device(), y.ctx.cu_device()).map_err(&e)?;
+        if on {
+            x.bind()?;
+            // SAFETY: `y.ctx` is a live context other than the current one (`x`'s).
+            unsafe { driver::enable_peer(y.ctx.cu_ctx()) }.map_err(&e)?;
+            // SAFETY: `y.pool` is `y`'s default pool, live for the process.
+            unsafe { driver::grant_pool_access(y.pool.0, x.ctx.cu_device()) }.map_err(&e)?;
         }
-        x.bind()?;
-        // SAFETY: `y.ctx` is a live context other than the current one (`x`'s).
-        unsafe { driver::enable_peer(y.ctx.cu_ctx()) }.map_err(&e)?;
-        // SAFETY: `y.pool` is `y`'s default pool, live for the process.
-        unsafe { driver::grant_pool_access(y.pool.0, x.ctx.cu_device()) }.map_err(&e)?;
+        done.lock().insert((x.device, y.device), on);
     }
-    done.lock().insert(key);
-    Ok(())
+    Ok(done.lock()[&(a.device, b.device)])
 }

@@ -16,6 +16,7 @@ use super::device::CudaDevice;
 use super::driver;
 use super::memory::{DevAlloc, alloc_of, await_on, device_buffer, record};
 use crate::backend::{Buffer, Kernel, OutSpec};
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::{BinaryOp, ReduceKind, Scale};
@@ -96,11 +97,14 @@ fn lanes(d: DType) -> u64 {
     (16 / d.size()) as u64
 }
 
-/// Runs `kernel` on `inputs` (all on `dev`) into a new buffer shaped by `out`.
+/// Runs `kernel` on `inputs` (on `dev` or on other CUDA devices, read in place) into a new buffer
+/// shaped by `out`.
 pub(crate) fn compute(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer> {
+    let copied = peer_inputs(dev, inputs)?;
+    let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
     let stream = &dev.compute;
     let allocs = inputs.iter().map(|b| alloc_of(b, "kernel")).collect::<Result<Vec<_>>>()?;
-    for b in inputs {
+    for b in &inputs {
         await_on(stream, b, dev.device)?;
     }
     let dst = dev.alloc(out.len * out.dtype.size(), stream)?;
@@ -113,6 +117,25 @@ pub(crate) fn compute(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out
         a.note_use(stream, &event);
     }
     Ok(device_buffer(out.dtype, out.len, dst, event, stream))
+}
+
+/// For each input on another CUDA device that `dev` cannot read in place (two GPUs without peer
+/// access), a copy of it on `dev`; `None` for inputs read as they are.
+fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Option<Buffer>>> {
+    inputs
+        .iter()
+        .map(|b| match b.device {
+            Device::Cuda(n) if b.device != dev.device => {
+                let owner = super::device::get(n)?;
+                if super::device::enable_peer(dev, &owner)? {
+                    Ok(None)
+                } else {
+                    super::copy::peer(&owner, dev, b).map(Some)
+                }
+            }
+            _ => Ok(None),
+        })
+        .collect()
 }
 
 fn run(

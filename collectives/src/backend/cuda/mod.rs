@@ -28,6 +28,7 @@ pub(crate) mod reuse;
 mod staging;
 #[cfg(test)]
 mod tests;
+mod virt;
 
 use std::sync::Arc;
 
@@ -50,10 +51,12 @@ pub(crate) fn open(ordinal: u32) -> Result<Arc<dyn Backend>> {
     Ok(Arc::new(CudaBackend { dev: device::get(ordinal)? }))
 }
 
-/// How many CUDA devices this machine has (0 without a driver).
+/// How many (logical) CUDA devices this machine has: 0 without a driver ([`virt`]).
 pub(crate) fn device_count() -> u32 {
-    driver::device_count()
+    virt::count()
 }
+
+pub use virt::CUDA_DEVICES_ENV;
 
 impl Backend for CudaBackend {
     fn device(&self) -> Device {

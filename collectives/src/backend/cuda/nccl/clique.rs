@@ -78,9 +78,22 @@ impl NcclClique {
             if let Some(j) = members[..i].iter().position(|&m| m == d) {
                 return Err(Error::DuplicateDevice { device: d, first: j, second: i });
             }
-            ordinals.push(n as i32);
+            ordinals.push(n);
         }
-        let devs = ordinals.iter().map(|&n| device::get(n as u32)).collect::<Result<Vec<_>>>()?;
+        let devs = ordinals.iter().map(|&n| device::get(n)).collect::<Result<Vec<_>>>()?;
+        for (i, d) in devs.iter().enumerate() {
+            if let Some(other) = devs[..i].iter().find(|o| o.physical == d.physical) {
+                let reason = format!(
+                    "NCCL needs distinct GPUs, and {} is on GPU {} as {} is (virtual CUDA devices, {})",
+                    d.device,
+                    d.physical,
+                    other.device,
+                    super::super::CUDA_DEVICES_ENV
+                );
+                return Err(Error::DeviceUnavailable { device: d.device, reason });
+            }
+        }
+        let ordinals: Vec<i32> = devs.iter().map(|d| d.physical as i32).collect();
         if let Err(reason) = driver::nccl_status() {
             return Err(Error::DeviceUnavailable { device: first, reason: reason.clone() });
         }

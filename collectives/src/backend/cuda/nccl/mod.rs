@@ -38,6 +38,22 @@ pub(crate) fn nccl_available() -> bool {
     driver::driver_status().is_ok() && driver::nccl_status().is_ok()
 }
 
+/// Whether NCCL can run a clique of `devices`: it is available, and they are CUDA devices on
+/// distinct GPUs (two virtual devices of one GPU cannot be NCCL ranks).
+pub(crate) fn nccl_usable(devices: &[crate::device::Device]) -> bool {
+    let mut gpus = Vec::with_capacity(devices.len());
+    for d in devices {
+        match d {
+            crate::device::Device::Cuda(n) => match super::virt::physical(*n) {
+                Ok(p) if !gpus.contains(&p) => gpus.push(p),
+                _ => return false,
+            },
+            _ => return false,
+        }
+    }
+    nccl_available()
+}
+
 /// NCCL's name for `d`.
 fn nccl_type(d: DType) -> sys::ncclDataType_t {
     use sys::ncclDataType_t as T;
