@@ -311,5 +311,23 @@ fn no_staging_groups_hop_only_between_members() {
         }
     }
     check::<(Cuda, Cuda, Cpu)>(&[Device::Cuda(0), Device::Cuda(1), Device::Cpu(1)]);
-    check::<(Vulkan, Vulkan, Cpu)>(&[Device::Vulkan(0), Device::Vulkan(1), Device::Cpu(2)]);
+    check::<(Vulkan, Cpu, Cpu)>(&[Device::Vulkan(0), Device::Cpu(1), Device::Cpu(2)]);
+}
+
+#[test]
+fn vulkan_pairs_are_staged_as_the_runtime_stages_them() {
+    let devices = [Device::Vulkan(0), Device::Vulkan(1), Device::Cpu(1)];
+    let g: Group<(Vulkan, Vulkan, Cpu)> = Group::from_devices(&devices, devices[0]).unwrap();
+    let rt = DeviceGroup::new(devices.to_vec()).unwrap();
+    let shards = g.make_shards(|_, d| Tensor::from_vec(vec![1.0f32; 64], [64], d)).unwrap();
+    let tensors = shards.tensors();
+    for algorithm in [Algorithm::Star, Algorithm::Ring] {
+        let typed = g.using(algorithm).all_reduce(shards.clone(), ReduceOp::Sum).unwrap().tensors();
+        let runtime = rt.using(algorithm).all_reduce(&tensors, ReduceOp::Sum).unwrap();
+        let plan = Plan::of(&typed);
+        assert_eq!(plan, Plan::of(&runtime), "{algorithm:?}");
+        let vk = |d: Device| d.kind() == collectives::DeviceKind::Vulkan;
+        assert!(plan.hops.iter().all(|h| !(vk(h.from) && vk(h.to))), "{algorithm:?}: {plan:?}");
+        assert!(plan.hops.iter().any(|h| h.to == Device::Cpu(0)), "{algorithm:?}: staged through cpu:0");
+    }
 }

@@ -206,24 +206,33 @@ fn check_leaders(
     (found, Some(kind))
 }
 
-/// Reports the first member that makes a `no_staging` group mix CUDA and Vulkan.
+/// Reports the first member that gives a `no_staging` group a staged hop: a GPU of the other
+/// vendor, or a second Vulkan device (two Vulkan devices cannot read each other's memory).
 fn check_no_staging(members: &[Member], errors: &mut Errors) {
     let mut seen: Option<&Member> = None;
     for m in members.iter().filter(|m| m.exact) {
-        match (seen, m.kind) {
-            (None, Some(Kind::Cuda | Kind::Vulkan)) => seen = Some(m),
-            (Some(first), Some(k @ (Kind::Cuda | Kind::Vulkan))) if first.kind != Some(k) => {
-                errors.pos = m.spec.pos;
-                let msg = format!(
-                    "`{}` cannot join `{}` in a `no_staging` group: a hop between Cuda and Vulkan \
-                     devices is staged through the host; keep the group to one GPU vendor, or drop `no_staging`",
-                    m.display(),
-                    first.display()
-                );
-                errors.spanned(&m.spec, msg);
-                return;
+        let why = match (seen, m.kind) {
+            (None, Some(Kind::Cuda | Kind::Vulkan)) => {
+                seen = Some(m);
+                continue;
             }
-            _ => {}
-        }
+            (Some(first), Some(k @ (Kind::Cuda | Kind::Vulkan))) if first.kind != Some(k) => {
+                (first, "a hop between Cuda and Vulkan devices is staged through the host")
+            }
+            (Some(first), Some(Kind::Vulkan)) => (
+                first,
+                "two Vulkan devices cannot read each other's memory, so a hop between them is staged through the host",
+            ),
+            _ => continue,
+        };
+        errors.pos = m.spec.pos;
+        let msg = format!(
+            "`{}` cannot join `{}` in a `no_staging` group: {}; keep the group to Cuda devices or one Vulkan device, or drop `no_staging`",
+            m.display(),
+            why.0.display(),
+            why.1
+        );
+        errors.spanned(&m.spec, msg);
+        return;
     }
 }

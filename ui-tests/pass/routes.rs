@@ -17,6 +17,7 @@ fn main() -> collectives::Result<()> {
     same(path::<Cuda, Cuda>(), PhantomData::<Direct>);
     same(path::<Cuda, Cpu>(), PhantomData::<Direct>);
     same(path::<Cpu, Vulkan>(), PhantomData::<Direct>);
+    same(path::<Vulkan, Vulkan>(), PhantomData::<Staged>);
 
     // Graphs for GPUs build without them; only realizing needs the devices.
     let devices = [Device::Cuda(0), Device::Cuda(1), Device::Vulkan(0), Device::Cpu(0)];
@@ -28,5 +29,11 @@ fn main() -> collectives::Result<()> {
     let _up = _host.copy_direct(vk)?;
     let staged = x.copy_to(vk)?;
     assert_eq!(staged.tensor().inputs()[0].device(), Device::Cpu(0));
+
+    // Two Vulkan devices cannot read each other's memory: their hop is staged too.
+    let pair: Group<(Vulkan, Vulkan)> = Group::from_devices(&[Device::Vulkan(0), Device::Vulkan(1)], Device::Vulkan(0))?;
+    let (v0, v1) = pair.members();
+    let y = v0.tensor(vec![1.0f32; 8], [8])?.copy_to(v1)?;
+    assert_eq!(y.tensor().inputs()[0].device(), Device::Cpu(0));
     Ok(())
 }

@@ -46,8 +46,9 @@ pub struct Cpu;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Cuda;
 
-/// A GPU through Vulkan ([`Device::Vulkan`]). Hops to Vulkan and host devices are direct; to CUDA
-/// they are staged through the host.
+/// A GPU through Vulkan ([`Device::Vulkan`]). Hops to host devices are direct; to CUDA and to
+/// another Vulkan device they are staged through the host (two Vulkan devices cannot read each
+/// other's memory).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Vulkan;
 
@@ -79,11 +80,12 @@ impl DeviceKind for Vulkan {
     type Gpus = VulkanOnly;
     type PathTo<To: DeviceKind> = To::FromVulkan;
     type FromCuda = Staged;
-    type FromVulkan = Direct;
+    type FromVulkan = Staged;
 }
 
-/// The set of GPU vendors in a group, as a type: [`HostOnly`], [`CudaOnly`], [`VulkanOnly`] or
-/// [`CudaAndVulkan`]. A group's set is the [`GpuSet::Join`] of its members' sets.
+/// The GPUs in a group, as a type: [`HostOnly`], [`CudaOnly`], [`VulkanOnly`] (one Vulkan
+/// device), [`VulkanPair`] (two or more) or [`CudaAndVulkan`]. A group's set is the
+/// [`GpuSet::Join`] of its members' sets.
 pub trait GpuSet: sealed::Gpus + 'static {
     /// This set joined with `Other`.
     type Join<Other: GpuSet>: GpuSet;
@@ -101,9 +103,13 @@ pub enum HostOnly {}
 /// CUDA GPUs (and maybe host devices).
 #[derive(Debug)]
 pub enum CudaOnly {}
-/// Vulkan GPUs (and maybe host devices).
+/// One Vulkan GPU (and maybe host devices).
 #[derive(Debug)]
 pub enum VulkanOnly {}
+/// Two or more Vulkan GPUs (and maybe host devices): a hop between two of them is staged
+/// through the host.
+#[derive(Debug)]
+pub enum VulkanPair {}
 /// Both CUDA and Vulkan GPUs: some hop is staged through the host.
 #[derive(Debug)]
 pub enum CudaAndVulkan {}
@@ -111,6 +117,7 @@ pub enum CudaAndVulkan {}
 impl sealed::Gpus for HostOnly {}
 impl sealed::Gpus for CudaOnly {}
 impl sealed::Gpus for VulkanOnly {}
+impl sealed::Gpus for VulkanPair {}
 impl sealed::Gpus for CudaAndVulkan {}
 
 impl GpuSet for HostOnly {
@@ -128,7 +135,13 @@ impl GpuSet for CudaOnly {
 impl GpuSet for VulkanOnly {
     type Join<Other: GpuSet> = Other::WithVulkan;
     type WithCuda = CudaAndVulkan;
-    type WithVulkan = VulkanOnly;
+    type WithVulkan = VulkanPair;
+}
+
+impl GpuSet for VulkanPair {
+    type Join<Other: GpuSet> = <Other::WithVulkan as GpuSet>::WithVulkan;
+    type WithCuda = CudaAndVulkan;
+    type WithVulkan = VulkanPair;
 }
 
 impl GpuSet for CudaAndVulkan {
@@ -137,13 +150,13 @@ impl GpuSet for CudaAndVulkan {
     type WithVulkan = CudaAndVulkan;
 }
 
-/// A set of GPU vendors with no staged hop between its members: not [`CudaAndVulkan`].
+/// A set of GPUs with no staged hop between them: not [`CudaAndVulkan`], not [`VulkanPair`].
 #[diagnostic::on_unimplemented(
-    message = "this group mixes CUDA and Vulkan devices, so a hop between them is staged through the host",
-    label = "a `no_staging` group cannot hold both `Cuda` and `Vulkan` members",
-    note = "drop the `no_staging` requirement, or keep the group to one GPU vendor (host `Cpu` members are fine)"
+    message = "this group has a hop staged through the host: it mixes CUDA and Vulkan devices, or holds two Vulkan devices",
+    label = "a `no_staging` group holds CUDA devices or one Vulkan device, not both, and not two Vulkan devices",
+    note = "drop the `no_staging` requirement, or keep the group to CUDA devices or a single Vulkan device (host `Cpu` members are fine)"
 )]
-pub trait SingleVendor: GpuSet {}
-impl SingleVendor for HostOnly {}
-impl SingleVendor for CudaOnly {}
-impl SingleVendor for VulkanOnly {}
+pub trait Unstaged: GpuSet {}
+impl Unstaged for HostOnly {}
+impl Unstaged for CudaOnly {}
+impl Unstaged for VulkanOnly {}

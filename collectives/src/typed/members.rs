@@ -4,7 +4,7 @@
 //!
 //! Implemented for tuples of 1 to 12 kinds.
 
-use super::kind::{DeviceKind, GpuSet, SingleVendor};
+use super::kind::{DeviceKind, GpuSet, Unstaged};
 use super::sealed;
 use super::shard::{Member, Shard, check_kind};
 use crate::device::{Device, DeviceKind as RuntimeKind};
@@ -35,7 +35,7 @@ pub trait Members: sealed::Members + Sized + Send + Sync + 'static {
 /// A group of [`Members`] with no hop staged through the host: not both CUDA and Vulkan.
 /// `device_group!(no_staging, ...)` makes only such groups.
 pub trait NoStaging: Members {}
-impl<M: Members> NoStaging for M where M::Gpus: SingleVendor {}
+impl<M: Members> NoStaging for M where M::Gpus: Unstaged {}
 
 /// One shard per member of a group of `M` (branded `B`), in member order: the argument and
 /// result of the typed collectives.

@@ -5,8 +5,9 @@
 //!
 //! A runtime [`crate::DeviceGroup`] finds out at run time that a shard sits on the wrong device
 //! or that a copy cannot be one hop. When the device kinds are types, the compiler knows the
-//! route of every hop — `<Cuda as Route<Vulkan>>::Path` is [`Staged`] through the host, every
-//! other pair is [`Direct`] — so an impossible copy ([`Shard::copy_direct`] across vendors), a
+//! route of every hop — `<Cuda as Route<Vulkan>>::Path` is [`Staged`] through the host, and so is
+//! a hop between two Vulkan devices; every other pair is [`Direct`] — so an impossible copy
+//! ([`Shard::copy_direct`] where the hop is staged), a
 //! shard of the wrong kind or a wrong number of shards is a compile error in our words, not a
 //! run-time `Err`. Underneath, every typed collective is the runtime group's: one implementation.
 //!
@@ -14,7 +15,8 @@
 //!
 //! - Kinds: [`Cpu`], [`Cuda`], [`Vulkan`] (zero-sized, behind the sealed [`DeviceKind`]).
 //! - Routes: [`Route`] (`type Path`), [`Direct`], [`Staged`], and [`DirectTo`] where the path is
-//!   one copy. [`NoStaging`] holds for member lists without both CUDA and Vulkan.
+//!   one copy. [`NoStaging`] holds for member lists with no staged hop: not both CUDA and
+//!   Vulkan, and at most one Vulkan device.
 //! - [`Group<M, L, B>`]: members `M` (a tuple of kinds), leader kind `L` (the first member's by
 //!   default), brand `B` ([`Unbranded`] by default). Nameable: `Group<(Cuda, Vulkan, Cpu)>`.
 //! - [`Member<K, B>`]: a typed device of the group ([`Group::members`]); [`Shard<K, B>`]: a lazy
@@ -85,11 +87,12 @@ mod shard;
 
 pub use group::Group;
 pub use kind::{
-    Cpu, Cuda, CudaAndVulkan, CudaOnly, DeviceKind, GpuSet, HostOnly, SingleVendor, Vulkan, VulkanOnly,
+    Cpu, Cuda, CudaAndVulkan, CudaOnly, DeviceKind, GpuSet, HostOnly, Unstaged, Vulkan, VulkanOnly,
+    VulkanPair,
 };
 pub use members::{BucketsOf, Members, NoStaging, ShardOf, ShardsOf};
 pub use route::{Direct, DirectTo, Path, Route, Staged};
-pub use shard::{Member, Shard, Unbranded};
+pub use shard::{DirectTarget, Member, Shard, Unbranded};
 
 /// Seals the typed traits: the kinds, paths, member lists and shard lists are this module's.
 mod sealed {
@@ -107,4 +110,6 @@ mod sealed {
     pub trait Shards {}
     /// Sealed [`super::BucketsOf`].
     pub trait Buckets {}
+    /// Sealed [`super::DirectTarget`].
+    pub trait Target {}
 }

@@ -1,8 +1,10 @@
 //! Static routes: the path of a hop between two device kinds, fixed at compile time.
 //!
-//! `<Cuda as Route<Vulkan>>::Path` is [`Staged`] (through the host); every other pair of kinds is
-//! [`Direct`]. [`DirectTo`] holds exactly where the path is direct, so a method that needs one
-//! copy (`Shard::copy_direct`) does not compile across GPU vendors.
+//! `<Cuda as Route<Vulkan>>::Path` is [`Staged`] (through the host), and so are Vulkan↔CUDA and
+//! Vulkan↔Vulkan (two Vulkan devices cannot read each other's memory); every other pair of kinds
+//! is [`Direct`]. [`DirectTo`] holds exactly where the path is direct, so a method that needs one
+//! copy (`Shard::copy_direct`) does not compile where the hop is staged. The hops themselves are
+//! made by [`crate::route::Hops`], the runtime's one hop builder.
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -12,7 +14,8 @@ use super::sealed;
 use crate::collective::Route as RuntimeRoute;
 use crate::device::Device;
 use crate::error::Result;
-use crate::graph::{STAGING_HOST, Tensor};
+use crate::graph::Tensor;
+use crate::route::{Hops, STAGING_HOST};
 
 /// The path of a hop: [`Direct`] (one copy) or [`Staged`] (two copies through the host).
 pub trait Path: sealed::Path + Copy + Default + Debug + Send + Sync + 'static {
@@ -32,7 +35,8 @@ pub trait Path: sealed::Path + Copy + Default + Debug + Send + Sync + 'static {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Direct;
 
-/// Two copies through a host device of kind `Via` ([`Cpu`], the staging host): CUDA↔Vulkan.
+/// Two copies through a host device of kind `Via` ([`Cpu`], the staging host): CUDA↔Vulkan and
+/// Vulkan↔Vulkan.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Staged<Via = Cpu>(PhantomData<Via>);
 
@@ -66,12 +70,12 @@ impl Path for Direct {
 impl Path for Staged<Cpu> {
     const COPIES: usize = 2;
 
-    fn route(_from: Device, _to: Device) -> RuntimeRoute {
-        RuntimeRoute::Staged { via: STAGING_HOST }
+    fn route(from: Device, to: Device) -> RuntimeRoute {
+        if from == to { RuntimeRoute::Local } else { RuntimeRoute::Staged { via: STAGING_HOST } }
     }
 
     fn hop(t: &Tensor, to: Device) -> Result<Tensor> {
-        t.copy_to_device(STAGING_HOST)?.copy_to_device(to)
+        Ok(Hops::default().hop(t, to))
     }
 }
 
@@ -87,9 +91,10 @@ impl<K: DeviceKind, To: DeviceKind> Route<To> for K {
     type Path = K::PathTo<To>;
 }
 
-/// Holds where the hop from this kind to `To` is one copy: every pair but CUDA↔Vulkan.
+/// Holds where the hop from this kind to `To` is one copy: every pair but CUDA↔Vulkan and
+/// Vulkan↔Vulkan.
 #[diagnostic::on_unimplemented(
-    message = "no direct copy from `{Self}` to `{To}`: GPUs of different vendors cannot copy in one hop",
+    message = "no direct copy from `{Self}` to `{To}`: these GPUs cannot read each other's memory, so the hop is staged",
     label = "`{Self}` -> `{To}` is staged through the host, not direct",
     note = "use `.copy_to(..)`, which follows the static route `{Self}` -> `Cpu` -> `{To}`"
 )]
@@ -101,7 +106,6 @@ impl DirectTo<Vulkan> for Cpu {}
 impl DirectTo<Cpu> for Cuda {}
 impl DirectTo<Cuda> for Cuda {}
 impl DirectTo<Cpu> for Vulkan {}
-impl DirectTo<Vulkan> for Vulkan {}
 
 #[cfg(test)]
 mod tests {
@@ -112,11 +116,11 @@ mod tests {
     }
 
     #[test]
-    fn only_cuda_vulkan_is_staged() {
+    fn hops_touching_two_gpus_with_a_vulkan_end_are_staged() {
         assert_eq!(copies::<Cuda, Vulkan>(), 2);
         assert_eq!(copies::<Vulkan, Cuda>(), 2);
         assert_eq!(copies::<Cuda, Cuda>(), 1);
-        assert_eq!(copies::<Vulkan, Vulkan>(), 1);
+        assert_eq!(copies::<Vulkan, Vulkan>(), 2);
         assert_eq!(copies::<Cpu, Cpu>(), 1);
         for n in [copies::<Cpu, Cuda>(), copies::<Cuda, Cpu>()] {
             assert_eq!(n, 1);
@@ -149,5 +153,17 @@ mod tests {
         assert_eq!(out.device(), Device::Vulkan(0));
         assert_eq!(out.inputs()[0].device(), STAGING_HOST);
         assert!(<Direct as Path>::hop(&t, Device::Vulkan(0)).is_err());
+        let v = Tensor::from_vec(vec![1.0f32; 4], [4], Device::Vulkan(0)).unwrap();
+        let out = <<Vulkan as Route<Vulkan>>::Path as Path>::hop(&v, Device::Vulkan(1)).unwrap();
+        assert_eq!((out.device(), out.inputs()[0].device()), (Device::Vulkan(1), STAGING_HOST));
+        let same = <<Vulkan as Route<Vulkan>>::Path as Path>::hop(&v, Device::Vulkan(0)).unwrap();
+        assert!(same.same_node(&v), "a hop to the tensor's own device is no copy");
+    }
+
+    #[test]
+    fn a_hop_to_the_same_device_is_local_on_every_path() {
+        let d = Device::Vulkan(0);
+        assert_eq!(<Staged as Path>::route(d, d), RuntimeRoute::Local);
+        assert_eq!(<Direct as Path>::route(d, d), RuntimeRoute::Local);
     }
 }

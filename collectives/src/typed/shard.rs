@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 
 use super::kind::DeviceKind;
 use super::route::{Direct, DirectTo, Path, Route};
+use super::sealed;
 use crate::device::Device;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -145,12 +146,29 @@ impl<K: DeviceKind, B> Shard<K, B> {
     }
 
     /// The shard copied to `to` in one copy. Compiles only where the route is direct
-    /// ([`DirectTo`]): a CUDA↔Vulkan direct copy is a compile error naming [`Shard::copy_to`].
-    pub fn copy_direct<K2: DeviceKind>(&self, to: Member<K2, B>) -> Result<Shard<K2, B>>
-    where
-        K: DirectTo<K2>,
-    {
+    /// ([`DirectTo`]): a CUDA↔Vulkan or Vulkan↔Vulkan direct copy is a compile error naming
+    /// [`Shard::copy_to`].
+    pub fn copy_direct<To: DirectTarget<K, B>>(&self, to: To) -> Result<Shard<To::Kind, B>> {
         Ok(Shard::unchecked(Direct::hop(&self.tensor, to.device())?))
+    }
+}
+
+/// A member a shard of kind `From` reaches in one copy: `Member<K2, B>` where `From:
+/// DirectTo<K2>`. The argument of [`Shard::copy_direct`]; taking the member as a whole (not its
+/// kind) lets the compiler name the hop that is not direct instead of guessing a kind.
+pub trait DirectTarget<From, B>: sealed::Target {
+    /// The member's kind.
+    type Kind: DeviceKind;
+    /// The member's device.
+    fn device(&self) -> Device;
+}
+
+impl<K: DeviceKind, B> sealed::Target for Member<K, B> {}
+impl<From: DirectTo<K2>, K2: DeviceKind, B> DirectTarget<From, B> for Member<K2, B> {
+    type Kind = K2;
+
+    fn device(&self) -> Device {
+        self.device
     }
 }
 
