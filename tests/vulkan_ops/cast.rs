@@ -32,7 +32,7 @@ fn cast_every_pair_random() {
                 let ctx = format!("cast {from} -> {to} n={n}");
                 let got = vx.cast(to).unwrap();
                 let want: Vec<f64> = x.iter().map(|&v| ref_cast(from, to, v)).collect();
-                check_op(&got, vs_cpu(n).then(|| cx.cast(to).unwrap()), &want, |_| 0.0, false, &ctx);
+                check_op(&got, vs_cpu(n).then(|| cx.cast(to).unwrap()), &want, |_| 0.0, &ctx);
             }
         }
     }
@@ -197,7 +197,7 @@ fn cast_edge_values_match_cpu_bit_for_bit() {
             let (got, cpu) = (vx.cast(to).unwrap(), cx.cast(to).unwrap());
             // The CPU result is the reference here (the f64 carrier cannot hold every i64 edge).
             let want = values(&cpu);
-            check_op(&got, Some(cpu), &want, |_| 0.0, false, &format!("cast edges {from} -> {to}"));
+            check_op(&got, Some(cpu), &want, |_| 0.0, &format!("cast edges {from} -> {to}"));
         }
     }
 }
