@@ -318,6 +318,17 @@ pub enum Error {
         /// What was wrong and what is allowed.
         msg: String,
     },
+    /// A size, element count or byte count too large for memory (past `isize::MAX` bytes, or
+    /// past `usize` altogether).
+    #[error(
+        "{what}: {size} is too large: a tensor's elements times its dtype's size must be at most isize::MAX bytes; use smaller shapes or split the data"
+    )]
+    TooLarge {
+        /// The operation.
+        what: &'static str,
+        /// What overflowed, with its operands (a shape and dtype, a sum of lengths).
+        size: String,
+    },
     /// A rank of a multi-rank communicator that did not arrive or failed.
     #[error("{op}: {msg}")]
     Comm {
