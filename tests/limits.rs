@@ -1,9 +1,12 @@
-//! Sizes at the edge of what fits: every size, count and byte computation reachable from the
-//! public API is checked, so a shape, reshape, concat, gather, plan or split whose size passes
-//! `usize` (or `isize::MAX` bytes) is `Error::TooLarge`, never a panic or a wrapped size.
+//! Sizes and factors at the edge of what fits: every size, count and byte computation reachable
+//! from the public API is checked, so a shape, reshape, concat, gather, plan or split whose size
+//! passes `usize` (or `isize::MAX` bytes) is `Error::TooLarge`, never a panic or a wrapped size;
+//! and an integer `Scale` factor outside its dtype is `Error::ScaleOutOfRange` when the op is
+//! built, on every backend alike, while the extremes inside the range compute the host's answer.
 
-use collectives::{CollectiveKind, DType, Device, DeviceGroup, Error, Tensor};
-use collectives_tests::{tensor, values};
+use collectives::{CollectiveKind, DType, Device, DeviceGroup, Error, ReduceKind, ReduceOp, Scale, Tensor};
+use collectives_tests::{fresh_seed, rng, tensor, values, vulkan_required};
+use rand::Rng;
 
 const CPU0: Device = Device::Cpu(0);
 
@@ -80,4 +83,105 @@ fn scatter_sizes_summing_past_usize_is_too_large() {
     let t = tensor(DType::F32, &[1.0, 2.0, 3.0], [3], CPU0);
     too_large(err(g.scatter_sizes(&t, 0, &[usize::MAX, 1]), "scatter_sizes"), "scatter_sizes");
     assert_eq!(values(&t), [1.0, 2.0, 3.0], "the input is untouched");
+}
+
+/// Every backend under test: the CPU, and Vulkan where it works.
+fn devices() -> Vec<Device> {
+    let mut out = vec![CPU0];
+    let vk = Device::Vulkan(0);
+    match Tensor::from_vec(vec![1u8], [1], vk).and_then(|t| t.to_vec::<u8>()) {
+        Ok(_) => out.push(vk),
+        Err(e) if vulkan_required() => panic!("REQUIRE_VULKAN=1 but {vk} does not work: {e}"),
+        Err(e) => println!("skipped {vk}: {e}"),
+    }
+    out
+}
+
+/// Factors just outside each integer dtype, and the range the error must name.
+fn out_of_range() -> Vec<(DType, f64, i64, i64)> {
+    let (i32min, i32max) = (i64::from(i32::MIN), i64::from(i32::MAX));
+    vec![
+        (DType::U8, 256.0, 0, 255),
+        (DType::U8, -1.0, 0, 255),
+        (DType::I32, 2147483648.0, i32min, i32max),
+        (DType::I32, -2147483649.0, i32min, i32max),
+        (DType::I64, 9223372036854775808.0, i64::MIN, i64::MAX),
+        (DType::I64, -1e19, i64::MIN, i64::MAX),
+    ]
+}
+
+#[test]
+fn an_integer_scale_outside_the_dtype_is_an_error() {
+    for dev in devices() {
+        for (dtype, f, min, max) in out_of_range() {
+            let t = tensor(dtype, &[1.0, 2.0], [2], dev);
+            for s in [Scale::Mul(f), Scale::Div(f)] {
+                let want = |op| Error::ScaleOutOfRange { op, factor: f, dtype, min, max };
+                assert_eq!(err(t.scale(s), "scale"), want("scale"), "{dev} {dtype} {s:?}");
+                let r = Tensor::reduce(&[t.clone(), t.clone()], ReduceKind::Sum, Some(s));
+                assert_eq!(err(r, "reduce"), want("reduce"), "{dev} {dtype} {s:?}");
+            }
+            let g = DeviceGroup::new(vec![dev, Device::Cpu(1)]).unwrap();
+            let shards = [t.clone(), tensor(dtype, &[1.0, 2.0], [2], Device::Cpu(1))];
+            let e = err(g.all_reduce(&shards, ReduceOp::PreMulSum(f)), "all_reduce");
+            assert_eq!(e, Error::ScaleOutOfRange { op: "all_reduce", factor: f, dtype, min, max });
+            assert!(e.to_string().contains("cast to a wider dtype"), "{e}");
+            assert_eq!(values(&t), [1.0, 2.0], "{dev} {dtype}: the input is untouched");
+        }
+    }
+}
+
+/// The elements of an integer tensor, exactly.
+fn ints(t: &Tensor) -> Vec<i128> {
+    match t.dtype() {
+        DType::I64 => t.to_vec::<i64>().unwrap().into_iter().map(i128::from).collect(),
+        _ => values(t).into_iter().map(|v| v as i128).collect(),
+    }
+}
+
+/// `s` applied to `x` exactly, wrapped to `dtype` (integer division truncates toward zero).
+fn scale_exact(dtype: DType, s: Scale, x: i128) -> i128 {
+    let f = s.factor() as i128;
+    let v = match s {
+        Scale::Mul(_) => x * f,
+        Scale::Div(_) => x / f,
+    };
+    match dtype {
+        DType::U8 => i128::from(v as u8),
+        DType::I32 => i128::from(v as i32),
+        _ => i128::from(v as i64),
+    }
+}
+
+#[test]
+fn integer_scales_at_the_ends_of_the_range_match_the_host() {
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    let n = 4096;
+    let cases = [
+        (DType::U8, vec![255.0, 254.0, 1.0]),
+        (DType::I32, vec![-2147483648.0, 2147483647.0, -1.0]),
+        (DType::I64, vec![-9223372036854775808.0, 9007199254740992.0, -1.0]),
+    ];
+    for dev in devices() {
+        for (dtype, factors) in &cases {
+            let x: Vec<i128> = match dtype {
+                DType::U8 => (0..n).map(|_| i128::from(r.random::<u8>())).collect(),
+                DType::I32 => (0..n).map(|_| i128::from(r.random::<i32>())).collect(),
+                _ => (0..n).map(|_| i128::from(r.random::<i64>())).collect(),
+            };
+            let t = match dtype {
+                DType::I64 => Tensor::from_vec(x.iter().map(|&v| v as i64).collect(), [n], dev).unwrap(),
+                _ => tensor(*dtype, &x.iter().map(|&v| v as f64).collect::<Vec<_>>(), [n], dev),
+            };
+            for &f in factors {
+                for s in [Scale::Mul(f), Scale::Div(f)] {
+                    let got = ints(&t.scale(s).unwrap());
+                    let want: Vec<i128> = x.iter().map(|&v| scale_exact(*dtype, s, v)).collect();
+                    let bad = (0..n).filter(|&i| got[i] != want[i]).count();
+                    assert_eq!(bad, 0, "{dev} {dtype} {s:?}: {bad} of {n} wrong (seed {seed})");
+                }
+            }
+        }
+    }
 }

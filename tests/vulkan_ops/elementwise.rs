@@ -174,7 +174,7 @@ fn scale_every_dtype() {
     for dtype in dtypes() {
         let scales: &[Scale] = match dtype {
             d if d.is_float() => &[Scale::Mul(2.5), Scale::Mul(-0.1), Scale::Div(3.0), Scale::Div(-0.7)],
-            DType::U8 => &[Scale::Mul(3.0), Scale::Mul(-3.0), Scale::Div(3.0), Scale::Div(7.0)],
+            DType::U8 => &[Scale::Mul(3.0), Scale::Mul(253.0), Scale::Div(3.0), Scale::Div(7.0)],
             _ => &[Scale::Mul(3.0), Scale::Mul(-7.0), Scale::Div(2.0), Scale::Div(-3.0)],
         };
         for &n in &SIZES {

@@ -208,17 +208,7 @@ pub(crate) fn check_like(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()>
     Ok(())
 }
 
-/// A scale an integer dtype can apply exactly.
+/// A scale `dtype` can apply (the rule is [`Scale::check`]).
 pub(crate) fn check_scale(op: &'static str, s: Scale, dtype: DType) -> Result<()> {
-    let f = s.factor();
-    let integral = f.is_finite() && f.fract() == 0.0;
-    let zero_div = matches!(s, Scale::Div(_)) && f == 0.0;
-    if dtype.is_int() && zero_div {
-        let msg = format!("Scale::Div(0) would divide {dtype} values by zero");
-        return Err(Error::InvalidArgument { what: op, msg });
-    }
-    if dtype.is_int() && !integral {
-        return Err(Error::NonIntegerScale { op, factor: f, dtype });
-    }
-    Ok(())
+    s.check(op, dtype)
 }
