@@ -140,6 +140,13 @@ fn broadcast_coalesced_copies_every_tensor_everywhere() {
                 check_exact(t, d, &b.shapes[j], &b.vals[0][j], &format!("{ctx} position {j}"));
             }
         }
+        // The source's entries are the inputs themselves, as `broadcast` and
+        // torch.cuda.comm.broadcast_coalesced return them: no rebuilt slices of a flat copy.
+        for (j, t) in got[root].iter().enumerate() {
+            assert!(t.same_node(&b.tensors[0][j]), "{ctx}: the source's entry {j} is not the input");
+        }
+        let single = g.broadcast(&b.tensors[0][0]).expect(&ctx);
+        assert!(single[root].same_node(&b.tensors[0][0]), "{ctx}: broadcast returns the input too");
     });
 }
 
