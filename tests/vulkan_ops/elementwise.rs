@@ -93,12 +93,13 @@ fn binary_ops_every_dtype() {
     }
 }
 
-/// The scale each reduce kind is tested with (what collectives use: avg, pre-multiplied sums).
-fn scale_for(kind: ReduceKind, k: usize) -> Scale {
+/// The scale each reduce kind is tested with (what collectives use: avg, pre-multiplied sums);
+/// u8 takes factors in 0..=255 only, so its -3 is 253 (the same modulo 256).
+fn scale_for(kind: ReduceKind, k: usize, dtype: DType) -> Scale {
     match kind {
         ReduceKind::Sum => Scale::Div(k as f64),
         ReduceKind::Prod => Scale::Mul(2.0),
-        ReduceKind::Max => Scale::Mul(-3.0),
+        ReduceKind::Max => Scale::Mul(if dtype == DType::U8 { 253.0 } else { -3.0 }),
         ReduceKind::Min => Scale::Div(2.0),
     }
 }
@@ -127,7 +128,7 @@ fn reduce_every_kind_with_and_without_scale() {
             for &k in ks {
                 for kind in kinds {
                     let (vals, ts) = if kind == ReduceKind::Prod { (&product, &tp) } else { (&general, &tg) };
-                    for scale in [None, Some(scale_for(kind, k))] {
+                    for scale in [None, Some(scale_for(kind, k, dtype))] {
                         check_reduce(dtype, kind, scale, &vals[..k], &ts[..k]);
                     }
                 }
