@@ -79,7 +79,8 @@ fn bitwise(group: &DeviceGroup, dtype: DType) -> bool {
 #[test]
 fn all_reduce_coalesced_equals_per_tensor_all_reduce_and_the_reference() {
     each_case(|g, dtypes, r, ctx| {
-        for op in all_ops(DType::I32, r) {
+        // u8's ops: integral PreMulSum scalars every dtype of the pairs takes (u8 only 0..=255).
+        for op in all_ops(DType::U8, r) {
             let b = Buckets::new(dtypes, r.random_range(1..=7), g.devices(), range_for(op), r);
             let ctx = format!("{ctx} {op}");
             let got = g.all_reduce_coalesced(&b.tensors, op).expect(&ctx);
@@ -106,7 +107,7 @@ fn reduce_coalesced_of_the_first_k_buckets_lands_on_the_leader() {
         let n = g.size();
         let (k, leader) = (r.random_range(1..=n), Device::Cpu(r.random_range(0..n as u32)));
         let g = g.clone().with_leader(leader).expect("member");
-        for op in all_ops(DType::I64, r) {
+        for op in all_ops(DType::U8, r) {
             let b = Buckets::new(dtypes, r.random_range(1..=6), &g.devices()[..k], range_for(op), r);
             let ctx = format!("{ctx} k={k} leader {leader} {op}");
             let got = g.reduce_coalesced(&b.tensors, op).expect(&ctx);
@@ -139,6 +140,13 @@ fn broadcast_coalesced_copies_every_tensor_everywhere() {
                 check_exact(t, d, &b.shapes[j], &b.vals[0][j], &format!("{ctx} position {j}"));
             }
         }
+        // The source's entries are the inputs themselves, as `broadcast` and
+        // torch.cuda.comm.broadcast_coalesced return them: no rebuilt slices of a flat copy.
+        for (j, t) in got[root].iter().enumerate() {
+            assert!(t.same_node(&b.tensors[0][j]), "{ctx}: the source's entry {j} is not the input");
+        }
+        let single = g.broadcast(&b.tensors[0][0]).expect(&ctx);
+        assert!(single[root].same_node(&b.tensors[0][0]), "{ctx}: broadcast returns the input too");
     });
 }
 

@@ -123,7 +123,8 @@ fn scale_every_dtype() {
         for dtype in DType::ALL {
             // (A negative divisor of a u8 is 256 - d in the library, which `ref_scale` does not model.)
             let d = if dtype == DType::U8 { 7.0 } else { -7.0 };
-            let mut factors = vec![Scale::Mul(3.0), Scale::Div(d), Scale::Mul(-1.0), Scale::Div(3.0)];
+            let m = if dtype == DType::U8 { 255.0 } else { -1.0 };
+            let mut factors = vec![Scale::Mul(3.0), Scale::Div(d), Scale::Mul(m), Scale::Div(3.0)];
             if dtype.is_float() {
                 factors.extend([Scale::Mul(0.1), Scale::Div(0.3)]);
             }

@@ -169,15 +169,44 @@ fn coalesced(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
 
 const NATIVE: [Algorithm; 3] = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring];
 
+/// Two CUDA devices: two GPUs where the machine has them; on a one-GPU machine the test runs
+/// itself again in a child process with `COLLECTIVES_CUDA_DEVICES=0,0` (two virtual devices of
+/// GPU 0, native algorithms only: NCCL needs distinct GPUs). Without CUDA it is skipped, and
+/// fails under `REQUIRE_CUDA=1`, which asks for CUDA, not for two GPUs.
 #[test]
 fn two_cuda_devices() {
-    let algos = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring, Algorithm::Nccl];
-    let devices = [CUDA0, CUDA1];
-    let algos: Vec<Algorithm> = algos
-        .into_iter()
-        .filter(|a| *a != Algorithm::Nccl || collectives::collective::nccl_available())
-        .collect();
-    every_collective("cuda:0+cuda:1", &devices, &algos);
+    let cuda = available_devices().into_iter().filter(|d| matches!(d, Device::Cuda(_))).count();
+    let virtual_devices = std::env::var_os(collectives::CUDA_DEVICES_ENV).is_some();
+    match cuda {
+        0 => {
+            assert!(!cuda_required(), "cuda:0+cuda:1: REQUIRE_CUDA=1 but this machine has no CUDA device");
+            println!("skipped cuda:0+cuda:1: no CUDA device");
+        }
+        1 if !virtual_devices => rerun_on_virtual_devices("two_cuda_devices", "0,0"),
+        1 => println!("skipped cuda:0+cuda:1: {} maps one CUDA device", collectives::CUDA_DEVICES_ENV),
+        _ => {
+            let nccl = !virtual_devices && collectives::collective::nccl_available();
+            let algos = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring, Algorithm::Nccl];
+            let algos: Vec<Algorithm> = algos.into_iter().filter(|a| *a != Algorithm::Nccl || nccl).collect();
+            every_collective("cuda:0+cuda:1", &[CUDA0, CUDA1], &algos);
+        }
+    }
+}
+
+/// Runs test `name` of this binary again in a child process whose CUDA devices are `map`
+/// (`COLLECTIVES_CUDA_DEVICES`, read once per process, so it cannot change in this one); passes
+/// its output on and fails if it fails.
+fn rerun_on_virtual_devices(name: &str, map: &str) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = std::process::Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(collectives::CUDA_DEVICES_ENV, map)
+        .output()
+        .expect("running the test binary again");
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{name} with {}={map} failed", collectives::CUDA_DEVICES_ENV);
+    println!("{name}: ran on one GPU as two virtual CUDA devices ({}={map})", collectives::CUDA_DEVICES_ENV);
 }
 
 #[test]

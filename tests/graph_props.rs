@@ -185,10 +185,12 @@ fn dims_from(c: u32) -> Vec<usize> {
         .collect()
 }
 
-/// Scales valid for `dtype`, picked by `c`.
+/// Scales valid for `dtype`, picked by `c` (u8 takes factors in 0..=255: its -3 is 253).
 fn scale_from(dtype: DType, c: u32) -> Scale {
     let f = if dtype.is_float() {
         [2.0, 0.5, -3.0, 1.5, 0.1][(c % 5) as usize]
+    } else if dtype == DType::U8 {
+        [2.0, 253.0, 5.0, 1.0, 7.0][(c % 5) as usize]
     } else {
         [2.0, -3.0, 5.0, 1.0, 7.0][(c % 5) as usize]
     };

@@ -184,8 +184,8 @@ fn nan_propagates_through_max_and_min() {
 }
 
 /// Factors for `Scale` on a dtype: float factors are arbitrary (rounded to f32 for f32, f16 and
-/// bf16, which compute in f32); integer factors are integers, including ones outside the
-/// dtype's range (a division by them must not wrap the divisor).
+/// bf16, which compute in f32); integer factors are integers in the dtype's range, its ends
+/// included (those outside are `Error::ScaleOutOfRange`: see `out_of_range_factors`).
 fn scale_factors(dtype: DType, r: &mut StdRng) -> Vec<Scale> {
     if dtype.is_float() {
         let f: f64 = r.random_range(-4.0..4.0);
@@ -199,18 +199,39 @@ fn scale_factors(dtype: DType, r: &mut StdRng) -> Vec<Scale> {
             Scale::Mul(0.0),
         ];
     }
-    let mut v: Vec<Scale> = [-3.0, -1.0, 0.0, 1.0, 2.0, 7.0, 1000.0].map(Scale::Mul).to_vec();
-    v.extend([-3.0, -1.0, 1.0, 2.0, 7.0, 1000.0].map(Scale::Div));
-    let (wide, huge) = match dtype {
-        DType::U8 => (300.0, 256.0),
-        DType::I32 => (4_294_967_299.0, 2f64.powi(31)),
-        _ => (2f64.powi(63), 2f64.powi(64)),
-    };
-    v.extend([Scale::Div(wide), Scale::Div(-wide), Scale::Div(huge), Scale::Mul(wide), Scale::Mul(-wide)]);
-    if dtype == DType::U8 {
-        v.extend([Scale::Div(-2.0), Scale::Div(-1.0)]);
-    }
+    let (min, max) = range(dtype);
+    let ints = [min, -3.0, -1.0, 0.0, 1.0, 2.0, 7.0, 255.0, 1000.0, max];
+    let ints: Vec<f64> = ints.into_iter().filter(|f| (min..=max).contains(f)).collect();
+    let mut v: Vec<Scale> = ints.iter().map(|&f| Scale::Mul(f)).collect();
+    v.extend(ints.iter().filter(|&&f| f != 0.0).map(|&f| Scale::Div(f)));
     v
+}
+
+/// The least and greatest factor an integer dtype takes (i64's greatest as f64 is 2^63 - 1024).
+fn range(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::U8 => (0.0, 255.0),
+        DType::I32 => (-2147483648.0, 2147483647.0),
+        _ => (-9223372036854775808.0, 9223372036854774784.0),
+    }
+}
+
+#[test]
+fn out_of_range_factors_are_errors() {
+    for dtype in [DType::U8, DType::I32, DType::I64] {
+        let (min, max) = range(dtype);
+        let t = tensor(dtype, &[1.0, 2.0], [2], Device::Cpu(0));
+        let past = if dtype == DType::I64 { 2f64.powi(63) } else { max + 1.0 };
+        for f in [min - 1.0, past, -1e30, 1e30].into_iter().filter(|&f| f < min || f > max) {
+            for s in [Scale::Mul(f), Scale::Div(f)] {
+                let e = t.scale(s).unwrap_err();
+                assert!(
+                    matches!(e, Error::ScaleOutOfRange { dtype: d, .. } if d == dtype),
+                    "{dtype} {s:?}: {e:?}"
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -19,7 +19,9 @@ fn scales(dtype: DType, k: usize, r: &mut StdRng) -> [Option<Scale>; 3] {
             Some(Scale::Div(k as f64 + r.random_range(0.0..1.0))),
         ]
     } else {
-        [None, Some(Scale::Mul(-3.0)), Some(Scale::Div(k as f64))]
+        // u8 takes factors in 0..=255 only: 253 is -3 modulo 256.
+        let m = if dtype == DType::U8 { 253.0 } else { -3.0 };
+        [None, Some(Scale::Mul(m)), Some(Scale::Div(k as f64))]
     }
 }
 

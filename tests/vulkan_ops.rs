@@ -1,7 +1,7 @@
 //! Every Vulkan kernel × every dtype on `Device::Vulkan(0)`, through the public `Tensor` API:
 //! results are checked element by element against the f64 references of `collectives_tests`
-//! and bit for bit against the CPU backend (division within one unit in the last place, as
-//! Vulkan allows drivers whose division is not correctly rounded).
+//! and bit for bit against the CPU backend (division included: the kernels round it as IEEE
+//! does, `division` checks 2^20 pairs per float dtype against the host's `/`).
 //!
 //! Sizes 1, 7 and 65535×256+1 (more workgroups than one dispatch dimension holds); `big` adds
 //! f32 and u8 tensors over 128 MiB (more than one storage-buffer binding of lavapipe holds).
@@ -15,11 +15,13 @@ mod big;
 mod cast;
 #[path = "vulkan_ops/copy.rs"]
 mod copy;
+#[path = "vulkan_ops/division.rs"]
+mod division;
 #[path = "vulkan_ops/elementwise.rs"]
 mod elementwise;
 
 use collectives::{DType, Device, Error, Tensor};
-use collectives_tests::{check_all, eps, fresh_seed, tensor, values, vulkan_required};
+use collectives_tests::{check_all, fresh_seed, tensor, values, vulkan_required};
 
 /// The device under test.
 pub const VK: Device = Device::Vulkan(0);
@@ -81,24 +83,13 @@ pub fn vs_cpu(n: usize) -> bool {
 
 /// Checks `vk` element by element against the f64 reference `want` (within `tol(i)`) and, if
 /// given, bit for bit against `cpu`, the same graph on the CPU backend (NaN payloads aside; signed
-/// zeros count). With `div`, float results may differ from the CPU's by one unit in the last place.
-pub fn check_op(
-    vk: &Tensor,
-    cpu: Option<Tensor>,
-    want: &[f64],
-    tol: impl Fn(usize) -> f64,
-    div: bool,
-    context: &str,
-) {
+/// zeros count; division included: both round it as IEEE does).
+pub fn check_op(vk: &Tensor, cpu: Option<Tensor>, want: &[f64], tol: impl Fn(usize) -> f64, context: &str) {
     let got = values(vk);
     check_all(&got, want, tol, context);
     let Some(cpu) = cpu else { return };
     let theirs = values(&cpu);
     let context = format!("{context} (vs cpu)");
-    if div && vk.dtype().is_float() {
-        let e = eps(vk.dtype());
-        return check_all(&got, &theirs, |i| e * theirs[i].abs(), &context);
-    }
     if vk.dtype() == DType::I64 {
         // f64 does not hold every i64: compare the integers themselves.
         let (g, w) = (vk.to_vec::<i64>().unwrap(), cpu.to_vec::<i64>().unwrap());

@@ -318,6 +318,34 @@ pub enum Error {
         /// What was wrong and what is allowed.
         msg: String,
     },
+    /// A size, element count or byte count too large for memory (past `isize::MAX` bytes, or
+    /// past `usize` altogether).
+    #[error(
+        "{what}: {size} is too large: a tensor's elements times its dtype's size must be at most isize::MAX bytes; use smaller shapes or split the data"
+    )]
+    TooLarge {
+        /// The operation.
+        what: &'static str,
+        /// What overflowed, with its operands (a shape and dtype, a sum of lengths).
+        size: String,
+    },
+    /// An integer `Scale` factor outside the dtype's range (a product or quotient by it has no
+    /// value the dtype holds that every backend agrees on).
+    #[error(
+        "{op}: {factor} is outside {dtype}'s range {min}..={max}; scale by a factor in range, or cast to a wider dtype first"
+    )]
+    ScaleOutOfRange {
+        /// The operation.
+        op: &'static str,
+        /// The factor.
+        factor: f64,
+        /// The dtype.
+        dtype: DType,
+        /// The dtype's least value.
+        min: i64,
+        /// The dtype's greatest value.
+        max: i64,
+    },
     /// A rank of a multi-rank communicator that did not arrive or failed.
     #[error("{op}: {msg}")]
     Comm {

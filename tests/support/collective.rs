@@ -21,7 +21,10 @@ pub fn cpu_group(n: usize) -> DeviceGroup {
 /// Every `ReduceOp`, the `PreMulSum` scalar drawn for `dtype` (integral on integer dtypes,
 /// fractional on floats; never 0 or 1).
 pub fn all_ops(dtype: DType, rng: &mut StdRng) -> [ReduceOp; 6] {
-    let s = if dtype.is_int() {
+    let s = if dtype == DType::U8 {
+        // u8 takes factors in 0..=255 only (`Error::ScaleOutOfRange`): 254 and 253 wrap as -2, -3.
+        [2.0, 3.0, 254.0, 253.0][rng.random_range(0..4)]
+    } else if dtype.is_int() {
         [2.0, 3.0, -2.0, -3.0][rng.random_range(0..4)]
     } else {
         let m: f64 = rng.random_range(0.25..2.0);

@@ -1,8 +1,11 @@
 //! f32 and u8 tensors over 128 MiB, more than one storage-buffer binding holds on lavapipe, so
-//! every kernel runs in pieces: every op on them, checked element by element (computed on the
-//! host per element, in the CPU backend's arithmetic, to keep host memory bounded).
+//! every kernel runs in pieces: every op on them, every element checked against the f64
+//! references of `collectives_tests` (`ref_binary`, `ref_scale`, `ref_cast`, each rounded once
+//! to the dtype: bit for bit the IEEE result, division included), computed per element on the
+//! host to keep host memory bounded.
 
 use collectives::{BinaryOp, DType, ReduceKind, Scale, Tensor};
+use collectives_tests::{ref_binary, ref_cast, ref_scale, round_op};
 use rand::{Rng, RngCore};
 
 use super::{VK, have_vulkan, seed};
@@ -15,82 +18,38 @@ const N_U8: usize = 134_220_000;
 const OPS: [BinaryOp; 6] =
     [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min];
 
-/// Checks `got[i] == want(i)` for every element (within `ulps` units in the last place, for
-/// floats); panics with the first differences.
-fn check<T: Copy + PartialEq + std::fmt::Debug>(
+/// Checks every element: `got[i]` (as f64) equals `want(i)`, or both are NaN; panics with the
+/// count of wrong elements and the first five.
+fn check<T: Copy + std::fmt::Debug>(
     got: &[T],
     n: usize,
-    want: impl Fn(usize) -> T,
-    close: impl Fn(T, T) -> bool,
+    f64_of: impl Fn(T) -> f64,
+    want: impl Fn(usize) -> f64,
     ctx: &str,
 ) {
     assert_eq!(got.len(), n, "{ctx}: length");
-    let bad: Vec<usize> = (0..n).filter(|&i| !close(got[i], want(i))).take(5).collect();
-    if let Some(&i) = bad.first() {
-        panic!("{ctx}: element {i}: got {:?} want {:?} (first bad: {bad:?})", got[i], want(i));
+    let ok = |g: f64, w: f64| g == w || (g.is_nan() && w.is_nan());
+    let bad: Vec<usize> = (0..n).filter(|&i| !ok(f64_of(got[i]), want(i))).collect();
+    if !bad.is_empty() {
+        let show: Vec<String> =
+            bad.iter().take(5).map(|&i| format!("[{i}] got {:?} want {}", got[i], want(i))).collect();
+        panic!("{ctx}: {} of {n} elements wrong: {}", bad.len(), show.join("; "));
     }
 }
 
-fn f32_close(ulps: f32) -> impl Fn(f32, f32) -> bool {
-    move |g, w| {
-        (g.is_nan() && w.is_nan())
-            || g.to_bits() == w.to_bits()
-            || (g - w).abs() <= ulps * f32::EPSILON * w.abs()
-    }
+/// `a op b` in f32 from the f64 reference, rounded once.
+fn f32_op(op: BinaryOp, a: f64, b: f64) -> f64 {
+    round_op(DType::F32, ref_binary(DType::F32, op, a, b))
 }
 
-/// `a op b` as the CPU backend computes it in f32.
-fn f32_op(op: BinaryOp, a: f32, b: f32) -> f32 {
-    match op {
-        BinaryOp::Add => a + b,
-        BinaryOp::Sub => a - b,
-        BinaryOp::Mul => a * b,
-        BinaryOp::Div => a / b,
-        BinaryOp::Max => {
-            if a.is_nan() || b.is_nan() {
-                f32::NAN
-            } else if a >= b {
-                a
-            } else {
-                b
-            }
-        }
-        BinaryOp::Min => {
-            if a.is_nan() || b.is_nan() {
-                f32::NAN
-            } else if a <= b {
-                a
-            } else {
-                b
-            }
-        }
-    }
-}
-
-/// `a op b` as the CPU backend computes it in u8 (wrapping; division by zero is 0).
-fn u8_op(op: BinaryOp, a: u8, b: u8) -> u8 {
-    match op {
-        BinaryOp::Add => a.wrapping_add(b),
-        BinaryOp::Sub => a.wrapping_sub(b),
-        BinaryOp::Mul => a.wrapping_mul(b),
-        BinaryOp::Div => a.checked_div(b).unwrap_or(0),
-        BinaryOp::Max => a.max(b),
-        BinaryOp::Min => a.min(b),
-    }
-}
-
-fn f32_scale(s: Scale, x: f32) -> f32 {
-    match s {
-        Scale::Mul(f) => x * f as f32,
-        Scale::Div(f) => x / f as f32,
-    }
-}
-
-fn u8_scale(s: Scale, x: u8) -> u8 {
-    match s {
-        Scale::Mul(f) => x.wrapping_mul(f as i64 as u8),
-        Scale::Div(f) => x.checked_div(f as i64 as u8).unwrap_or(0),
-    }
+/// `s` applied in f32 from the f64 reference (the factor as f32, as the kernels take it).
+fn f32_scale(s: Scale, x: f64) -> f64 {
+    let f = f64::from(s.factor() as f32);
+    let s = match s {
+        Scale::Mul(_) => Scale::Mul(f),
+        Scale::Div(_) => Scale::Div(f),
+    };
+    round_op(DType::F32, ref_scale(DType::F32, s, x))
 }
 
 const REDUCES: [(ReduceKind, BinaryOp, Scale); 4] = [
@@ -116,10 +75,10 @@ fn f32_over_128_mib_every_op() {
     let mut draw = |lo: f32, hi: f32| -> Vec<f32> { (0..n).map(|_| r.random_range(lo..hi)).collect() };
     let (a, b, c, wide) = (draw(-1.0, 1.0), draw(-1.0, 1.0), draw(-1.0, 1.0), draw(-300.0, 300.0));
     let (ta, tb, tc, tw) = (up(&a, &[n]), up(&b, &[n]), up(&c, &[n]), up(&wide, &[n]));
+    let x = |v: &[f32], i: usize| f64::from(v[i]);
     for op in OPS {
         let got = ta.binary(op, &tb).unwrap().to_vec::<f32>().unwrap();
-        let ulps = if op == BinaryOp::Div { 1.0 } else { 0.0 };
-        check(&got, n, |i| f32_op(op, a[i], b[i]), f32_close(ulps), &format!("f32 {op:?}"));
+        check(&got, n, f64::from, |i| f32_op(op, x(&a, i), x(&b, i)), &format!("f32 {op:?}"));
     }
     for (kind, op, s) in REDUCES {
         for scale in [None, Some(s)] {
@@ -127,28 +86,26 @@ fn f32_over_128_mib_every_op() {
                 .unwrap()
                 .to_vec::<f32>()
                 .unwrap();
-            let fold = |i: usize| f32_op(op, f32_op(op, a[i], b[i]), c[i]);
+            let fold = |i: usize| f32_op(op, f32_op(op, x(&a, i), x(&b, i)), x(&c, i));
             let want = |i| scale.map_or(fold(i), |s| f32_scale(s, fold(i)));
-            let ulps = if matches!(scale, Some(Scale::Div(_))) { 1.0 } else { 0.0 };
-            check(&got, n, want, f32_close(ulps), &format!("f32 reduce {kind:?} {scale:?}"));
+            check(&got, n, f64::from, want, &format!("f32 reduce {kind:?} {scale:?}"));
         }
     }
     for s in [Scale::Mul(2.5), Scale::Div(3.0)] {
         let got = ta.scale(s).unwrap().to_vec::<f32>().unwrap();
-        let ulps = if matches!(s, Scale::Div(_)) { 1.0 } else { 0.0 };
-        check(&got, n, |i| f32_scale(s, a[i]), f32_close(ulps), &format!("f32 scale {s:?}"));
+        check(&got, n, f64::from, |i| f32_scale(s, x(&a, i)), &format!("f32 scale {s:?}"));
     }
     let to_u8 = tw.cast(DType::U8).unwrap().to_vec::<u8>().unwrap();
-    check(&to_u8, n, |i| wide[i] as u8, |g, w| g == w, "f32 -> u8");
+    check(&to_u8, n, f64::from, |i| ref_cast(DType::F32, DType::U8, x(&wide, i)), "f32 -> u8");
     let to_f16 = tw.cast(DType::F16).unwrap().to_vec::<half::f16>().unwrap();
-    check(&to_f16, n, |i| half::f16::from_f32(wide[i]), |g, w| g.to_bits() == w.to_bits(), "f32 -> f16");
+    check(&to_f16, n, half::f16::to_f64, |i| ref_cast(DType::F32, DType::F16, x(&wide, i)), "f32 -> f16");
     let sl = ta.narrow(0, 3, n - 7).unwrap().to_vec::<f32>().unwrap();
-    check(&sl, n - 7, |i| a[i + 3], |g, w| g == w, "f32 slice");
+    check(&sl, n - 7, f64::from, |i| x(&a, i + 3), "f32 slice");
     let rows = n / 5;
     let sl2 = ta.reshape([rows, 5]).unwrap().narrow(1, 1, 3).unwrap().to_vec::<f32>().unwrap();
-    check(&sl2, rows * 3, |i| a[i / 3 * 5 + 1 + i % 3], |g, w| g == w, "f32 2D slice");
+    check(&sl2, rows * 3, f64::from, |i| x(&a, i / 3 * 5 + 1 + i % 3), "f32 2D slice");
     let cat = Tensor::concat(&[ta.clone(), tb.clone()], 0).unwrap().to_vec::<f32>().unwrap();
-    check(&cat, 2 * n, |i| if i < n { a[i] } else { b[i - n] }, |g, w| g == w, "f32 concat");
+    check(&cat, 2 * n, f64::from, |i| if i < n { x(&a, i) } else { x(&b, i - n) }, "f32 concat");
 }
 
 #[test]
@@ -165,9 +122,11 @@ fn u8_over_128_mib_every_op() {
     };
     let (a, b, c) = (draw(), draw(), draw());
     let (ta, tb, tc) = (up(&a, &[n]), up(&b, &[n]), up(&c, &[n]));
+    let x = |v: &[u8], i: usize| f64::from(v[i]);
+    let u8_op = |op, a: f64, b: f64| ref_binary(DType::U8, op, a, b);
     for op in OPS {
         let got = ta.binary(op, &tb).unwrap().to_vec::<u8>().unwrap();
-        check(&got, n, |i| u8_op(op, a[i], b[i]), |g, w| g == w, &format!("u8 {op:?}"));
+        check(&got, n, f64::from, |i| u8_op(op, x(&a, i), x(&b, i)), &format!("u8 {op:?}"));
     }
     for (kind, op, s) in REDUCES {
         for scale in [None, Some(s)] {
@@ -175,35 +134,29 @@ fn u8_over_128_mib_every_op() {
                 .unwrap()
                 .to_vec::<u8>()
                 .unwrap();
-            let fold = |i: usize| u8_op(op, u8_op(op, a[i], b[i]), c[i]);
-            let want = |i| scale.map_or(fold(i), |s| u8_scale(s, fold(i)));
-            check(&got, n, want, |g, w| g == w, &format!("u8 reduce {kind:?} {scale:?}"));
+            let fold = |i: usize| u8_op(op, u8_op(op, x(&a, i), x(&b, i)), x(&c, i));
+            let want = |i| scale.map_or(fold(i), |s| ref_scale(DType::U8, s, fold(i)));
+            check(&got, n, f64::from, want, &format!("u8 reduce {kind:?} {scale:?}"));
         }
     }
     for s in [Scale::Mul(3.0), Scale::Div(7.0)] {
         let got = ta.scale(s).unwrap().to_vec::<u8>().unwrap();
-        check(&got, n, |i| u8_scale(s, a[i]), |g, w| g == w, &format!("u8 scale {s:?}"));
+        check(&got, n, f64::from, |i| ref_scale(DType::U8, s, x(&a, i)), &format!("u8 scale {s:?}"));
     }
     let to_f16 = ta.cast(DType::F16).unwrap().to_vec::<half::f16>().unwrap();
-    check(
-        &to_f16,
-        n,
-        |i| half::f16::from_f32(f32::from(a[i])),
-        |g, w| g.to_bits() == w.to_bits(),
-        "u8 -> f16",
-    );
+    check(&to_f16, n, half::f16::to_f64, |i| ref_cast(DType::U8, DType::F16, x(&a, i)), "u8 -> f16");
     let sl = ta.narrow(0, 3, n - 7).unwrap().to_vec::<u8>().unwrap();
-    check(&sl, n - 7, |i| a[i + 3], |g, w| g == w, "u8 slice");
+    check(&sl, n - 7, f64::from, |i| x(&a, i + 3), "u8 slice");
     let rows = n / 3;
     let (ta2, tb2) = (ta.reshape([rows, 3]).unwrap(), tb.reshape([rows, 3]).unwrap());
     let sl2 = ta2.narrow(1, 1, 2).unwrap().to_vec::<u8>().unwrap();
-    check(&sl2, rows * 2, |i| a[i / 2 * 3 + 1 + i % 2], |g, w| g == w, "u8 2D slice (unaligned rows)");
+    check(&sl2, rows * 2, f64::from, |i| x(&a, i / 2 * 3 + 1 + i % 2), "u8 2D slice (unaligned rows)");
     let cat = Tensor::concat(&[ta.clone(), tb.clone()], 0).unwrap().to_vec::<u8>().unwrap();
-    check(&cat, 2 * n, |i| if i < n { a[i] } else { b[i - n] }, |g, w| g == w, "u8 concat");
+    check(&cat, 2 * n, f64::from, |i| if i < n { x(&a, i) } else { x(&b, i - n) }, "u8 concat");
     let narrow_b = tb2.narrow(1, 2, 1).unwrap();
     let cat2 = Tensor::concat(&[ta2, narrow_b], 1).unwrap().to_vec::<u8>().unwrap();
     let want2 = |i: usize| {
-        if i % 4 < 3 { a[i / 4 * 3 + i % 4] } else { b[i / 4 * 3 + 2] }
+        if i % 4 < 3 { x(&a, i / 4 * 3 + i % 4) } else { x(&b, i / 4 * 3 + 2) }
     };
-    check(&cat2, rows * 4, want2, |g, w| g == w, "u8 2D concat (unaligned rows)");
+    check(&cat2, rows * 4, f64::from, want2, "u8 2D concat (unaligned rows)");
 }

@@ -1,11 +1,12 @@
 //! Casts between every pair of dtypes on Vulkan: random data against the f64 reference, and edge
-//! values (saturation, NaN, infinities, rounding ties, integers past 2^24 and 2^53) bit for bit
-//! against the CPU backend.
+//! values (saturation, NaN, infinities, rounding ties, integers past 2^24 and 2^53) against an
+//! exact host reference (`Exact`: floats as f64, integers as i128, so every i64 edge is held),
+//! every element.
 
-use collectives::{DType, Device, Tensor};
-use collectives_tests::{Range, random, ref_cast, rng, round_to, values};
+use collectives::{DType, Element, Tensor};
+use collectives_tests::{Range, random, ref_cast, rng, round_nearest_even, round_to, with_type};
 
-use super::{SIZES, VK, check_op, dtypes, have_vulkan, pair, seed, vs_cpu};
+use super::{SIZES, VK, check_op, dtypes, have_vulkan, seed};
 
 #[test]
 fn cast_every_pair_random() {
@@ -27,12 +28,12 @@ fn cast_every_pair_random() {
                     }
                 }
             }
-            let (vx, cx) = pair(from, &x, &[n]);
+            let vx = collectives_tests::tensor(from, &x, [n], VK);
             for &to in &all {
                 let ctx = format!("cast {from} -> {to} n={n}");
                 let got = vx.cast(to).unwrap();
                 let want: Vec<f64> = x.iter().map(|&v| ref_cast(from, to, v)).collect();
-                check_op(&got, vs_cpu(n).then(|| cx.cast(to).unwrap()), &want, |_| 0.0, false, &ctx);
+                check_op(&got, None, &want, |_| 0.0, &ctx);
             }
         }
     }
@@ -155,49 +156,130 @@ fn i64_edges() -> Vec<i64> {
     v
 }
 
-/// Whether `half::f16::from_f64` rounds through f32 here (it does with F16C; without, it rounds
-/// once, truncating the low 32 bits first).
-fn rounds_f64_to_f16_through_f32() -> bool {
-    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
-    return std::arch::is_x86_feature_detected!("f16c");
-    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
-    return false;
+/// A value held exactly: a float (any f32/f16/bf16/f64 value is an f64) or an integer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Exact {
+    /// A float value (NaN equal to NaN when compared by `same`).
+    F(f64),
+    /// An integer value.
+    I(i128),
 }
 
-/// `vals` as a tensor on `device`.
-fn typed<T: collectives::Element>(vals: &[T], device: Device) -> Tensor {
-    Tensor::from_vec(vals.to_vec(), [vals.len()], device).unwrap()
+impl Exact {
+    /// Equal values, or both NaN (signed zeros count).
+    fn same(self, other: Exact) -> bool {
+        match (self, other) {
+            (Exact::F(a), Exact::F(b)) => (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits(),
+            (a, b) => a == b,
+        }
+    }
+}
+
+/// The library's cast of `x` to `to`: to a float, rounded to nearest even through f64; floats
+/// to integers truncate toward zero and saturate, NaN to 0; integers wrap.
+fn ref_exact(x: Exact, to: DType) -> Exact {
+    let (min, max): (i128, i128) = match to {
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        DType::I64 => (i64::MIN.into(), i64::MAX.into()),
+        _ => (0, 255),
+    };
+    match (x, to.is_float()) {
+        (Exact::F(v), true) => Exact::F(round_to(to, v)),
+        (Exact::F(v), false) if v.is_nan() => Exact::I(0),
+        (Exact::F(v), false) => Exact::I((v.trunc() as i128).clamp(min, max)),
+        (Exact::I(v), false) => Exact::I(match to {
+            DType::I32 => i128::from(v as i32),
+            DType::I64 => i128::from(v as i64),
+            _ => i128::from(v as u8),
+        }),
+        // Through f64 (Rust's `as` rounds to nearest even), as the library defines a cast
+        // involving a float: an i64 past 2^53 rounds twice, to f64 and then to the target.
+        (Exact::I(v), true) => Exact::F(round_to(to, v as f64)),
+    }
+}
+
+/// The edge values of `from`, exactly.
+fn edges(from: DType) -> Vec<Exact> {
+    let ints = |v: Vec<i128>| v.into_iter().map(Exact::I).collect();
+    let floats = |v: Vec<f64>| v.into_iter().map(Exact::F).collect();
+    match from {
+        DType::F32 => floats(f32_edges().into_iter().map(f64::from).collect()),
+        DType::F64 => floats(f64_edges()),
+        DType::F16 => {
+            floats(f32_edges().into_iter().map(|v| round_nearest_even(v.into(), 11, -14, 15)).collect())
+        }
+        DType::BF16 => {
+            floats(f32_edges().into_iter().map(|v| round_nearest_even(v.into(), 8, -126, 127)).collect())
+        }
+        DType::I32 => ints(i32_edges().into_iter().map(i128::from).collect()),
+        DType::I64 => ints(i64_edges().into_iter().map(i128::from).collect()),
+        _ => ints((0..=255).collect()),
+    }
+}
+
+/// The integer of an `Exact::I` (0 for a float: not reached, integer dtypes hold integers).
+fn int(v: Exact) -> i128 {
+    if let Exact::I(i) = v { i } else { 0 }
+}
+
+/// The float of an `Exact::F` (0 for an integer: not reached, float dtypes hold floats).
+fn float(v: Exact) -> f64 {
+    if let Exact::F(f) = v { f } else { 0.0 }
+}
+
+/// `vals` of `dtype` as a tensor on `VK`, exactly.
+fn upload(dtype: DType, vals: &[Exact]) -> Tensor {
+    let up = |data| Tensor::from_vec(data, [vals.len()], VK).unwrap();
+    match dtype {
+        DType::I64 => {
+            Tensor::from_vec(vals.iter().map(|&v| int(v) as i64).collect(), [vals.len()], VK).unwrap()
+        }
+        DType::I32 => {
+            Tensor::from_vec(vals.iter().map(|&v| int(v) as i32).collect(), [vals.len()], VK).unwrap()
+        }
+        DType::U8 => up(vals.iter().map(|&v| int(v) as u8).collect()),
+        _ => with_type!(dtype, T => {
+            let data: Vec<T> = vals.iter().map(|&v| T::from_f64(float(v))).collect();
+            Tensor::from_vec(data, [vals.len()], VK).unwrap()
+        }),
+    }
+}
+
+/// The elements of `t`, exactly.
+fn download(t: &Tensor) -> Vec<Exact> {
+    let ints = |v: Vec<i128>| v.into_iter().map(Exact::I).collect();
+    match t.dtype() {
+        DType::I64 => ints(t.to_vec::<i64>().unwrap().into_iter().map(i128::from).collect()),
+        DType::I32 => ints(t.to_vec::<i32>().unwrap().into_iter().map(i128::from).collect()),
+        DType::U8 => ints(t.to_vec::<u8>().unwrap().into_iter().map(i128::from).collect()),
+        d => with_type!(d, T => t.to_vec::<T>().unwrap().into_iter().map(|v| Exact::F(v.to_f64())).collect()),
+    }
 }
 
 #[test]
-fn cast_edge_values_match_cpu_bit_for_bit() {
+fn cast_edge_values_are_exact() {
     if !have_vulkan() {
         return;
     }
     let all = dtypes();
-    let f16c = rounds_f64_to_f16_through_f32();
     for &from in &all {
-        let src = |d: Device| match from {
-            DType::F32 => typed(&f32_edges(), d),
-            DType::F64 => typed(&f64_edges(), d),
-            DType::F16 => typed(&f32_edges().into_iter().map(half::f16::from_f32).collect::<Vec<_>>(), d),
-            DType::BF16 => typed(&f32_edges().into_iter().map(half::bf16::from_f32).collect::<Vec<_>>(), d),
-            DType::I32 => typed(&i32_edges(), d),
-            DType::I64 => typed(&i64_edges(), d),
-            _ => typed(&(0..=255u8).collect::<Vec<_>>(), d),
-        };
-        let (vx, cx) = (src(VK), src(Device::Cpu(0)));
+        let src = edges(from);
+        let vx = upload(from, &src);
         for &to in &all {
-            if from == DType::F64 && to == DType::F16 && !f16c {
-                // half's f64 -> f16 rounds through f32 with F16C and directly without; the kernel
-                // matches the F16C path (every x86-64 machine this runs on has it).
-                println!("skipped f64 -> f16 edges: the CPU reference here does not round through f32");
-                continue;
-            }
-            let (got, cpu) = (vx.cast(to).unwrap(), cx.cast(to).unwrap());
-            // The CPU result is the reference here (the f64 carrier cannot hold every i64 edge).
-            let want = values(&cpu);
-            check_op(&got, Some(cpu), &want, |_| 0.0, false, &format!("cast edges {from} -> {to}"));
+            let got = download(&vx.cast(to).unwrap());
+            let bad: Vec<usize> = (0..src.len()).filter(|&i| !got[i].same(ref_exact(src[i], to))).collect();
+            let show: Vec<String> = bad
+                .iter()
+                .take(8)
+                .map(|&i| format!("{:?} -> {:?}, want {:?}", src[i], got[i], ref_exact(src[i], to)))
+                .collect();
+            assert!(
+                bad.is_empty(),
+                "cast edges {from} -> {to}: {} of {} wrong: {}",
+                bad.len(),
+                src.len(),
+                show.join("; ")
+            );
         }
     }
 }

@@ -12,14 +12,87 @@ fn $op_mul(a: $V, b: $V) -> $V {
     return a * b;
 }
 
-// Division rounded as IEEE's: Vulkan lets `/` be 2.5 ulp off (NVIDIA's is up to 2 ulp off), so
-// one correction step on the exact remainder `fma(-q, b, a)` pulls the quotient to the rounded
-// one. Where the corrected value is not finite (b = 0, infinities, NaN, overflow) `/` stands.
+// Division correctly rounded (IEEE round to nearest even) without the device's `/`, which
+// Vulkan lets be 2.5 ulp off (and leaves undefined for divisors out of normal range), and
+// without `fma`, which Vulkan lets be a product and a sum rounded apart (lavapipe's is).
+// Zeros, infinities and NaN are decided by rule. Otherwise |a| = A·2^(ea-23) and
+// |b| = B·2^(eb-23) with A, B integers in [2^23, 2^24) (subnormals normalized exactly), and
+// the quotient's grid in units of 2^(ea-eb) is 2^k: the ulp of A/B's binade (A >= B: 2^-23,
+// else 2^-24) or, for a subnormal result, the coarser subnormal spacing. Integer long division
+// gives n = floor(A·2^-k / B) and its remainder exactly; n rounds up when the remainder is past
+// half of B (a tie to even n). Then n·2^k·2^(ea-eb) is exact in powers of two (a subnormal
+// result lies on n's grid) or overflows to infinity exactly when IEEE's rounded quotient does.
+// Assumes only exact integer ops and subnormals kept by multiplication by powers of two.
+alias $DivU = vec4<u32>;
+alias $DivI = vec4<i32>;
+alias $DivS = vec4<u32>;
+
+fn $pow2(e: $DivI) -> $V {
+    return bitcast<$V>($DivU($DivI(127) + e) << $DivS(23u));
+}
+
+// The bits of |x| (finite, non-zero) with a subnormal scaled by 2^32 into the normals.
+fn $normal(x: $DivU) -> $DivU {
+    let sub = (x & $DivU(0x7f800000u)) == $DivU(0u);
+    return select(x, bitcast<$DivU>(bitcast<$V>(x) * $V(4294967296.0)), sub);
+}
+
+// The exponent e of |x| = m·2^e with m in [1, 2), for finite non-zero x.
+fn $exponent(x: $DivU) -> $DivI {
+    let sub = (x & $DivU(0x7f800000u)) == $DivU(0u);
+    return $DivI($normal(x) >> $DivS(23u)) - $DivI(127) - select($DivI(0), $DivI(32), sub);
+}
+
+// The significand of |x| (finite, non-zero) as an integer in [2^23, 2^24).
+fn $significand(x: $DivU) -> $DivU {
+    return ($normal(x) & $DivU(0x007fffffu)) | $DivU(0x00800000u);
+}
+
+// |a| / |b| correctly rounded, for finite non-zero a and b given as bits without sign.
+fn $div_mag(ab: $DivU, bb: $DivU) -> $V {
+    let ma = $significand(ab);
+    let mb = $significand(bb);
+    let e = $exponent(ab) - $exponent(bb);
+    let k = max(select($DivI(-24), $DivI(-23), ma >= mb), $DivI(-149) - e);
+    let s = $DivS(clamp(-k, $DivI(0), $DivI(24)));
+    // Long division: n = floor(ma·2^s / mb), r the remainder (r < mb < 2^24: no overflow).
+    let first = ma >= mb;
+    var n = select($DivU(0u), $DivU(1u), first);
+    var r = select(ma, ma - mb, first);
+    for (var i = 0u; i < 24u; i++) {
+        let on = $DivS(i) < s;
+        let r2 = r << $DivS(1u);
+        let ge = r2 >= mb;
+        r = select(r, select(r2, r2 - mb, ge), on);
+        n = select(n, (n << $DivS(1u)) | select($DivU(0u), $DivU(1u), ge), on);
+    }
+    let twice = r << $DivS(1u);
+    let odd = (n & $DivU(1u)) == $DivU(1u);
+    let up = (twice > mb) | ((twice == mb) & odd);
+    n = n + select($DivU(0u), $DivU(1u), up);
+    // A grid of 2 (k = 1): q/2 in (1/4, 1) rounds to 1 when q > 1 (q = 1 is a tie, to 0);
+    // coarser grids round every q < 2 to 0.
+    let far = select($V(0.0), $V(2.0), (k == $DivI(1)) & (ma > mb));
+    let c = select($V(n) * $pow2(-$DivI(s)), far, k > $DivI(0));
+    let e1 = clamp(e, $DivI(-126), $DivI(127));
+    let e2 = clamp(e - e1, $DivI(-126), $DivI(127));
+    return c * $pow2(e1) * $pow2(e2) * $pow2(e - e1 - e2);
+}
+
 fn $div_rn(a: $V, b: $V) -> $V {
-    let q = a / b;
-    let q1 = fma(fma(-q, b, a), $V(1.0) / b, q);
-    let finite = (bitcast<$U>(q1) & $U(0x7f800000u)) != $U(0x7f800000u);
-    return select(q, q1, finite);
+    let sign = (bitcast<$DivU>(a) ^ bitcast<$DivU>(b)) & $DivU(0x80000000u);
+    let ab = bitcast<$DivU>(a) & $DivU(0x7fffffffu);
+    let bb = bitcast<$DivU>(b) & $DivU(0x7fffffffu);
+    // Specials: NaN for a NaN operand, 0/0 and inf/inf; infinity for inf/y and x/0; zero for
+    // 0/y and x/inf; each with the sign of a xor b.
+    let a_zero = ab == $DivU(0u);
+    let b_zero = bb == $DivU(0u);
+    let a_inf = ab == $DivU(0x7f800000u);
+    let b_inf = bb == $DivU(0x7f800000u);
+    let nan = (ab > $DivU(0x7f800000u)) | (bb > $DivU(0x7f800000u)) | (a_zero & b_zero) | (a_inf & b_inf);
+    let finite = bitcast<$DivU>($div_mag(ab, bb));
+    let mag = select(select(finite, $DivU(0u), a_zero | b_inf), $DivU(0x7f800000u), a_inf | b_zero);
+    return bitcast<$V>(select(mag | sign, $DivU(0x7fc00000u), nan));
 }
 
 fn $op_div(a: $V, b: $V) -> $V {

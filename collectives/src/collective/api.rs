@@ -47,7 +47,9 @@ impl DeviceGroup {
     fn ring_all_reduce(&self, hops: &mut Hops, shards: &[Tensor], op: ReduceOp) -> Result<Vec<Tensor>> {
         let n = self.size();
         let numel = shards[0].numel();
-        let bounds: Vec<(usize, usize)> = (0..n).map(|c| (c * numel / n, (c + 1) * numel / n)).collect();
+        // In u128: c * numel passes usize for tensors past usize::MAX / n elements.
+        let at = |c: usize| (c as u128 * numel as u128 / n as u128) as usize;
+        let bounds: Vec<(usize, usize)> = (0..n).map(|c| (at(c), at(c + 1))).collect();
         let parts = shards
             .iter()
             .map(|s| {
@@ -148,7 +150,12 @@ impl DeviceGroup {
                 need: "give one size per device",
             });
         }
-        let (sum, len) = (sizes.iter().sum::<usize>(), t.shape().dim(dim));
+        let sum = sizes.iter().try_fold(0usize, |acc, &s| acc.checked_add(s));
+        let sum = sum.ok_or_else(|| Error::TooLarge {
+            what: "scatter_sizes",
+            size: format!("the sum of the sizes {sizes:?}"),
+        })?;
+        let len = t.shape().dim(dim);
         if sum != len {
             return Err(Error::SplitSizes { op: "scatter_sizes", sizes: sizes.to_vec(), sum, dim, len });
         }

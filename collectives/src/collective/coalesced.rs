@@ -42,10 +42,11 @@ impl DeviceGroup {
     }
 
     /// [`DeviceGroup::broadcast`] of many tensors at once: `tensors` all live on one member.
-    /// Returns, per device, the tensors in the same order.
+    /// Returns, per device, the tensors in the same order; the source device's entries are
+    /// `tensors` themselves (as `broadcast` and `torch.cuda.comm.broadcast_coalesced` return).
     pub fn broadcast_coalesced(&self, tensors: &[Tensor]) -> Result<Vec<Vec<Tensor>>> {
         let first = tensors.first().ok_or(Error::NoInputs { op: "broadcast_coalesced" })?;
-        self.check_member("broadcast_coalesced", first)?;
+        let root = self.check_member("broadcast_coalesced", first)?;
         if let Some(t) = tensors.iter().find(|t| t.device() != first.device()) {
             let index = tensors.iter().position(|u| u.same_node(t)).unwrap_or(0);
             let (expected, got) = (first.device(), t.device());
@@ -60,6 +61,7 @@ impl DeviceGroup {
                 }
             }
         }
+        out[root] = tensors.iter().cloned().map(Some).collect();
         Ok(out.into_iter().map(|row| row.into_iter().map(|t| t.expect("every position")).collect()).collect())
     }
 

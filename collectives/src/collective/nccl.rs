@@ -6,7 +6,7 @@
 use super::{DeviceGroup, ReduceOp};
 use crate::backend::nccl::{NcclCall as Call, clique_call};
 use crate::device::Device;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::graph::{CollectiveCall, Op, Shape, Tensor};
 
 /// The call's node over `inputs`, and one part per `(device, shape)` of `outs`.
@@ -51,7 +51,12 @@ pub(crate) fn broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Result<
 
 pub(crate) fn all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
     let s = shards[0].shape();
-    let shape = s.with_dim(dim, s.dim(dim) * group.size());
+    let joined = s.dim(dim).checked_mul(group.size()).ok_or_else(|| Error::TooLarge {
+        what: "all_gather",
+        size: format!("dim {dim} of {s} times {} shards", group.size()),
+    })?;
+    let shape = s.with_dim(dim, joined);
+    shape.bytes("all_gather", shards[0].dtype())?;
     Ok(build(group, Call::AllGather, shards, &everywhere(group, &shape)))
 }
 

@@ -125,6 +125,7 @@ impl DeviceGroup {
     /// is touched, so groups naming absent devices can be planned.
     pub fn plan(&self, kind: CollectiveKind, shape: impl Into<Shape>, dtype: DType) -> Result<Plan> {
         let shape = shape.into();
+        let bytes = shape.bytes("plan", dtype)?;
         let shards: Vec<Tensor> =
             self.devices().iter().map(|&d| Tensor::placeholder(shape.clone(), dtype, d)).collect();
         let root = &shards[self.leader_index()];
@@ -139,7 +140,6 @@ impl DeviceGroup {
             CollectiveKind::AllToAll => self.all_to_all(&shards, 0)?,
         };
         let mut plan = Plan::of(&outputs);
-        let bytes = shape.numel() * dtype.size();
         plan.algorithm = Some(self.algorithm_for(kind, bytes));
         Ok(plan)
     }

@@ -107,6 +107,7 @@ impl Tensor {
     /// Elementwise conversion to `dtype` (floats to integers truncate toward zero and saturate;
     /// NaN becomes 0).
     pub fn cast(&self, dtype: DType) -> Result<Tensor> {
+        self.shape().bytes("cast", dtype)?;
         Ok(self.unary(Op::Cast(dtype), self.device(), dtype, self.shape().clone()))
     }
 
@@ -148,7 +149,7 @@ impl Tensor {
         if dim >= rank {
             return Err(Error::DimOutOfRange { op: "concat", dim, rank });
         }
-        let mut total = 0;
+        let mut total = 0usize;
         for (index, t) in inputs.iter().enumerate() {
             check_dtype("concat", first.dtype(), t.dtype())?;
             let got = t.shape();
@@ -156,15 +157,17 @@ impl Tensor {
                 let (expected, got) = (first.shape().clone(), got.clone());
                 return Err(Error::ConcatMismatch { dim, index, expected, got });
             }
-            total += got.dim(dim);
+            total = total.checked_add(got.dim(dim)).ok_or_else(|| too_long(inputs, dim))?;
         }
         let shape = first.shape().with_dim(dim, total);
+        shape.bytes("concat", first.dtype())?;
         Ok(Tensor::new_node(Op::Concat { dim }, inputs.to_vec(), device, first.dtype(), shape, None))
     }
 
     /// The same elements with another shape of equal element count (no data moves).
     pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
         let to = shape.into();
+        to.bytes("reshape", self.dtype())?;
         if to.numel() != self.numel() {
             return Err(Error::ReshapeMismatch {
                 from: self.shape().clone(),
@@ -180,6 +183,12 @@ impl Tensor {
     pub fn flatten(&self) -> Result<Tensor> {
         self.reshape([self.numel()])
     }
+}
+
+/// The error of a concat whose joined length passes `usize`.
+fn too_long(inputs: &[Tensor], dim: usize) -> Error {
+    let lens: Vec<usize> = inputs.iter().map(|t| t.shape().dim(dim)).collect();
+    Error::TooLarge { what: "concat", size: format!("the sum of the lengths {lens:?} along dim {dim}") }
 }
 
 fn check_dtype(op: &'static str, expected: DType, got: DType) -> Result<()> {
@@ -199,17 +208,7 @@ pub(crate) fn check_like(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()>
     Ok(())
 }
 
-/// A scale an integer dtype can apply exactly.
+/// A scale `dtype` can apply (the rule is [`Scale::check`]).
 pub(crate) fn check_scale(op: &'static str, s: Scale, dtype: DType) -> Result<()> {
-    let f = s.factor();
-    let integral = f.is_finite() && f.fract() == 0.0;
-    let zero_div = matches!(s, Scale::Div(_)) && f == 0.0;
-    if dtype.is_int() && zero_div {
-        let msg = format!("Scale::Div(0) would divide {dtype} values by zero");
-        return Err(Error::InvalidArgument { what: op, msg });
-    }
-    if dtype.is_int() && !integral {
-        return Err(Error::NonIntegerScale { op, factor: f, dtype });
-    }
-    Ok(())
+    s.check(op, dtype)
 }

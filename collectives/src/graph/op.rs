@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::backend::Buffer;
 use crate::device::Device;
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// An elementwise binary operation on two same-shape, same-dtype tensors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,12 +51,20 @@ impl ReduceKind {
 }
 
 /// A scalar scaling, applied in the compute type (f32 for f16/bf16) before rounding once.
+///
+/// On an integer dtype the factor must be an integer the dtype holds (`0..=255` for u8,
+/// `i32::MIN..=i32::MAX` for i32, `-2^63..2^63` for i64), and non-zero for `Div`: a factor
+/// outside the range is [`Error::ScaleOutOfRange`](crate::Error::ScaleOutOfRange) (a wrapped
+/// or saturated factor would give each backend its own answer), a fractional one
+/// [`Error::NonIntegerScale`](crate::Error::NonIntegerScale). [`Scale::check`] is the rule;
+/// every op that scales (`Tensor::scale`, `Tensor::reduce`, a collective's `PreMulSum` and
+/// `Avg`) applies it when the op is built, before any backend sees the factor.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scale {
-    /// `x * s`. On integer dtypes `s` must be an integer (checked when the op is built).
+    /// `x * s` (integers wrap on overflow).
     Mul(f64),
-    /// `x / s`. On integer dtypes `s` must be a non-zero integer; the result truncates toward
-    /// zero (as NCCL's integer average does).
+    /// `x / s`. On integer dtypes the result truncates toward zero (as NCCL's integer average
+    /// does); `MIN / -1` wraps to `MIN`.
     Div(f64),
 }
 
@@ -66,6 +74,32 @@ impl Scale {
         match self {
             Scale::Mul(s) | Scale::Div(s) => s,
         }
+    }
+
+    /// Checks that `dtype` can take this scale (see [`Scale`]); `op` names the caller in the
+    /// error.
+    pub fn check(self, op: &'static str, dtype: DType) -> Result<()> {
+        let f = self.factor();
+        if !dtype.is_int() {
+            return Ok(());
+        }
+        if matches!(self, Scale::Div(_)) && f == 0.0 {
+            let msg = format!("Scale::Div(0) would divide {dtype} values by zero");
+            return Err(Error::InvalidArgument { what: op, msg });
+        }
+        if !(f.is_finite() && f.fract() == 0.0) {
+            return Err(Error::NonIntegerScale { op, factor: f, dtype });
+        }
+        let (min, max) = match dtype {
+            DType::U8 => (0, 255),
+            DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+            _ => (i64::MIN, i64::MAX),
+        };
+        // `max as f64` rounds i64::MAX up to 2^63, which is out of range: compare below it.
+        if f < min as f64 || f >= max as f64 + 1.0 {
+            return Err(Error::ScaleOutOfRange { op, factor: f, dtype, min, max });
+        }
+        Ok(())
     }
 
     /// Applies the scale to an `f64` (the reference semantics for float dtypes).

@@ -63,6 +63,7 @@ impl ReduceOp {
                     reason: "the scalar must be finite",
                 });
             }
+            Scale::Mul(s).check(op, dtype)?;
         }
         Ok(())
     }

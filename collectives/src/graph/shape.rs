@@ -2,6 +2,9 @@
 
 use std::fmt;
 
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
 /// The dimensions of a tensor, outermost first; elements are stored row-major and contiguous.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct Shape(Vec<usize>);
@@ -22,9 +25,31 @@ impl Shape {
         self.0.len()
     }
 
-    /// Number of elements (1 for a rank-0 shape).
+    /// Number of elements (1 for a rank-0 shape; 0 if any dimension is 0). Saturates at
+    /// `usize::MAX` for a shape no tensor can have (see [`Shape::checked_numel`]).
     pub fn numel(&self) -> usize {
-        self.0.iter().product()
+        if self.0.contains(&0) { 0 } else { self.checked_numel().unwrap_or(usize::MAX) }
+    }
+
+    /// The product of the non-zero dimensions, or `None` if it overflows `usize`. A tensor's
+    /// shape always has one, and it times the dtype's size is at most `isize::MAX`
+    /// ([`Shape::bytes`]): a zero dimension does not excuse the others' product (as NumPy's
+    /// "array is too big").
+    pub fn checked_numel(&self) -> Option<usize> {
+        self.0.iter().filter(|&&d| d != 0).try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    }
+
+    /// The bytes a tensor of this shape and `dtype` holds, or [`Error::TooLarge`] naming `what`
+    /// if the non-zero dimensions' product times the dtype's size passes `isize::MAX`.
+    pub fn bytes(&self, what: &'static str, dtype: DType) -> Result<usize> {
+        let fits = self
+            .checked_numel()
+            .and_then(|n| n.checked_mul(dtype.size()))
+            .filter(|&b| b <= isize::MAX as usize);
+        match fits {
+            Some(_) => Ok(self.numel() * dtype.size()),
+            None => Err(Error::TooLarge { what, size: format!("shape {self} of {dtype}") }),
+        }
     }
 
     /// Size of dimension `dim` (panics if out of range: callers check `dim < rank` first).

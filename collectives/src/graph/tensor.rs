@@ -80,6 +80,7 @@ impl Tensor {
     /// Errors with [`Error::DataLength`] if `data.len()` is not the shape's element count.
     pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>, device: Device) -> Result<Tensor> {
         let shape = shape.into();
+        shape.bytes("from_vec", T::DTYPE)?;
         if data.len() != shape.numel() {
             return Err(Error::DataLength { expected: shape.numel(), got: data.len(), shape });
         }
@@ -127,6 +128,7 @@ impl Tensor {
 
     /// Size in bytes of the tensor's data.
     pub fn nbytes(&self) -> usize {
+        // A tensor's bytes fit in isize (checked when its shape was made): no overflow.
         self.numel() * self.dtype().size()
     }
 

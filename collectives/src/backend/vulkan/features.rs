@@ -12,7 +12,8 @@ use crate::error::{Error, Result};
 pub(super) struct Features {
     /// `shaderFloat64`: f64 arithmetic and casts.
     pub float64: bool,
-    /// `shaderInt64`: i64 arithmetic and casts.
+    /// `shaderInt64`: i64 arithmetic and casts, and f64 arithmetic (its correctly rounded
+    /// division works on the significands as 64-bit integers).
     pub int64: bool,
 }
 
@@ -23,7 +24,7 @@ impl Features {
         for &dtype in dtypes {
             let missing = match dtype {
                 DType::F64 if !self.float64 => "shaderFloat64",
-                DType::I64 if !self.int64 => "shaderInt64",
+                DType::I64 | DType::F64 if !self.int64 => "shaderInt64",
                 _ => continue,
             };
             return Err(Error::Unsupported {
@@ -158,6 +159,11 @@ mod tests {
         let err = f.require(Device::Vulkan(1), "cast", &[DType::F32, DType::I64]).unwrap_err();
         assert!(
             matches!(&err, Error::Unsupported { dtype: DType::I64, reason, .. } if reason.contains("shaderInt64"))
+        );
+        // f64's division works on 64-bit integer significands.
+        let err = f.require(Device::Vulkan(1), "binary", &[DType::F64]).unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported { dtype: DType::F64, reason, .. } if reason.contains("shaderInt64"))
         );
         let none = Features { float64: false, int64: false };
         let small = [DType::F32, DType::F16, DType::BF16, DType::I32, DType::U8];

@@ -51,7 +51,7 @@ fn bound_bytes(d: DType, n: u64) -> u64 {
 }
 
 /// The factor as the kernel's factor type, little-endian in 8 bytes: f32 for f32/f16/bf16, and
-/// for integers the factor as the dtype (wrapping, as the CPU backend converts it).
+/// for integers the factor as the dtype (exact: `Scale::check` kept it in the dtype's range).
 fn factor_bytes(d: DType, s: Scale) -> [u8; 8] {
     let f = s.factor();
     let mut out = [0u8; 8];
@@ -185,8 +185,8 @@ mod tests {
     }
 
     #[test]
-    fn integer_factors_wrap_like_the_cpu_backend() {
-        assert_eq!(&factor_bytes(DType::U8, Scale::Div(258.0))[..4], &2u32.to_le_bytes());
+    fn integer_factors_are_the_dtypes_values() {
+        assert_eq!(&factor_bytes(DType::U8, Scale::Div(255.0))[..4], &255u32.to_le_bytes());
         assert_eq!(&factor_bytes(DType::I32, Scale::Mul(-3.0))[..4], &(-3i32).to_le_bytes());
         assert_eq!(factor_bytes(DType::F64, Scale::Mul(0.1)), 0.1f64.to_le_bytes());
         assert_eq!(&factor_bytes(DType::BF16, Scale::Div(3.0))[..4], &3.0f32.to_le_bytes());
