@@ -20,36 +20,33 @@ fn $op_mul(a: $V, b: $V) -> $V {
 // the quotient's grid in units of 2^(ea-eb) is 2^k: the ulp of A/B's binade (A >= B: 2^-23,
 // else 2^-24) or, for a subnormal result, the coarser subnormal spacing. Integer long division
 // gives n = floor(A·2^-k / B) and its remainder exactly; n rounds up when the remainder is past
-// half of B (a tie to even n). Then n·2^k·2^(ea-eb) is exact in powers of two (a subnormal
-// result lies on n's grid) or overflows to infinity exactly when IEEE's rounded quotient does.
-// Assumes only exact integer ops and subnormals kept by multiplication by powers of two.
+// half of B (a tie to even n). Then n·2^k·2^(ea-eb) is assembled as bits, exactly, or is
+// infinity exactly when IEEE's rounded quotient overflows.
+// Integer operations only, on the operands' bits and the result's: a driver that flushes
+// subnormal floats (NVIDIA's f32 does, without shaderDenormPreserve) still gives IEEE results.
 alias $DivU = vec4<u32>;
 alias $DivI = vec4<i32>;
 alias $DivS = vec4<u32>;
 
-fn $pow2(e: $DivI) -> $V {
-    return bitcast<$V>($DivU($DivI(127) + e) << $DivS(23u));
-}
-
-// The bits of |x| (finite, non-zero) with a subnormal scaled by 2^32 into the normals.
-fn $normal(x: $DivU) -> $DivU {
-    let sub = (x & $DivU(0x7f800000u)) == $DivU(0u);
-    return select(x, bitcast<$DivU>(bitcast<$V>(x) * $V(4294967296.0)), sub);
+// How far the significand of a subnormal |x| (x < 2^23, non-zero) shifts left into [2^23, 2^24).
+fn $sub_shift(x: $DivU) -> $DivI {
+    return max($DivI(countLeadingZeros(x)) - $DivI(8), $DivI(0));
 }
 
 // The exponent e of |x| = m·2^e with m in [1, 2), for finite non-zero x.
 fn $exponent(x: $DivU) -> $DivI {
-    let sub = (x & $DivU(0x7f800000u)) == $DivU(0u);
-    return $DivI($normal(x) >> $DivS(23u)) - $DivI(127) - select($DivI(0), $DivI(32), sub);
+    let field = $DivI(x >> $DivS(23u));
+    return select(field - $DivI(127), $DivI(-126) - $sub_shift(x), field == $DivI(0));
 }
 
 // The significand of |x| (finite, non-zero) as an integer in [2^23, 2^24).
 fn $significand(x: $DivU) -> $DivU {
-    return ($normal(x) & $DivU(0x007fffffu)) | $DivU(0x00800000u);
+    let sub = (x >> $DivS(23u)) == $DivU(0u);
+    return select((x & $DivU(0x007fffffu)) | $DivU(0x00800000u), x << $DivS($sub_shift(x)), sub);
 }
 
-// |a| / |b| correctly rounded, for finite non-zero a and b given as bits without sign.
-fn $div_mag(ab: $DivU, bb: $DivU) -> $V {
+// The bits of |a| / |b| correctly rounded, for finite non-zero a and b given as bits without sign.
+fn $div_mag(ab: $DivU, bb: $DivU) -> $DivU {
     let ma = $significand(ab);
     let mb = $significand(bb);
     let e = $exponent(ab) - $exponent(bb);
@@ -72,11 +69,14 @@ fn $div_mag(ab: $DivU, bb: $DivU) -> $V {
     n = n + select($DivU(0u), $DivU(1u), up);
     // A grid of 2 (k = 1): q/2 in (1/4, 1) rounds to 1 when q > 1 (q = 1 is a tie, to 0);
     // coarser grids round every q < 2 to 0.
-    let far = select($V(0.0), $V(2.0), (k == $DivI(1)) & (ma > mb));
-    let c = select($V(n) * $pow2(-$DivI(s)), far, k > $DivI(0));
-    let e1 = clamp(e, $DivI(-126), $DivI(127));
-    let e2 = clamp(e - e1, $DivI(-126), $DivI(127));
-    return c * $pow2(e1) * $pow2(e2) * $pow2(e - e1 - e2);
+    let far = select($DivU(0u), $DivU(1u), (k == $DivI(1)) & (ma > mb));
+    n = select(n, far, k > $DivI(0));
+    // The quotient is n·2^g with g = k + e >= -149 (g = -149 where the result is subnormal,
+    // or coarser: then k > 0 and n is 0 or 1). Its bits are ((g + 149) << 23) + n: n's top
+    // bit (2^23, present exactly when the result is normal) adds one to the exponent field, and
+    // a rounded-up n = 2^24 carries into it. A field of all ones or more is infinity.
+    let bits = ($DivU(k + e + $DivI(149)) << $DivS(23u)) + n;
+    return select(bits, $DivU(0x7f800000u), bits >= $DivU(0x7f800000u));
 }
 
 fn $div_rn(a: $V, b: $V) -> $V {
@@ -90,7 +90,7 @@ fn $div_rn(a: $V, b: $V) -> $V {
     let a_inf = ab == $DivU(0x7f800000u);
     let b_inf = bb == $DivU(0x7f800000u);
     let nan = (ab > $DivU(0x7f800000u)) | (bb > $DivU(0x7f800000u)) | (a_zero & b_zero) | (a_inf & b_inf);
-    let finite = bitcast<$DivU>($div_mag(ab, bb));
+    let finite = $div_mag(ab, bb);
     let mag = select(select(finite, $DivU(0u), a_zero | b_inf), $DivU(0x7f800000u), a_inf | b_zero);
     return bitcast<$V>(select(mag | sign, $DivU(0x7fc00000u), nan));
 }

@@ -20,36 +20,36 @@ fn $op_mul(a: $V, b: $V) -> $V {
 // the quotient's grid in units of 2^(ea-eb) is 2^k: the ulp of A/B's binade (A >= B: 2^-52,
 // else 2^-53) or, for a subnormal result, the coarser subnormal spacing. Integer long division
 // gives n = floor(A·2^-k / B) and its remainder exactly; n rounds up when the remainder is past
-// half of B (a tie to even n). Then n·2^k·2^(ea-eb) is exact in powers of two (a subnormal
-// result lies on n's grid) or overflows to infinity exactly when IEEE's rounded quotient does.
-// Assumes only exact integer ops and subnormals kept by multiplication by powers of two.
+// half of B (a tie to even n). Then n·2^k·2^(ea-eb) is assembled as bits, exactly, or is
+// infinity exactly when IEEE's rounded quotient overflows.
+// Integer operations only, on the operands' bits and the result's: a driver that flushes
+// subnormal floats (NVIDIA's f32 does, without shaderDenormPreserve) still gives IEEE results.
 alias $DivU = vec2<u64>;
 alias $DivI = vec2<i32>;
 alias $DivS = vec2<u32>;
 
-fn $pow2(e: $DivI) -> $V {
-    return bitcast<$V>($DivU($DivI(1023) + e) << $DivS(52u));
-}
-
-// The bits of |x| (finite, non-zero) with a subnormal scaled by 2^64 into the normals.
-fn $normal(x: $DivU) -> $DivU {
-    let sub = (x & $DivU(0x7ff0000000000000lu)) == $DivU(0lu);
-    return select(x, bitcast<$DivU>(bitcast<$V>(x) * $V(18446744073709551616.0)), sub);
+// How far the significand of a subnormal |x| (x < 2^52, non-zero) shifts left into [2^52, 2^53).
+fn $sub_shift(x: $DivU) -> $DivI {
+    let hi = vec2<u32>(x >> $DivS(32u));
+    let lo = vec2<u32>(x & $DivU(0xfffffffflu));
+    let zeros = select(vec2<i32>(countLeadingZeros(hi)), vec2<i32>(32) + vec2<i32>(countLeadingZeros(lo)), hi == vec2<u32>(0u));
+    return max(zeros - $DivI(11), $DivI(0));
 }
 
 // The exponent e of |x| = m·2^e with m in [1, 2), for finite non-zero x.
 fn $exponent(x: $DivU) -> $DivI {
-    let sub = (x & $DivU(0x7ff0000000000000lu)) == $DivU(0lu);
-    return $DivI($normal(x) >> $DivS(52u)) - $DivI(1023) - select($DivI(0), $DivI(64), sub);
+    let field = $DivI(x >> $DivS(52u));
+    return select(field - $DivI(1023), $DivI(-1022) - $sub_shift(x), field == $DivI(0));
 }
 
 // The significand of |x| (finite, non-zero) as an integer in [2^52, 2^53).
 fn $significand(x: $DivU) -> $DivU {
-    return ($normal(x) & $DivU(0x000ffffffffffffflu)) | $DivU(0x0010000000000000lu);
+    let sub = (x >> $DivS(52u)) == $DivU(0lu);
+    return select((x & $DivU(0x000ffffffffffffflu)) | $DivU(0x0010000000000000lu), x << $DivS($sub_shift(x)), sub);
 }
 
-// |a| / |b| correctly rounded, for finite non-zero a and b given as bits without sign.
-fn $div_mag(ab: $DivU, bb: $DivU) -> $V {
+// The bits of |a| / |b| correctly rounded, for finite non-zero a and b given as bits without sign.
+fn $div_mag(ab: $DivU, bb: $DivU) -> $DivU {
     let ma = $significand(ab);
     let mb = $significand(bb);
     let e = $exponent(ab) - $exponent(bb);
@@ -72,11 +72,14 @@ fn $div_mag(ab: $DivU, bb: $DivU) -> $V {
     n = n + select($DivU(0lu), $DivU(1lu), up);
     // A grid of 2 (k = 1): q/2 in (1/4, 1) rounds to 1 when q > 1 (q = 1 is a tie, to 0);
     // coarser grids round every q < 2 to 0.
-    let far = select($V(0.0), $V(2.0), (k == $DivI(1)) & (ma > mb));
-    let c = select($V(n) * $pow2(-$DivI(s)), far, k > $DivI(0));
-    let e1 = clamp(e, $DivI(-1022), $DivI(1023));
-    let e2 = clamp(e - e1, $DivI(-1022), $DivI(1023));
-    return c * $pow2(e1) * $pow2(e2) * $pow2(e - e1 - e2);
+    let far = select($DivU(0lu), $DivU(1lu), (k == $DivI(1)) & (ma > mb));
+    n = select(n, far, k > $DivI(0));
+    // The quotient is n·2^g with g = k + e >= -1074 (g = -1074 where the result is subnormal,
+    // or coarser: then k > 0 and n is 0 or 1). Its bits are ((g + 1074) << 52) + n: n's top
+    // bit (2^52, present exactly when the result is normal) adds one to the exponent field, and
+    // a rounded-up n = 2^53 carries into it. A field of all ones or more is infinity.
+    let bits = ($DivU(k + e + $DivI(1074)) << $DivS(52u)) + n;
+    return select(bits, $DivU(0x7ff0000000000000lu), bits >= $DivU(0x7ff0000000000000lu));
 }
 
 fn $div_rn(a: $V, b: $V) -> $V {
@@ -90,7 +93,7 @@ fn $div_rn(a: $V, b: $V) -> $V {
     let a_inf = ab == $DivU(0x7ff0000000000000lu);
     let b_inf = bb == $DivU(0x7ff0000000000000lu);
     let nan = (ab > $DivU(0x7ff0000000000000lu)) | (bb > $DivU(0x7ff0000000000000lu)) | (a_zero & b_zero) | (a_inf & b_inf);
-    let finite = bitcast<$DivU>($div_mag(ab, bb));
+    let finite = $div_mag(ab, bb);
     let mag = select(select(finite, $DivU(0lu), a_zero | b_inf), $DivU(0x7ff0000000000000lu), a_inf | b_zero);
     return bitcast<$V>(select(mag | sign, $DivU(0x7ff8000000000000lu), nan));
 }

@@ -219,6 +219,12 @@ fn nccl_clique_every_collective_and_dtype() {
             let want: Vec<f64> = (0..n).map(|i| reference(op, dtype, &ins, i)).collect();
             let mag: Vec<f64> = (0..n).map(|i| ins.iter().map(|x| x[i].abs()).sum::<f64>() * 2.0).collect();
             let ctx = format!("{dtype} {op:?} seed {seed}");
+            if k == 1 && dtype == DType::F64 && matches!(op, ReduceOp::PreMulSum(_)) {
+                // NCCL 2.28.9 gets this wrong on one rank (RedOp::new): refused, never computed.
+                let err = clique.run(NcclCall::AllReduce(op), &refs).err();
+                assert!(matches!(err, Some(crate::Error::BadReduceOp { .. })), "{ctx}: {err:?}");
+                continue;
+            }
             let check = |got: &[f64], off: usize, what: &str| {
                 let wrong: Vec<String> = (0..got.len())
                     .filter(|&i| !close(dtype, got[i], want[off + i], mag[off + i], k))

@@ -195,7 +195,7 @@ impl NcclClique {
         let mut ops = Vec::with_capacity(comms.len());
         for (c, &d) in comms.iter().zip(&self.members) {
             // SAFETY: the communicator is live, used under the clique's lock.
-            let made = unsafe { RedOp::new(call.red_op(), dtype, c.0) };
+            let made = unsafe { RedOp::new(call.red_op(), dtype, c.0, self.members.len()) };
             match made {
                 Ok((op, code)) if !failed(code) => ops.push(op),
                 Ok((_, code)) => {

@@ -120,6 +120,10 @@ pub(crate) unsafe fn issue(
     })
 }
 
+/// Why a one-rank NCCL call refuses `PreMulSum` on f64 (see [`RedOp::new`]).
+pub(crate) const ONE_RANK_F64_PREMULSUM: &str = "NCCL's one-rank pre-multiplied sum on f64 leaves the end of the \
+     output unwritten (NCCL 2.28.9); use Algorithm::Star or Algorithm::Auto for a one-device group";
+
 /// NCCL's operator for one call on one communicator: built in, or a pre-multiplied sum made for
 /// the call (`ncclRedOpCreatePreMulSum`) and destroyed by [`RedOp::destroy`] once enqueued.
 #[derive(Clone, Copy)]
@@ -131,19 +135,35 @@ pub(crate) enum RedOp {
 }
 
 impl RedOp {
-    /// The operator of `op` on values of `dtype` for `comm`, and NCCL's result code for making
-    /// it (success for a built-in one; a nonblocking communicator may answer `ncclInProgress`,
-    /// which the caller settles). An error for a scalar the dtype cannot take.
+    /// The operator of `op` on values of `dtype` for `comm` (of `ranks` ranks), and NCCL's result
+    /// code for making it (success for a built-in one; a nonblocking communicator may answer
+    /// `ncclInProgress`, which the caller settles). An error for a scalar the dtype cannot take.
+    ///
+    /// On one rank `Avg` and `PreMulSum(1)` are `ncclSum` (a copy), and `PreMulSum` of any other
+    /// scalar on f64 is refused ([`ONE_RANK_F64_PREMULSUM`]): NCCL 2.28.9's one-rank pre-multiplied
+    /// sum on f64 (its `ncclAvg` too) was seen to leave the last 16 bytes of a 4160-element output
+    /// unwritten on an H200. The library never chooses NCCL for one device; this guards a forced
+    /// call.
     ///
     /// # Safety
     /// `comm` is live and used by no other thread meanwhile.
-    pub unsafe fn new(op: ReduceOp, dtype: DType, comm: sys::ncclComm_t) -> Result<(RedOp, ncclResult_t)> {
+    pub unsafe fn new(
+        op: ReduceOp,
+        dtype: DType,
+        comm: sys::ncclComm_t,
+        ranks: usize,
+    ) -> Result<(RedOp, ncclResult_t)> {
         use sys::ncclRedOp_t as O;
         let builtin = match op {
             ReduceOp::Sum => O::ncclSum,
             ReduceOp::Prod => O::ncclProd,
             ReduceOp::Max => O::ncclMax,
             ReduceOp::Min => O::ncclMin,
+            ReduceOp::Avg | ReduceOp::PreMulSum(1.0) if ranks == 1 => O::ncclSum,
+            ReduceOp::PreMulSum(s) if ranks == 1 && dtype == DType::F64 => {
+                let redop = format!("PreMulSum({s})");
+                return Err(Error::BadReduceOp { op: "nccl", redop, dtype, reason: ONE_RANK_F64_PREMULSUM });
+            }
             ReduceOp::Avg => O::ncclAvg,
             ReduceOp::PreMulSum(s) => {
                 let mut scalar = scalar_bytes(s, dtype)?;

@@ -76,6 +76,7 @@ pub(crate) struct Issued {
 /// scratch buffer for barriers.
 pub(crate) struct RankComm {
     dev: Arc<CudaDevice>,
+    world: usize,
     stream: Arc<CudaStream>,
     shared: Arc<Shared>,
     scratch: Arc<DevAlloc>,
@@ -102,7 +103,7 @@ impl RankComm {
         let comm = init_comm(&dev, (rank, world), id, timeout)?;
         let shared = Shared::new(device, timeout, comm);
         spawn_watchdog(&shared)?;
-        Ok(RankComm { dev, stream, shared, scratch })
+        Ok(RankComm { dev, world, stream, shared, scratch })
     }
 
     /// The device.
@@ -144,7 +145,7 @@ impl RankComm {
         self.dev.bind()?;
         let stream = self.stream.cu_stream() as sys::cudaStream_t;
         // SAFETY: `comm` is live under the lock.
-        let (redop, made) = unsafe { RedOp::new(call.red_op(), dtype, comm)? };
+        let (redop, made) = unsafe { RedOp::new(call.red_op(), dtype, comm, self.world)? };
         self.shared.settle(&mut st, made, "ncclRedOpCreatePreMulSum")?;
         let (send, recv) = (send as *const c_void, recv as *mut c_void);
         // SAFETY: the caller guarantees the buffers; `comm` is live under the lock.
