@@ -136,13 +136,9 @@ pub fn parse_devices(s: &str) -> Result<Vec<Device>> {
 }
 
 /// How many virtual CPU devices discovery lists: [`CPU_DEVICES_ENV`] if set to a positive
-/// integer, else [`DEFAULT_CPU_DEVICES`].
+/// integer, else [`DEFAULT_CPU_DEVICES`] (any other value is warned about once on stderr).
 pub fn cpu_device_count() -> u32 {
-    std::env::var(CPU_DEVICES_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(DEFAULT_CPU_DEVICES)
+    crate::knob::var(CPU_DEVICES_ENV, "a positive integer", |&n: &u32| n > 0).unwrap_or(DEFAULT_CPU_DEVICES)
 }
 
 #[cfg(test)]

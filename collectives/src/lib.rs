@@ -25,6 +25,7 @@ pub mod dtype;
 mod error;
 pub mod exec;
 pub mod graph;
+mod knob;
 pub mod route;
 pub mod typed;
 
