@@ -57,6 +57,25 @@ impl DeviceKind {
             DeviceKind::Vulkan => "vulkan",
         }
     }
+
+    /// What to install or set to get devices of this kind (empty for the always-present host):
+    /// the fix that [`Error::DeviceUnavailable`] and the discovery report print.
+    pub fn install_hint(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "",
+            DeviceKind::Cuda => {
+                "CUDA devices need the NVIDIA driver: install it (no CUDA toolkit is needed) and make \
+                 libcuda.so.1 findable (ldconfig, or LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu or the \
+                 driver's folder); COLLECTIVES_CUDA_DEVICES maps logical devices onto GPUs"
+            }
+            DeviceKind::Vulkan => {
+                "Vulkan devices need the loader and a driver: `apt-get install libvulkan1 \
+                 mesa-vulkan-drivers` (Mesa; lavapipe is a software device that runs anywhere) or \
+                 your GPU vendor's driver; VK_DRIVER_FILES=/usr/share/vulkan/icd.d/<driver>.json \
+                 picks a driver"
+            }
+        }
+    }
 }
 
 impl fmt::Display for DeviceKind {

@@ -51,7 +51,7 @@ pub use collectives_macros::device_group;
 pub use comm::NcclComm;
 pub use comm::{Communicator, IdentityComm, LocalComm};
 pub use device::{Device, DeviceKind, parse_devices};
-pub use discover::available_devices;
+pub use discover::{available_devices, device_name};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use exec::{realize, synchronize};

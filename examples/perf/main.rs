@@ -30,8 +30,17 @@ use args::{Args, list, parse_sizes};
 use collect::{Coll, count_wrong, make_data, time_runs};
 use output::Row;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let devices = parse_devices(&args.devices)?;
     let sizes = parse_sizes(&args.sizes)?;

@@ -48,6 +48,25 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 
 /// A set of devices taking part in single-process collectives. Cheap to clone.
+///
+/// Start with [`DeviceGroup::new`]; [`DeviceGroup::validate`] checks that every member is
+/// present (a missing driver is otherwise reported when a result first runs). Shard i of a
+/// collective lives on `devices()[i]`; the first device is the leader.
+///
+/// ```
+/// use collectives::{Device, DeviceGroup, ReduceOp, Tensor};
+/// // Any mix of devices: vec![Device::Cuda(0), Device::Vulkan(0), Device::Cpu(0)] on a machine
+/// // with both GPUs; virtual CPU devices run anywhere.
+/// let group = DeviceGroup::new(vec![Device::Cpu(0), Device::Cpu(1)])?;
+/// group.validate()?; // names a missing driver, and how to install it, now
+/// let shards = vec![
+///     Tensor::from_vec(vec![1.0f32, 2.0], [2], Device::Cpu(0))?,
+///     Tensor::from_vec(vec![10.0f32, 20.0], [2], Device::Cpu(1))?,
+/// ];
+/// let avg = group.all_reduce(&shards, ReduceOp::Avg)?; // lazy
+/// assert_eq!(avg[1].to_vec::<f32>()?, vec![5.5, 11.0]); // runs it
+/// # Ok::<(), collectives::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceGroup {
     devices: Vec<Device>,
@@ -56,7 +75,10 @@ pub struct DeviceGroup {
 }
 
 impl DeviceGroup {
-    /// A group of `devices`; the first is the leader. Building a group touches no device.
+    /// A group of `devices`; the first is the leader. Building a group touches no device, so a
+    /// group of devices this machine lacks builds (and plans); call [`DeviceGroup::validate`] to
+    /// find out now. [`crate::discover::preferred_devices`] lists this machine's devices, best
+    /// leader first.
     ///
     /// Errors: [`Error::EmptyGroup`], [`Error::DuplicateDevice`].
     pub fn new(devices: Vec<Device>) -> Result<Self> {
@@ -69,6 +91,23 @@ impl DeviceGroup {
             }
         }
         Ok(DeviceGroup { devices, leader: 0, algorithm: Algorithm::Auto })
+    }
+
+    /// Checks that every member can run now: its backend is built, its driver loads and the
+    /// device exists (each is opened, once per process). Errors with the first member that
+    /// cannot, as [`Error::DeviceUnavailable`] (whose message says what to install) or
+    /// [`Error::BackendNotBuilt`].
+    ///
+    /// ```
+    /// use collectives::{Device, DeviceGroup, Error};
+    /// let group = DeviceGroup::new(vec![Device::Cpu(0), Device::Cuda(1 << 20)])?;
+    /// let err = group.validate().unwrap_err();
+    /// assert!(matches!(err, Error::DeviceUnavailable { device: Device::Cuda(_), .. }
+    ///     | Error::BackendNotBuilt { .. }), "{err}");
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        self.devices.iter().try_for_each(|&d| crate::discover::check(d))
     }
 
     /// The same group with `leader` as its leader. Errors with [`Error::LeaderNotMember`].
