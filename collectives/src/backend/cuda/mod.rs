@@ -70,10 +70,7 @@ pub(crate) fn unavailable_reason() -> Option<String> {
     if let Err(why) = driver::driver_status() {
         return Some(why.clone());
     }
-    match virt::physical(0) {
-        Ok(_) => None,
-        Err(why) => Some(why),
-    }
+    virt::physical(0).err()
 }
 
 pub use virt::CUDA_DEVICES_ENV;
