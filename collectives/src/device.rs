@@ -20,10 +20,12 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
-/// Environment variable giving how many virtual CPU devices [`available_devices`] lists.
+/// Environment variable giving how many virtual CPU devices
+/// [`available_devices`](crate::available_devices) lists.
 pub const CPU_DEVICES_ENV: &str = "COLLECTIVES_CPU_DEVICES";
 
-/// How many virtual CPU devices [`available_devices`] lists when [`CPU_DEVICES_ENV`] is unset.
+/// How many virtual CPU devices [`available_devices`](crate::available_devices) lists when
+/// [`CPU_DEVICES_ENV`] is unset.
 pub const DEFAULT_CPU_DEVICES: u32 = 4;
 
 /// A device a tensor can live on.
