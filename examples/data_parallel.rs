@@ -205,6 +205,12 @@ where
 }
 
 fn main() -> ExitCode {
+    if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("data_parallel: a data-parallel linear regression over device_group!(Cuda, Vulkan, Cpu)");
+        println!("(virtual CPU devices where those are absent), checked against f64 on the host.");
+        println!("usage: {} (no options)", env!("CARGO_CRATE_NAME"));
+        return ExitCode::SUCCESS;
+    }
     let result = match device_group!(Cuda, Vulkan, Cpu) {
         Ok(group) => run(&group),
         Err(Error::DeviceUnavailable { device, .. }) => {

@@ -6,14 +6,33 @@
 //! ```
 //!
 //! With no GPU this uses four virtual CPU devices (`COLLECTIVES_CPU_DEVICES` changes how many);
-//! CUDA and Vulkan devices join the group when their drivers are present.
+//! CUDA and Vulkan devices join the group when their drivers are present. It first prints what
+//! discovery found, and for a kind it found none of, why and how to install it.
 
-use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan, ReduceOp, Tensor, available_devices};
+use std::process::ExitCode;
+
+use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan, ReduceOp, Tensor};
 use collectives_examples::{fold, random_data, tolerance};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let devices = pick_devices();
-    let group = DeviceGroup::new(devices)?;
+fn main() -> ExitCode {
+    if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("quickstart: all-reduce a random shard on every device present, check it, print the plan.");
+        println!("usage: quickstart   (COLLECTIVES_CPU_DEVICES=N sets how many virtual CPU devices join)");
+        return ExitCode::SUCCESS;
+    }
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    println!("{}", collectives::discover::report());
+    let group = DeviceGroup::new(pick_devices())?;
+    group.validate()?;
     println!("{group}");
 
     // Fresh random data, one shard per device.
@@ -51,10 +70,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Every device present: the GPUs, plus virtual CPU devices; at most 8.
+/// Every device present, best leader first (hardware GPUs, the host, then software GPUs such as
+/// lavapipe); at most 8.
 fn pick_devices() -> Vec<Device> {
-    let all = available_devices();
-    let gpus: Vec<Device> = all.iter().copied().filter(|d| d.is_gpu()).collect();
-    let cpus = all.iter().copied().filter(|d| d.is_host());
-    gpus.into_iter().chain(cpus).take(8).collect()
+    collectives::discover::preferred_devices().into_iter().take(8).collect()
 }

@@ -45,8 +45,9 @@ fn one_shot_all_reduce_every_op_dtype_and_size() {
 }
 
 /// The same on virtual host devices (which read each other in place too), so every machine runs
-/// this file's logic.
+/// this file's logic (about 30 s on two cores, so with `--features slow`).
 #[test]
+#[cfg_attr(not(feature = "slow"), ignore = "slow: run with --features slow")]
 fn one_shot_all_reduce_on_host_devices() {
     one_shot_on(SIZES.iter().map(|&n| cpu_group(n)).collect());
 }

@@ -47,7 +47,10 @@ fn shape_mismatch() {
     assert_eq!(c.t.maximum(&b.t).unwrap_err(), want("binary"));
     let e = Tensor::reduce(&[a.t.clone(), c.t.clone(), b.t.clone()], ReduceKind::Sum, None).unwrap_err();
     assert_eq!(e, want("reduce"));
-    assert_eq!(e.to_string(), "reduce: shape mismatch: expected [2, 3], got [3, 2]");
+    assert_eq!(
+        e.to_string(),
+        "reduce: shape mismatch: expected [2, 3], got [3, 2] (reshape, slice or concat one side to match)"
+    );
     for k in [&a, &b, &c] {
         k.check(&format!("seed {seed}"));
     }
@@ -86,7 +89,10 @@ fn data_length_differs_from_shape() {
         );
     }
     let e = Tensor::from_vec(vec![1u8; 5], [2, 3], Device::Cpu(0)).unwrap_err();
-    assert_eq!(e.to_string(), "from_vec: data has 5 elements but shape [2, 3] holds 6");
+    assert_eq!(
+        e.to_string(),
+        "from_vec: data has 5 elements but shape [2, 3] holds 6; pass 6 elements or a shape of 5"
+    );
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! and bit for bit against the CPU backend (division included: the kernels round it as IEEE
 //! does, `division` checks 2^20 pairs per float dtype against the host's `/`).
 //!
-//! Sizes 1, 7 and 65535×256+1 (more workgroups than one dispatch dimension holds); `big` adds
-//! f32 and u8 tensors over 128 MiB (more than one storage-buffer binding of lavapipe holds).
+//! Sizes 1, 7, 70001 and, with the `slow` feature, 65535×256+1 (more workgroups than one
+//! dispatch dimension holds); `big` (also `slow`) adds f32 and u8 tensors over 128 MiB (more
+//! than one storage-buffer binding of lavapipe holds).
 //!
 //! Without a Vulkan device every test prints `skipped: no Vulkan device (...)` and passes, unless
 //! `REQUIRE_VULKAN=1` (set by `.ci/run`), which makes it fail.
@@ -26,9 +27,17 @@ use collectives_tests::{check_all, fresh_seed, tensor, values, vulkan_required};
 /// The device under test.
 pub const VK: Device = Device::Vulkan(0);
 
-/// The sizes every op runs at: 1, 7, one of several workgroups, and one of more workgroups than
-/// one dispatch dimension holds (65535).
+/// The sizes every op runs at: 1, 7, one of several workgroups, and (with the `slow` feature:
+/// minutes on lavapipe) one of more workgroups than one dispatch dimension holds (65535).
+#[cfg(feature = "slow")]
 pub const SIZES: [usize; 4] = [1, 7, 70_001, 65535 * 256 + 1];
+/// The sizes every op runs at: 1, 7 and one of several workgroups; the `slow` feature adds one of
+/// more workgroups than one dispatch dimension holds (65535).
+#[cfg(not(feature = "slow"))]
+pub const SIZES: [usize; 3] = [1, 7, 70_001];
+
+/// The largest of [`SIZES`].
+pub const BIG: usize = SIZES[SIZES.len() - 1];
 
 /// Whether `VK` works. If not: panics under `REQUIRE_VULKAN=1`, else prints the skip.
 pub fn have_vulkan() -> bool {

@@ -20,10 +20,12 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
-/// Environment variable giving how many virtual CPU devices [`available_devices`] lists.
+/// Environment variable giving how many virtual CPU devices
+/// [`available_devices`](crate::available_devices) lists.
 pub const CPU_DEVICES_ENV: &str = "COLLECTIVES_CPU_DEVICES";
 
-/// How many virtual CPU devices [`available_devices`] lists when [`CPU_DEVICES_ENV`] is unset.
+/// How many virtual CPU devices [`available_devices`](crate::available_devices) lists when
+/// [`CPU_DEVICES_ENV`] is unset.
 pub const DEFAULT_CPU_DEVICES: u32 = 4;
 
 /// A device a tensor can live on.
@@ -55,6 +57,25 @@ impl DeviceKind {
             DeviceKind::Cpu => "cpu",
             DeviceKind::Cuda => "cuda",
             DeviceKind::Vulkan => "vulkan",
+        }
+    }
+
+    /// What to install or set to get devices of this kind (empty for the always-present host):
+    /// the fix that [`Error::DeviceUnavailable`] and the discovery report print.
+    pub fn install_hint(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "",
+            DeviceKind::Cuda => {
+                "CUDA devices need the NVIDIA driver: install it (no CUDA toolkit is needed) and make \
+                 libcuda.so.1 findable (ldconfig, or LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu or the \
+                 driver's folder); COLLECTIVES_CUDA_DEVICES maps logical devices onto GPUs"
+            }
+            DeviceKind::Vulkan => {
+                "Vulkan devices need the loader and a driver: `apt-get install libvulkan1 \
+                 mesa-vulkan-drivers` (Mesa; lavapipe is a software device that runs anywhere) or \
+                 your GPU vendor's driver; VK_DRIVER_FILES=/usr/share/vulkan/icd.d/<driver>.json \
+                 picks a driver"
+            }
         }
     }
 }
@@ -136,13 +157,9 @@ pub fn parse_devices(s: &str) -> Result<Vec<Device>> {
 }
 
 /// How many virtual CPU devices discovery lists: [`CPU_DEVICES_ENV`] if set to a positive
-/// integer, else [`DEFAULT_CPU_DEVICES`].
+/// integer, else [`DEFAULT_CPU_DEVICES`] (any other value is warned about once on stderr).
 pub fn cpu_device_count() -> u32 {
-    std::env::var(CPU_DEVICES_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(DEFAULT_CPU_DEVICES)
+    crate::knob::var(CPU_DEVICES_ENV, "a positive integer", |&n: &u32| n > 0).unwrap_or(DEFAULT_CPU_DEVICES)
 }
 
 #[cfg(test)]

@@ -17,7 +17,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// Two tensors that must have the same shape do not.
-    #[error("{op}: shape mismatch: expected {expected}, got {got}")]
+    #[error(
+        "{op}: shape mismatch: expected {expected}, got {got} (reshape, slice or concat one side to match)"
+    )]
     ShapeMismatch {
         /// The operation that checked.
         op: &'static str,
@@ -37,7 +39,9 @@ pub enum Error {
         got: DType,
     },
     /// Host data whose length is not the product of the shape.
-    #[error("from_vec: data has {got} elements but shape {shape} holds {expected}")]
+    #[error(
+        "from_vec: data has {got} elements but shape {shape} holds {expected}; pass {expected} elements or a shape of {got}"
+    )]
     DataLength {
         /// The shape given.
         shape: Shape,
@@ -174,7 +178,7 @@ pub enum Error {
         feature: &'static str,
     },
     /// A device whose driver, loader or hardware is absent.
-    #[error("{device} is unavailable: {reason}")]
+    #[error("{device} is unavailable: {reason}. {}", device.kind().install_hint())]
     DeviceUnavailable {
         /// The device asked for.
         device: Device,
@@ -182,7 +186,7 @@ pub enum Error {
         reason: String,
     },
     /// A device that could not allocate a buffer.
-    #[error("{device}: out of memory allocating {bytes} bytes{}", if detail.is_empty() { String::new() } else { format!(" ({detail})") })]
+    #[error("{device}: out of memory allocating {bytes} bytes{}; drop tensors you no longer need, or lower the COLLECTIVES_*_POOL_BYTES caches of freed buffers", if detail.is_empty() { String::new() } else { format!(" ({detail})") })]
     OutOfMemory {
         /// The device.
         device: Device,
@@ -261,7 +265,7 @@ pub enum Error {
         need: &'static str,
     },
     /// A tensor whose device is not in the group.
-    #[error("{op}: {device} is not a member of the group ({members})")]
+    #[error("{op}: {device} is not a member of the group ({members}); copy the tensor to a member first")]
     NotMember {
         /// The collective.
         op: &'static str,

@@ -1,16 +1,6 @@
-//! Single-process, multi-device collectives over a lazy tensor graph.
-//!
-//! One process drives several devices at once — CUDA GPUs, a Vulkan GPU, the CPU — and holds
-//! every shard. Collectives reduce, gather, scatter and broadcast those shards by building a lazy
-//! graph of copies and elementwise kernels, run when a result is realized.
-//!
-//! ```
-//! use collectives::{Device, Tensor};
-//! let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2], Device::Cpu(0))?;
-//! let y = x.copy_to_device(Device::Cpu(1))?.scale(collectives::Scale::Mul(2.0))?;
-//! assert_eq!(y.to_vec::<f32>()?, vec![2.0, 4.0, 6.0, 8.0]);
-//! # Ok::<(), collectives::Error>(())
-//! ```
+// The crate page is the README (`collectives/README.md` links to the workspace's), so every Rust
+// snippet in it is a doctest.
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 // `device_group!` expands to `::collectives::...` paths; this makes them resolve inside the crate too.
@@ -25,6 +15,7 @@ pub mod dtype;
 mod error;
 pub mod exec;
 pub mod graph;
+mod knob;
 pub mod route;
 pub mod typed;
 
@@ -50,7 +41,7 @@ pub use collectives_macros::device_group;
 pub use comm::NcclComm;
 pub use comm::{Communicator, IdentityComm, LocalComm};
 pub use device::{Device, DeviceKind, parse_devices};
-pub use discover::available_devices;
+pub use discover::{available_devices, device_name};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use exec::{realize, synchronize};

@@ -20,8 +20,17 @@ pub struct Args {
     /// `1K..1G:4` multiplies by 4).
     #[arg(long, default_value = "1K..64M")]
     pub sizes: String,
-    /// Element types, comma separated: f32, f64, f16, bf16, i32, i64, u8.
-    #[arg(long, default_value = "f32")]
+    /// Smallest size in bytes (nccl-tests' -b); with -e and -f it replaces `--sizes`.
+    #[arg(short = 'b', long = "minbytes")]
+    pub min_bytes: Option<String>,
+    /// Largest size in bytes (nccl-tests' -e).
+    #[arg(short = 'e', long = "maxbytes")]
+    pub max_bytes: Option<String>,
+    /// Multiplication factor between sizes (nccl-tests' -f; default 2).
+    #[arg(short = 'f', long = "stepfactor")]
+    pub step_factor: Option<usize>,
+    /// Element types, comma separated: f32, f64, f16, bf16, i32, i64, u8 (nccl-tests' -d).
+    #[arg(short = 'd', long, default_value = "f32")]
     pub dtype: String,
     /// Reduction: sum, prod, max, min, avg, premulsum[:scalar].
     #[arg(long, default_value = "sum")]
@@ -29,11 +38,11 @@ pub struct Args {
     /// Algorithms, comma separated: auto, star, ring, nccl.
     #[arg(long, default_value = "auto")]
     pub algo: String,
-    /// Timed iterations per size (the median is reported).
-    #[arg(long, default_value_t = 20)]
+    /// Timed iterations per size (the median is reported; nccl-tests' -n).
+    #[arg(short = 'n', long, default_value_t = 20)]
     pub iters: usize,
-    /// Untimed iterations before timing.
-    #[arg(long, default_value_t = 5)]
+    /// Untimed iterations before timing (nccl-tests' -w).
+    #[arg(short = 'w', long, default_value_t = 5)]
     pub warmup: usize,
     /// Also time a plain host memcpy of each size and report the all_reduce floor beside it.
     #[arg(long)]
@@ -84,6 +93,18 @@ pub fn parse_sizes(s: &str) -> Result<Vec<usize>, String> {
         return Ok(out);
     }
     s.split(',').map(parse_size).collect()
+}
+
+impl Args {
+    /// The sizes to run: `-b`..`-e` by `-f` where any of them is given, else `--sizes`.
+    pub fn sizes(&self) -> Result<Vec<usize>, String> {
+        if self.min_bytes.is_none() && self.max_bytes.is_none() && self.step_factor.is_none() {
+            return parse_sizes(&self.sizes);
+        }
+        let lo = self.min_bytes.as_deref().unwrap_or("1K");
+        let hi = self.max_bytes.as_deref().unwrap_or(lo);
+        parse_sizes(&format!("{lo}..{hi}:{}", self.step_factor.unwrap_or(2)))
+    }
 }
 
 /// Splits a comma-separated list.

@@ -82,7 +82,8 @@ impl Coll {
         }
     }
 
-    fn reduces(self) -> bool {
+    /// Whether the collective reduces (else its redop column reads `none`).
+    pub fn reduces(self) -> bool {
         matches!(self, Coll::AllReduce | Coll::ReduceScatter | Coll::Reduce | Coll::LocalReduce)
     }
 

@@ -26,15 +26,24 @@ use collectives::{Algorithm, DType, DeviceGroup, Element, ReduceOp, Tensor, pars
 use half::{bf16, f16};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use args::{Args, list, parse_sizes};
+use args::{Args, list};
 use collect::{Coll, count_wrong, make_data, time_runs};
 use output::Row;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let devices = parse_devices(&args.devices)?;
-    let sizes = parse_sizes(&args.sizes)?;
+    let sizes = args.sizes()?;
     let redop: ReduceOp = args.redop.parse()?;
     let colls = list(&args.op).iter().map(|s| Coll::parse(s)).collect::<Result<Vec<_>, _>>()?;
     let dtypes = list(&args.dtype).iter().map(|s| s.parse()).collect::<Result<Vec<DType>, _>>()?;
@@ -66,8 +75,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     bar.finish_and_clear();
+    output::footer(&rows);
     if let Some(p) = &args.json {
-        output::write_json(p, &command, &rows)?;
+        output::write_json(p, &command, group.devices(), &rows)?;
     }
     if let Some(p) = &args.svg {
         output::write_svg(p, &rows)?;
@@ -131,7 +141,7 @@ impl Sweep<'_> {
         Ok(Row {
             op: self.coll.name().into(),
             dtype: T::DTYPE.to_string(),
-            redop: self.redop.to_string(),
+            redop: if self.coll.reduces() { self.redop.to_string() } else { "none".into() },
             algo: self.algo.to_string(),
             algorithm: g.algorithm_for(self.coll.kind(), count * T::DTYPE.size()).to_string(),
             devices: n,

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use collectives::Device;
 use plotters::prelude::*;
 use serde::Serialize;
 
@@ -25,17 +26,30 @@ pub struct Row {
 }
 
 pub fn header(floor: bool) {
-    let extra = if floor { "  memcpy(us)   floor(us)  x floor" } else { "" };
+    let extra = if floor { "      memcpy       floor  x floor" } else { "" };
     println!(
-        "#{:>12} {:>12} {:>6} {:>10} {:>6} {:>11} {:>8} {:>8} {:>7}{extra}",
-        "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw", "busbw", "#wrong"
+        "#{:>14} {:>12} {:>12} {:>6} {:>10} {:>6} {:>11} {:>8} {:>8} {:>7}{extra}",
+        "op", "size", "count", "type", "redop", "algo", "time", "algbw", "busbw", "#wrong"
     );
+    let extra = if floor { "        (us)        (us)" } else { "" };
+    println!(
+        "#{:>14} {:>12} {:>12} {:>6} {:>10} {:>6} {:>11} {:>8} {:>8} {:>7}{extra}",
+        "", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", ""
+    );
+}
+
+/// nccl-tests' footers: the wrong elements over every row, and the mean bus bandwidth.
+pub fn footer(rows: &[Row]) {
+    let wrong: i64 = rows.iter().map(|r| r.wrong.max(0)).sum();
+    println!("# Out of bounds values : {wrong} {}", if wrong == 0 { "OK" } else { "FAILED" });
+    let avg = rows.iter().map(|r| r.busbw_gbps).sum::<f64>() / rows.len().max(1) as f64;
+    println!("# Avg bus bandwidth    : {avg:.4}");
 }
 
 pub fn print(r: &Row) {
     let mut line = format!(
-        " {:>12} {:>12} {:>6} {:>10} {:>6} {:>11.1} {:>8.2} {:>8.2} {:>7}",
-        r.size, r.count, r.dtype, r.redop, r.algorithm, r.time_us, r.algbw_gbps, r.busbw_gbps, r.wrong
+        " {:>14} {:>12} {:>12} {:>6} {:>10} {:>6} {:>11.1} {:>8.2} {:>8.2} {:>7}",
+        r.op, r.size, r.count, r.dtype, r.redop, r.algorithm, r.time_us, r.algbw_gbps, r.busbw_gbps, r.wrong
     );
     if let (Some(m), Some(f)) = (r.memcpy_us, r.floor_us) {
         line += &format!(" {m:>11.1} {f:>11.1} {:>8.2}", r.time_us / f);
@@ -45,8 +59,9 @@ pub fn print(r: &Row) {
     println!("{line}");
 }
 
-pub fn write_json(path: &Path, command: &str, rows: &[Row]) -> std::io::Result<()> {
-    let doc = serde_json::json!({ "command": command, "rows": rows });
+pub fn write_json(path: &Path, command: &str, devices: &[Device], rows: &[Row]) -> std::io::Result<()> {
+    let devices: Vec<String> = devices.iter().map(ToString::to_string).collect();
+    let doc = serde_json::json!({ "command": command, "devices": devices, "rows": rows });
     std::fs::write(path, serde_json::to_string_pretty(&doc)?)
 }
 

@@ -66,6 +66,7 @@ fn up<T: collectives::Element>(v: &[T], shape: &[usize]) -> Tensor {
 }
 
 #[test]
+#[cfg_attr(not(feature = "slow"), ignore = "slow: run with --features slow")]
 fn f32_over_128_mib_every_op() {
     if !have_vulkan() {
         return;
@@ -109,6 +110,7 @@ fn f32_over_128_mib_every_op() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "slow"), ignore = "slow: run with --features slow")]
 fn u8_over_128_mib_every_op() {
     if !have_vulkan() {
         return;

@@ -4,14 +4,14 @@
 use collectives::{DType, Device, ReduceKind, Scale, Tensor, available_devices};
 use collectives_tests::{Range, check_all, random, ref_concat, ref_slice, rng, tensor, values};
 
-use super::{SIZES, VK, have_vulkan, seed};
+use super::{BIG, SIZES, VK, have_vulkan, seed};
 
 /// A slice: (dim, start, len).
 type Cut = (usize, usize, usize);
 
 /// Shapes and the slices taken of each.
 fn slices() -> Vec<(Vec<usize>, Vec<Cut>)> {
-    let big = SIZES[3];
+    let big = BIG;
     vec![
         (vec![1], vec![(0, 0, 1)]),
         (vec![7], vec![(0, 0, 7), (0, 1, 5), (0, 3, 3)]),
@@ -25,7 +25,7 @@ fn slices() -> Vec<(Vec<usize>, Vec<Cut>)> {
 
 /// Concats: the input shapes and the dim.
 fn concats() -> Vec<(Vec<Vec<usize>>, usize)> {
-    let big = SIZES[3];
+    let big = BIG;
     vec![
         (vec![vec![1], vec![1]], 0),
         (vec![vec![7], vec![3], vec![7]], 0),

@@ -30,10 +30,7 @@ pub const STAGED_ENV: &str = "COLLECTIVES_STAGED_CHAIN";
 /// Whether chains are fused in this process ([`STAGED_ENV`]).
 pub(crate) fn fusion_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| {
-        !std::env::var(STAGED_ENV)
-            .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "off"))
-    })
+    *ON.get_or_init(|| crate::knob::switch(STAGED_ENV, true))
 }
 
 /// How a fused CUDA ↔ Vulkan chain moves its data.
@@ -124,10 +121,12 @@ impl Geometry {
 
     /// [`Geometry::DEFAULT`], with [`STAGED_CHUNK_ENV`] and [`STAGED_SLOTS_ENV`] where set.
     pub fn from_env() -> Geometry {
-        let var = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<usize>().ok());
+        use crate::knob::var;
         Geometry {
-            chunk: var(STAGED_CHUNK_ENV).unwrap_or(Self::DEFAULT.chunk).max(1),
-            slots: var(STAGED_SLOTS_ENV).unwrap_or(Self::DEFAULT.slots).max(2),
+            chunk: var(STAGED_CHUNK_ENV, "a byte count of 1 or more", |&n: &usize| n >= 1)
+                .unwrap_or(Self::DEFAULT.chunk),
+            slots: var(STAGED_SLOTS_ENV, "a slot count of 2 or more", |&n: &usize| n >= 2)
+                .unwrap_or(Self::DEFAULT.slots),
         }
     }
 

@@ -36,7 +36,7 @@ pub use cuda::{CUDA_DEVICES_ENV, reuse::CUDA_POOL_ENV};
 pub use host::HOST_POOL_ENV;
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use kernel::{Kernel, OutSpec};
-pub(crate) use registry::{device_count, get, nccl_available, nccl_usable};
+pub(crate) use registry::{device_count, device_name, get, nccl_available, nccl_usable, unavailable_reason};
 #[cfg(feature = "vulkan")]
 pub use vulkan::VULKAN_POOL_ENV;
 

@@ -65,6 +65,38 @@ pub(crate) fn device_count(kind: DeviceKind) -> u32 {
     }
 }
 
+/// The driver's name of `device` and whether it is a software device (a Vulkan device on the
+/// CPU, as lavapipe), asked without opening it; `None` for a device this machine lacks. Host
+/// devices are named `host memory`.
+pub(crate) fn device_name(device: Device) -> Option<(String, bool)> {
+    match device {
+        Device::Cpu(n) if n < crate::device::cpu_device_count() => Some(("host memory".into(), false)),
+        Device::Cpu(_) => None,
+        #[cfg(feature = "cuda")]
+        Device::Cuda(n) if n < super::cuda::device_count() => super::cuda::device_name(n).map(|s| (s, false)),
+        #[cfg(feature = "vulkan")]
+        Device::Vulkan(n) => super::vulkan::device_name(n),
+        #[allow(unreachable_patterns)] // every kind is covered when both backends are built
+        _ => None,
+    }
+}
+
+/// Why this machine lists no device of `kind` (the driver's or loader's words, or the missing
+/// cargo feature); `None` when it lists some. Host devices are never missing.
+pub(crate) fn unavailable_reason(kind: DeviceKind) -> Option<String> {
+    match kind {
+        DeviceKind::Cpu => None,
+        #[cfg(feature = "cuda")]
+        DeviceKind::Cuda => super::cuda::unavailable_reason(),
+        #[cfg(not(feature = "cuda"))]
+        DeviceKind::Cuda => Some("this build has no CUDA backend (cargo feature \"cuda\")".into()),
+        #[cfg(feature = "vulkan")]
+        DeviceKind::Vulkan => super::vulkan::unavailable_reason(),
+        #[cfg(not(feature = "vulkan"))]
+        DeviceKind::Vulkan => Some("this build has no Vulkan backend (cargo feature \"vulkan\")".into()),
+    }
+}
+
 /// Whether NCCL can be used in this process (libnccl and a CUDA driver load).
 pub(crate) fn nccl_available() -> bool {
     #[cfg(feature = "cuda")]

@@ -35,9 +35,9 @@ impl<K: Copy + Eq + Hash, V> Shelf<K, V> {
     }
 
     /// An empty shelf bounded by the environment variable `var` (bytes; `0` keeps nothing), or by
-    /// [`DEFAULT_LIMIT`] where it is unset or not a number.
+    /// [`DEFAULT_LIMIT`] where it is unset or not a number (which is warned about once).
     pub fn from_env(var: &str) -> Self {
-        let limit = std::env::var(var).ok().and_then(|v| v.trim().parse().ok());
+        let limit = crate::knob::var(var, "a byte count (0 turns the cache off)", |_: &usize| true);
         Shelf::new(limit.unwrap_or(DEFAULT_LIMIT))
     }
 

@@ -67,7 +67,7 @@ pub enum Algorithm {
     /// Let [`choose`] decide from the group and the message size.
     Auto,
     /// Through the leader: every shard hops to the leader, which folds them in one n-ary pass and
-    /// sends the result out. The seed's shape; the right one for mixed vendors and small messages.
+    /// sends the result out. The simplest shape; the right one for mixed vendors and small messages.
     Star,
     /// Chunked ring: reduce_scatter then all_gather, each chunk hopping device to device, so every
     /// link carries 2(n-1)/n of the message instead of the leader's links carrying all of it.

@@ -8,8 +8,8 @@ use crate::graph::Tensor;
 use crate::route::Hops;
 
 impl DeviceGroup {
-    /// The shards folded with `op` onto the leader (the seed's `all_reduce`). Takes one to
-    /// `size()` shards, shard i on device i; all of one shape and dtype.
+    /// The shards folded with `op` onto the leader (NCCL's `reduce` with the leader as root). Takes
+    /// one to `size()` shards, shard i on device i; all of one shape and dtype.
     pub fn reduce(&self, shards: &[Tensor], op: ReduceOp) -> Result<Tensor> {
         self.check_shards("reduce", shards, Count::UpToAll, Shapes::Equal)?;
         op.check("reduce", shards[0].dtype())?;
@@ -74,8 +74,8 @@ impl DeviceGroup {
         }
     }
 
-    /// The shards joined along `dim` on the leader (the seed's `all_gather`). Takes one to
-    /// `size()` shards, shard i on device i; they may differ in length along `dim`.
+    /// The shards joined along `dim` on the leader (NCCL's `gather`, as a concatenation). Takes
+    /// one to `size()` shards, shard i on device i; they may differ in length along `dim`.
     pub fn gather(&self, shards: &[Tensor], dim: usize) -> Result<Tensor> {
         self.check_shards("gather", shards, Count::UpToAll, Shapes::ExceptDim(dim))?;
         star::gather_to(&mut Hops::default(), shards, dim, self.leader())

@@ -94,6 +94,40 @@ impl Tensor {
         Tensor::from_vec(data.to_vec(), shape, device)
     }
 
+    /// A tensor of `shape` on `device` with every element `value` (its dtype is `T`'s).
+    ///
+    /// ```
+    /// use collectives::{Device, Tensor};
+    /// let t = Tensor::full([2, 3], 1.5f32, Device::Cpu(0))?;
+    /// assert_eq!(t.to_vec::<f32>()?, vec![1.5; 6]);
+    /// # Ok::<(), collectives::Error>(())
+    /// ```
+    pub fn full<T: Element>(shape: impl Into<Shape>, value: T, device: Device) -> Result<Tensor> {
+        let shape = shape.into();
+        Tensor::from_vec(vec![value; shape.numel()], shape, device)
+    }
+
+    /// A tensor of `shape` and `dtype` on `device` with every element zero.
+    ///
+    /// ```
+    /// use collectives::{DType, Device, Tensor};
+    /// let t = Tensor::zeros([4], DType::I64, Device::Cpu(0))?;
+    /// assert_eq!((t.dtype(), t.to_vec::<i64>()?), (DType::I64, vec![0; 4]));
+    /// # Ok::<(), collectives::Error>(())
+    /// ```
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: Device) -> Result<Tensor> {
+        use half::{bf16, f16};
+        match dtype {
+            DType::F32 => Tensor::full(shape, 0f32, device),
+            DType::F64 => Tensor::full(shape, 0f64, device),
+            DType::F16 => Tensor::full(shape, f16::ZERO, device),
+            DType::BF16 => Tensor::full(shape, bf16::ZERO, device),
+            DType::I32 => Tensor::full(shape, 0i32, device),
+            DType::I64 => Tensor::full(shape, 0i64, device),
+            DType::U8 => Tensor::full(shape, 0u8, device),
+        }
+    }
+
     /// An input with no data yet, for plans: building on it works, realizing it is an error.
     pub(crate) fn placeholder(shape: Shape, dtype: DType, device: Device) -> Tensor {
         Tensor::new_node(Op::Input, vec![], device, dtype, shape, None)

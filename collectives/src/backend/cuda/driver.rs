@@ -20,6 +20,7 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuInit",
     "cuDeviceGetCount",
     "cuDeviceGet",
+    "cuDeviceGetName",
     "cuDeviceGetAttribute",
     "cuDeviceTotalMem_v2",
     "cuDevicePrimaryCtxRetain",

@@ -56,6 +56,23 @@ pub(crate) fn device_count() -> u32 {
     virt::count()
 }
 
+/// The driver's name of `Cuda(ordinal)`'s GPU (`cuDeviceGetName`); `None` without one.
+pub(crate) fn device_name(ordinal: u32) -> Option<String> {
+    driver::driver_status().as_ref().ok()?;
+    let physical = virt::physical(ordinal).ok()?;
+    let dev = cudarc::driver::result::device::get(physical as i32).ok()?;
+    cudarc::driver::result::device::get_name(dev).ok()
+}
+
+/// Why this machine has no usable CUDA device (no driver, a bad [`CUDA_DEVICES_ENV`], none
+/// present); `None` when it has one.
+pub(crate) fn unavailable_reason() -> Option<String> {
+    if let Err(why) = driver::driver_status() {
+        return Some(why.clone());
+    }
+    virt::physical(0).err()
+}
+
 pub use virt::CUDA_DEVICES_ENV;
 
 impl Backend for CudaBackend {

@@ -166,8 +166,8 @@ mod tests {
             println!("skipped: {why}");
             return;
         }
-        let arch =
-            std::env::var("COLLECTIVES_NVRTC_ARCH").ok().and_then(|s| s.parse::<i32>().ok()).unwrap_or(90);
+        let arch = crate::knob::var("COLLECTIVES_NVRTC_ARCH", "an SM version such as 90", |&a: &i32| a > 0)
+            .unwrap_or(90);
         let mut groups: Vec<String> = ["binary", "scale", "cast", "copy2d"].map(String::from).into();
         groups.extend(DType::ALL.iter().map(|d| format!("reduce_{}", d.name())));
         for g in groups {

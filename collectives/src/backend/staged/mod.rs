@@ -1,8 +1,8 @@
 //! The staged CUDA ↔ Vulkan chain: a tensor moved from a CUDA device to a Vulkan device (or
 //! back) through host memory, chunked and pipelined so that the two hops overlap.
 //!
-//! The graph spells such a move as two `Op::Copy` nodes through a host device (the seed's
-//! semantics); the executor fuses the pair into one call of [`transfer`] (see
+//! The graph spells such a move as two `Op::Copy` nodes through a host device (a cross-vendor
+//! copy is never one node); the executor fuses the pair into one call of [`transfer`] (see
 //! [`super::chain`] for when). The data goes through a *ring*: `slots` chunks of
 //! host memory that the CUDA driver has page-locked (`cuMemHostRegister`) and the Vulkan device
 //! has imported as a buffer (`VK_EXT_external_memory_host`), so both GPUs copy to and from it by

@@ -60,6 +60,11 @@ pub(super) const FOLD_BINDINGS: u32 = 10;
 #[derive(Clone, Debug)]
 pub(super) struct Physical {
     pub handle: vk::PhysicalDevice,
+    /// The driver's name of the device (`deviceName`), as discovery reports it.
+    pub name: String,
+    /// Whether the device is a software rasterizer on the CPU (`PHYSICAL_DEVICE_TYPE_CPU`, as
+    /// Mesa's lavapipe), which discovery does not prefer as a leader.
+    pub software: bool,
     /// A queue family with compute (and so transfer) support.
     pub family: u32,
     pub features: Features,
@@ -118,7 +123,8 @@ pub(super) fn probe(
         max_alloc: maint3.max_memory_allocation_size,
     };
     let host_import = host_import_alignment(instance, pd);
-    Ok(Physical { handle: pd, family: family as u32, features, limits, host_import })
+    let software = p.device_type == vk::PhysicalDeviceType::CPU;
+    Ok(Physical { handle: pd, name, software, family: family as u32, features, limits, host_import })
 }
 
 /// `minImportedHostPointerAlignment` if `pd` has `VK_EXT_external_memory_host`.

@@ -67,6 +67,19 @@ pub(crate) fn device_count() -> u32 {
     instance::device_count()
 }
 
+/// The name of `Vulkan(ordinal)` and whether it is a software device (lavapipe), without opening
+/// it; `None` when there is no such device.
+pub(crate) fn device_name(ordinal: u32) -> Option<(String, bool)> {
+    let inst = instance::get().ok()?;
+    inst.devices.get(ordinal as usize).map(|p| (p.name.clone(), p.software))
+}
+
+/// Why this machine has no usable Vulkan device (no loader, no driver, none usable); `None` when
+/// it has one.
+pub(crate) fn unavailable_reason() -> Option<String> {
+    instance::get().err().map(str::to_string)
+}
+
 /// One Vulkan device.
 pub(crate) struct VulkanBackend {
     gpu: Arc<Gpu>,

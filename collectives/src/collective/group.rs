@@ -1,0 +1,117 @@
+//! `DeviceGroup`'s constructors and accessors.
+
+use super::{Algorithm, CollectiveKind, DeviceGroup, Route, choose};
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+impl DeviceGroup {
+    /// A group of `devices`; the first is the leader. Building a group touches no device, so a
+    /// group of devices this machine lacks builds (and plans); call [`DeviceGroup::validate`] to
+    /// find out now. [`crate::discover::preferred_devices`] lists this machine's devices, best
+    /// leader first.
+    ///
+    /// Errors: [`Error::EmptyGroup`], [`Error::DuplicateDevice`].
+    pub fn new(devices: Vec<Device>) -> Result<Self> {
+        if devices.is_empty() {
+            return Err(Error::EmptyGroup);
+        }
+        for (second, d) in devices.iter().enumerate() {
+            if let Some(first) = devices[..second].iter().position(|e| e == d) {
+                return Err(Error::DuplicateDevice { device: *d, first, second });
+            }
+        }
+        Ok(DeviceGroup { devices, leader: 0, algorithm: Algorithm::Auto })
+    }
+
+    /// Checks that every member can run now: its backend is built, its driver loads and the
+    /// device exists (each is opened, once per process). Errors with the first member that
+    /// cannot, as [`Error::DeviceUnavailable`] (whose message says what to install) or
+    /// [`Error::BackendNotBuilt`].
+    ///
+    /// ```
+    /// use collectives::{Device, DeviceGroup, Error};
+    /// let group = DeviceGroup::new(vec![Device::Cpu(0), Device::Cuda(1 << 20)])?;
+    /// let err = group.validate().unwrap_err();
+    /// assert!(matches!(err, Error::DeviceUnavailable { device: Device::Cuda(_), .. }
+    ///     | Error::BackendNotBuilt { .. }), "{err}");
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        self.devices.iter().try_for_each(|&d| crate::discover::check(d))
+    }
+
+    /// The same group with `leader` as its leader. Errors with [`Error::LeaderNotMember`].
+    pub fn with_leader(mut self, leader: Device) -> Result<Self> {
+        self.leader = self
+            .index_of(leader)
+            .ok_or_else(|| Error::LeaderNotMember { leader, members: self.member_list() })?;
+        Ok(self)
+    }
+
+    /// The same group, running `algorithm` for every collective (`Auto` restores the choice).
+    pub fn with_algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.algorithm = algorithm;
+        self
+    }
+
+    /// A copy of the group running `algorithm`, for one call:
+    /// `group.using(Algorithm::Ring).all_reduce(&shards, op)`.
+    pub fn using(&self, algorithm: Algorithm) -> Self {
+        self.clone().with_algorithm(algorithm)
+    }
+
+    /// Number of devices.
+    pub fn size(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The leader, where `reduce` and `gather` put their result.
+    pub fn leader(&self) -> Device {
+        self.devices[self.leader]
+    }
+
+    /// The leader's position in [`DeviceGroup::devices`].
+    pub fn leader_index(&self) -> usize {
+        self.leader
+    }
+
+    /// The members; shard i of a collective lives on `devices()[i]`.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    /// The algorithm setting (`Auto` unless overridden).
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The position of `device` in the group.
+    pub fn index_of(&self, device: Device) -> Option<usize> {
+        self.devices.iter().position(|&d| d == device)
+    }
+
+    /// The route of a hop from `from` to `to`.
+    pub fn route(&self, from: Device, to: Device) -> Route {
+        Route::between(from, to)
+    }
+
+    /// The algorithm collective `kind` runs on this group for `bytes` per shard: the group's
+    /// setting, or [`choose`]; collectives with one form (gather, scatter, all_to_all) always
+    /// report [`Algorithm::Star`].
+    pub fn algorithm_for(&self, kind: CollectiveKind, bytes: usize) -> Algorithm {
+        match self.algorithm {
+            _ if !kind.takes_algorithm() => Algorithm::Star,
+            Algorithm::Auto => choose(kind, &self.devices, bytes),
+            a => a,
+        }
+    }
+
+    /// Whether every member is a CUDA device.
+    pub fn all_cuda(&self) -> bool {
+        self.devices.iter().all(|d| matches!(d, Device::Cuda(_)))
+    }
+
+    pub(crate) fn member_list(&self) -> String {
+        self.devices.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    }
+}
