@@ -120,9 +120,9 @@ pub(crate) unsafe fn issue(
     })
 }
 
-/// Why a one-rank NCCL call refuses `PreMulSum` on f64 (see [`RedOp::new`]).
-pub(crate) const ONE_RANK_F64_PREMULSUM: &str = "NCCL's one-rank pre-multiplied sum on f64 leaves the end of the \
-     output unwritten (NCCL 2.28.9); use Algorithm::Star or Algorithm::Auto for a one-device group";
+/// Why a one-rank NCCL call refuses `PreMulSum` on 8-byte dtypes (see [`RedOp::new`]).
+pub(crate) const ONE_RANK_WIDE_PREMULSUM: &str = "NCCL's one-rank pre-multiplied sum on 8-byte dtypes leaves the end \
+     of the output unwritten (NCCL 2.28.9); use Algorithm::Star or Algorithm::Auto for a one-device group";
 
 /// NCCL's operator for one call on one communicator: built in, or a pre-multiplied sum made for
 /// the call (`ncclRedOpCreatePreMulSum`) and destroyed by [`RedOp::destroy`] once enqueued.
@@ -140,10 +140,10 @@ impl RedOp {
     /// `ncclInProgress`, which the caller settles). An error for a scalar the dtype cannot take.
     ///
     /// On one rank `Avg` and `PreMulSum(1)` are `ncclSum` (a copy), and `PreMulSum` of any other
-    /// scalar on f64 is refused ([`ONE_RANK_F64_PREMULSUM`]): NCCL 2.28.9's one-rank pre-multiplied
-    /// sum on f64 (its `ncclAvg` too) was seen to leave the last 16 bytes of a 4160-element output
-    /// unwritten on an H200. The library never chooses NCCL for one device; this guards a forced
-    /// call.
+    /// scalar on an 8-byte dtype (f64, i64) is refused ([`ONE_RANK_WIDE_PREMULSUM`]): NCCL
+    /// 2.28.9's one-rank pre-multiplied sum on f64 and i64 (its f64 `ncclAvg` too) was seen to
+    /// leave the last 16 bytes of a 4160-element output unwritten on an H200. The library never
+    /// chooses NCCL for one device; this guards a forced call.
     ///
     /// # Safety
     /// `comm` is live and used by no other thread meanwhile.
@@ -160,9 +160,9 @@ impl RedOp {
             ReduceOp::Max => O::ncclMax,
             ReduceOp::Min => O::ncclMin,
             ReduceOp::Avg | ReduceOp::PreMulSum(1.0) if ranks == 1 => O::ncclSum,
-            ReduceOp::PreMulSum(s) if ranks == 1 && dtype == DType::F64 => {
+            ReduceOp::PreMulSum(s) if ranks == 1 && dtype.size() == 8 => {
                 let redop = format!("PreMulSum({s})");
-                return Err(Error::BadReduceOp { op: "nccl", redop, dtype, reason: ONE_RANK_F64_PREMULSUM });
+                return Err(Error::BadReduceOp { op: "nccl", redop, dtype, reason: ONE_RANK_WIDE_PREMULSUM });
             }
             ReduceOp::Avg => O::ncclAvg,
             ReduceOp::PreMulSum(s) => {
