@@ -6,7 +6,7 @@ use proc_macro2::{Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
 
 use crate::errors::Errors;
-use crate::validate::{Group, Kind, Member};
+use crate::validate::{Group, Kind, MAX_MEMBERS, Member};
 
 /// The whole macro: parse, validate, expand.
 pub fn device_group(input: TokenStream) -> TokenStream {
@@ -42,9 +42,10 @@ fn stub(group: &Group, errors: &Errors) -> TokenStream {
     }
 }
 
-/// `::collectives::typed::Group::<(K0, K1, ..), Leader, Brand>`; unknown kinds are `_`.
+/// `::collectives::typed::Group::<(K0, K1, ..), Leader, Brand>`; unknown kinds are `_`, and a
+/// group with no members or too many has an unknown type.
 fn group_type(group: &Group) -> TokenStream {
-    if group.members.is_empty() {
+    if group.members.is_empty() || group.members.len() > MAX_MEMBERS {
         return quote!(::collectives::typed::Group::<_, _, _>);
     }
     let kinds = group.members.iter().map(kind_type);

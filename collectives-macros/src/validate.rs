@@ -90,6 +90,10 @@ pub struct Group {
     pub no_staging: Option<Ident>,
 }
 
+/// The most members a typed group takes: `collectives::typed::Members` is implemented for tuples
+/// of 1 to 12 kinds.
+pub const MAX_MEMBERS: usize = 12;
+
 /// Checks `items` as a group, recording every error into `errors`.
 pub fn validate(items: Vec<(usize, Item)>, errors: &mut Errors) -> Group {
     let mut group =
@@ -109,12 +113,27 @@ pub fn validate(items: Vec<(usize, Item)>, errors: &mut Errors) -> Group {
         let msg = "device_group! needs at least one member, as in `device_group!(Cuda, Cpu)`";
         errors.at(Span::call_site(), msg);
     }
+    check_size(&group.members, errors);
     check_duplicates(&group.members, errors);
     (group.leader, group.leader_kind) = check_leaders(&group.members, leaders, errors);
     if group.no_staging.is_some() {
         check_no_staging(&group.members, errors);
     }
     group
+}
+
+/// Reports the first member past [`MAX_MEMBERS`], with the runtime group as the way out.
+fn check_size(members: &[Member], errors: &mut Errors) {
+    if let Some(m) = members.get(MAX_MEMBERS) {
+        errors.pos = m.spec.pos;
+        let msg = format!(
+            "a typed group has at most {MAX_MEMBERS} members and `{}` is member {}: for more devices \
+             use the runtime group, `collectives::DeviceGroup::new(vec![...])`",
+            m.display(),
+            MAX_MEMBERS + 1
+        );
+        errors.spanned(&m.spec, msg);
+    }
 }
 
 /// Stores `value` in `slot`, or reports that `what` was given twice (at `key`).
