@@ -33,6 +33,17 @@ fn empty_rows(len: usize, device: Device) -> Tensor {
 }
 
 #[test]
+fn full_and_zeros_check_the_size_before_allocating() {
+    too_large(err(Tensor::full([usize::MAX, 2], 1.5f32, CPU0), "full"), "full");
+    too_large(err(Tensor::zeros([1usize << 62, 4], DType::F64, CPU0), "zeros"), "full");
+    // Fits isize::MAX bytes but no host: an out-of-memory error, not an abort.
+    match err(Tensor::full([1usize << 61], 7u8, CPU0), "full 2 EiB") {
+        Error::OutOfMemory { bytes, .. } => assert_eq!(bytes, 1 << 61),
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+}
+
+#[test]
 fn from_vec_of_a_shape_past_usize_is_too_large() {
     too_large(err(Tensor::from_vec(Vec::<f32>::new(), [usize::MAX, 2, 0], CPU0), "from_vec"), "from_vec");
     // Past isize::MAX bytes though the count fits usize.

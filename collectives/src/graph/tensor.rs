@@ -102,9 +102,20 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<f32>()?, vec![1.5; 6]);
     /// # Ok::<(), collectives::Error>(())
     /// ```
+    ///
+    /// Errors with [`Error::TooLarge`] for a shape past `isize::MAX` bytes and
+    /// [`Error::OutOfMemory`] when the host cannot hold it (before any element is written).
     pub fn full<T: Element>(shape: impl Into<Shape>, value: T, device: Device) -> Result<Tensor> {
         let shape = shape.into();
-        Tensor::from_vec(vec![value; shape.numel()], shape, device)
+        let bytes = shape.bytes("full", T::DTYPE)?;
+        let mut data = Vec::new();
+        data.try_reserve_exact(shape.numel()).map_err(|e| Error::OutOfMemory {
+            device: crate::route::STAGING_HOST,
+            bytes,
+            detail: e.to_string(),
+        })?;
+        data.resize(shape.numel(), value);
+        Tensor::from_vec(data, shape, device)
     }
 
     /// A tensor of `shape` and `dtype` on `device` with every element zero.
@@ -117,15 +128,7 @@ impl Tensor {
     /// ```
     pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: Device) -> Result<Tensor> {
         use half::{bf16, f16};
-        match dtype {
-            DType::F32 => Tensor::full(shape, 0f32, device),
-            DType::F64 => Tensor::full(shape, 0f64, device),
-            DType::F16 => Tensor::full(shape, f16::ZERO, device),
-            DType::BF16 => Tensor::full(shape, bf16::ZERO, device),
-            DType::I32 => Tensor::full(shape, 0i32, device),
-            DType::I64 => Tensor::full(shape, 0i64, device),
-            DType::U8 => Tensor::full(shape, 0u8, device),
-        }
+        crate::backend::cpu::with_type!(dtype, T => Tensor::full(shape, T::from_f64(0.0), device))
     }
 
     /// An input with no data yet, for plans: building on it works, realizing it is an error.

@@ -51,7 +51,6 @@ macro_rules! with_type {
         }
     };
 }
-#[cfg(all(test, feature = "cuda"))]
 pub(crate) use with_type;
 
 /// One virtual host device.
