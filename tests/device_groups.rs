@@ -1,5 +1,5 @@
 //! Every collective on groups of real devices — `Cuda(0) + Cuda(1)`, `Cuda(0) + Cpu(0..=2)`, the
-//! mixed `Cuda(0) + Vulkan(0) + Cpu(0)`, and `Cpu(0..=2) + Vulkan(0)` with the Vulkan device as
+//! mixed `Cuda(0) + Vulkan(0)` and `Cuda(0) + Vulkan(0) + Cpu(0)`, and `Cpu(0..=2) + Vulkan(0)` with the Vulkan device as
 //! leader and as a non-leader — for every `ReduceOp`, dtype and algorithm, against f64
 //! references of the exact inputs, every element and the device of every result checked.
 //!
@@ -224,6 +224,14 @@ fn cuda_groups_of_every_size() {
         let algos = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring, Algorithm::OneShot];
         every_collective(&format!("cuda:0..{n}"), &cuda[..n], &algos);
     }
+}
+
+/// A CUDA and a Vulkan device: on one GPU through its own memory (every size), elsewhere or with
+/// `COLLECTIVES_BRIDGE=host` through the host.
+#[test]
+fn cuda_and_vulkan() {
+    every_collective("cuda:0+vulkan:0", &[CUDA0, VK0], &NATIVE);
+    every_collective("vulkan:0+cuda:0", &[VK0, CUDA0], &NATIVE);
 }
 
 #[test]

@@ -23,6 +23,12 @@ use crate::error::{Error, Result};
 /// cost is its latency, not its bandwidth.
 pub const STAGED_MIN_BYTES: usize = 4 << 20;
 
+/// Tensors smaller than this (in bytes) keep the plain two hops between a CUDA and a Vulkan
+/// device of one GPU too: below it Vulkan buffers have no memory of their own to share, and a
+/// hop through the device ring costs two hand-overs between the APIs (about 370 µs on the H200
+/// against 150–250 µs for two small host hops, `bench/gpu/11-bridge`).
+pub const DEVICE_MIN_BYTES: usize = 1 << 20;
+
 /// Environment variable: `0` (or `off`) turns the fusion off, so every CUDA ↔ Vulkan chain runs
 /// as its two hops. Read once per process.
 pub const STAGED_ENV: &str = "COLLECTIVES_STAGED_CHAIN";
@@ -46,6 +52,15 @@ pub enum StagedTransport {
         /// Chunks in the ring ([`STAGED_SLOTS_ENV`]).
         slots: usize,
     },
+    /// Chunk by chunk through a ring of the Vulkan device's own memory, exported to CUDA: the
+    /// two devices are one GPU (same UUID), so every chunk is copied device to device and no byte
+    /// crosses PCIe. Chosen for every size, where [`BRIDGE_ENV`] allows.
+    Device {
+        /// Bytes per chunk ([`STAGED_CHUNK_ENV`]).
+        chunk_bytes: usize,
+        /// Chunks in the ring ([`STAGED_SLOTS_ENV`]).
+        slots: usize,
+    },
     /// As two whole hops (a device copy to the host, then one from it), as unfused.
     TwoHops {
         /// Why no ring: no host-memory import on the Vulkan device, a device that is missing,
@@ -61,6 +76,44 @@ pub const STAGED_CHUNK_ENV: &str = "COLLECTIVES_STAGED_CHUNK_BYTES";
 /// Environment variable setting how many chunks the ring holds (default 8, at least 2); read
 /// when a ring is made.
 pub const STAGED_SLOTS_ENV: &str = "COLLECTIVES_STAGED_SLOTS";
+
+/// Environment variable choosing how a CUDA ↔ Vulkan move travels when both are one GPU: `auto`
+/// (the default) shares the GPU's memory between the two APIs ([`StagedTransport::Device`]);
+/// `host` stages every move through host memory, as for two GPUs. Read once per process.
+pub const BRIDGE_ENV: &str = "COLLECTIVES_BRIDGE";
+
+/// Whether [`BRIDGE_ENV`] forces host staging in this process.
+pub(crate) fn bridge_forced_host() -> bool {
+    static HOST: OnceLock<bool> = OnceLock::new();
+    *HOST.get_or_init(|| {
+        let v = crate::knob::var(BRIDGE_ENV, "auto or host", |v: &String| v == "auto" || v == "host");
+        v.is_some_and(|v| v == "host")
+    })
+}
+
+/// The bridge between a CUDA and a Vulkan device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Bridge {
+    /// Through the GPU's own memory, which both devices address (they are one GPU).
+    Device,
+    /// Through host memory, and why not through the device.
+    Host(String),
+}
+
+/// The bridge for a pair, from each side's UUID (or why that side cannot share memory: no
+/// export extension, no import entry points) and whether host staging is forced.
+pub(crate) fn choose_bridge(
+    forced_host: bool,
+    cuda: std::result::Result<[u8; 16], String>,
+    vulkan: std::result::Result<[u8; 16], String>,
+) -> Bridge {
+    match (cuda, vulkan) {
+        _ if forced_host => Bridge::Host(format!("{BRIDGE_ENV}=host")),
+        (Err(e), _) | (_, Err(e)) => Bridge::Host(e),
+        (Ok(c), Ok(v)) if c != v => Bridge::Host("the two devices are different GPUs (UUIDs differ)".into()),
+        _ => Bridge::Device,
+    }
+}
 
 /// One chunk's copy between the ring and an end's buffer: `len` bytes at byte `at` of the ring
 /// and at byte `off` of the buffer.
@@ -119,14 +172,19 @@ impl Geometry {
     /// from host memory reach 48–50 GB/s in 16–32 MiB submissions (`bench/gpu/7-staged-batches`).
     pub const DEFAULT: Geometry = Geometry { chunk: 16 << 20, slots: 8 };
 
-    /// [`Geometry::DEFAULT`], with [`STAGED_CHUNK_ENV`] and [`STAGED_SLOTS_ENV`] where set.
-    pub fn from_env() -> Geometry {
+    /// The device ring's shape: 4 chunks of 64 MiB. Device-to-device copies run at HBM speed (a
+    /// 64 MiB chunk in about 30 µs on an H200), so chunks are larger than the host ring's to keep
+    /// each hand-over (a host wait and a Vulkan submission) small beside them.
+    pub const DEVICE: Geometry = Geometry { chunk: 64 << 20, slots: 4 };
+
+    /// `default`, with [`STAGED_CHUNK_ENV`] and [`STAGED_SLOTS_ENV`] where set.
+    pub fn from_env(default: Geometry) -> Geometry {
         use crate::knob::var;
         Geometry {
             chunk: var(STAGED_CHUNK_ENV, "a byte count of 1 or more", |&n: &usize| n >= 1)
-                .unwrap_or(Self::DEFAULT.chunk),
+                .unwrap_or(default.chunk),
             slots: var(STAGED_SLOTS_ENV, "a slot count of 2 or more", |&n: &usize| n >= 2)
-                .unwrap_or(Self::DEFAULT.slots),
+                .unwrap_or(default.slots),
         }
     }
 
@@ -226,4 +284,26 @@ fn pump_chunks(
         i = end;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: [u8; 16] = [7; 16];
+    const B: [u8; 16] = [9; 16];
+
+    #[test]
+    fn one_gpu_shares_its_memory_and_everything_else_stages_through_the_host() {
+        assert_eq!(choose_bridge(false, Ok(A), Ok(A)), Bridge::Device);
+        // A UUID mismatch (a CUDA GPU and another Vulkan GPU) stages.
+        let Bridge::Host(why) = choose_bridge(false, Ok(A), Ok(B)) else { panic!("two GPUs shared memory") };
+        assert!(why.contains("different GPUs"), "{why}");
+        // Forced, or either side unable to share: staged, with the reason.
+        assert_eq!(choose_bridge(true, Ok(A), Ok(A)), Bridge::Host(format!("{BRIDGE_ENV}=host")));
+        let no_export = "VK_KHR_external_memory_fd is missing".to_string();
+        assert_eq!(choose_bridge(false, Ok(A), Err(no_export.clone())), Bridge::Host(no_export));
+        let no_import = "libcuda lacks symbols cuImportExternalMemory".to_string();
+        assert_eq!(choose_bridge(false, Err(no_import.clone()), Ok(A)), Bridge::Host(no_import));
+    }
 }

@@ -32,7 +32,8 @@ use crate::dtype::Element;
 use crate::error::Result;
 use crate::graph::{Tensor, opt};
 pub use staged::{
-    STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV, StagedTransport, staged_transport,
+    BRIDGE_ENV, DEVICE_MIN_BYTES, STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV,
+    StagedTransport, staged_transport,
 };
 
 /// Computes `targets` (and everything they need) and caches each on its device.

@@ -99,17 +99,17 @@ pub(crate) fn build(targets: &[Tensor]) -> Schedule {
     }
     fuse_host_fanout(&mut steps);
     if crate::backend::chain::fusion_enabled() {
-        fuse_staged_chains(&mut steps, crate::backend::chain::STAGED_MIN_BYTES);
+        fuse_staged_chains(&mut steps, crate::backend::staged::fuse_min_bytes);
     }
     Schedule { steps, targets }
 }
 
 /// Fuses each CUDA → host → Vulkan (or Vulkan → host → CUDA) pair of copies of at least
-/// `min_bytes` whose host intermediate nobody else needs (see [`super::staged`]): the host hop is
+/// `min_bytes(from, to)` whose host intermediate nobody else needs (see [`super::staged`]): the host hop is
 /// fused away, and the second hop reads the chain's source (its copy crosses the whole chain).
-fn fuse_staged_chains(steps: &mut [Step], min_bytes: usize) {
+fn fuse_staged_chains(steps: &mut [Step], min_bytes: impl Fn(Device, Device) -> usize) {
     for c in 0..steps.len() {
-        if let Some(h) = staged_host_hop(steps, c, min_bytes) {
+        if let Some(h) = staged_host_hop(steps, c, &min_bytes) {
             let src = steps[h].inputs[0];
             steps[h].action = Action::Fused;
             steps[h].consumers = 0;
@@ -119,7 +119,7 @@ fn fuse_staged_chains(steps: &mut [Step], min_bytes: usize) {
 }
 
 /// The host hop feeding step `c`, if the two make a chain to fuse.
-fn staged_host_hop(steps: &[Step], c: usize, min_bytes: usize) -> Option<usize> {
+fn staged_host_hop(steps: &[Step], c: usize, min_bytes: &dyn Fn(Device, Device) -> usize) -> Option<usize> {
     let second = &steps[c];
     let to = transfer_target(second)?;
     let h = *second.inputs.first()?;
@@ -129,8 +129,10 @@ fn staged_host_hop(steps: &[Step], c: usize, min_bytes: usize) -> Option<usize> 
     let from = steps[src].tensor.device();
     let pair = from.needs_staging(to);
     let alone = !host.keep && host.consumers == 1;
-    let big = second.tensor.numel() * second.tensor.dtype().size() >= min_bytes;
-    (pair && via.is_host() && alone && big).then_some(h)
+    if !(pair && via.is_host() && alone) {
+        return None;
+    }
+    (second.tensor.numel() * second.tensor.dtype().size() >= min_bytes(from, to)).then_some(h)
 }
 
 /// The destination of a copy step still to run.
@@ -284,12 +286,19 @@ mod tests {
         assert_fused(&s, &src, &host, &dst);
     }
 
+    /// Small tensors keep two hops through a host ring; where the pair is one GPU (the GPU
+    /// machine), the device bridge takes them from `DEVICE_MIN_BYTES`.
     #[test]
-    fn small_tensors_keep_two_hops() {
+    fn small_tensors_keep_two_hops_unless_the_pair_is_one_gpu() {
         let src = input(CU, BIG - 1);
         let host = src.copy_to_device(STAGING_HOST).unwrap();
         let dst = host.copy_to_device(VK).unwrap();
-        assert_plain(&build(std::slice::from_ref(&dst)), &host, &dst);
+        let s = build(std::slice::from_ref(&dst));
+        if (BIG - 1) * 4 >= crate::backend::staged::fuse_min_bytes(CU, VK) {
+            assert_fused(&s, &src, &host, &dst);
+        } else {
+            assert_plain(&s, &host, &dst);
+        }
     }
 
     #[test]

@@ -5,16 +5,19 @@
 //! nodes through a host device ([`crate::graph::opt`] inserts them where a compute op needs it).
 //! When the schedule finds such a pair whose host intermediate nobody else needs — not a realize
 //! target, read by the second hop alone, not a move that must hold its source's data — and the
-//! tensor has at least [`STAGED_MIN_BYTES`], it runs the pair as one copy: the host node is
-//! never materialized, and the data is pipelined in chunks through a ring of host memory that
-//! both GPUs copy to and from directly. Smaller tensors, and any chain when [`STAGED_ENV`] is
-//! `0`, take the two hops as written.
+//! tensor has at least [`STAGED_MIN_BYTES`] ([`DEVICE_MIN_BYTES`] where the two devices are one
+//! GPU), it runs the pair as one copy: the host node is never materialized. Where the devices are
+//! one GPU, the data moves through the GPU's own memory, which both APIs map
+//! ([`StagedTransport::Device`]; [`BRIDGE_ENV`] `=host` turns this off); else it is pipelined in
+//! chunks through a ring of host memory that both GPUs copy to and from directly. Smaller
+//! tensors, and any chain when [`STAGED_ENV`] is `0`, take the two hops as written.
 
 use crate::device::Device;
 use crate::error::Result;
 
 pub use crate::backend::chain::{
-    STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV, StagedTransport,
+    BRIDGE_ENV, DEVICE_MIN_BYTES, STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV,
+    StagedTransport,
 };
 
 /// How a fused chain from `from` to `to` (a CUDA and a Vulkan device, either way round) moves
@@ -25,6 +28,7 @@ pub use crate::backend::chain::{
 /// use collectives::exec::{StagedTransport, staged_transport};
 /// // On a machine without CUDA (or without Vulkan's host-memory import) the chain is two hops.
 /// match staged_transport(Device::Cuda(0), Device::Vulkan(0))? {
+///     StagedTransport::Device { chunk_bytes, slots } => assert!(chunk_bytes > 0 && slots >= 2),
 ///     StagedTransport::Pipelined { chunk_bytes, slots } => assert!(chunk_bytes > 0 && slots >= 2),
 ///     StagedTransport::TwoHops { reason } => assert!(!reason.is_empty()),
 ///     _ => {}

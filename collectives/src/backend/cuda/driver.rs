@@ -61,6 +61,11 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuGetErrorName",
 ];
 
+/// Driver entry points of the device bridge (memory exported by Vulkan, imported here); checked
+/// when a bridge is made, not when the driver loads.
+const INTEROP_SYMBOLS: &[&str] =
+    &["cuImportExternalMemory", "cuExternalMemoryGetMappedBuffer", "cuDestroyExternalMemory", "cuMemFree_v2"];
+
 /// NVRTC entry points used to compile the kernels.
 const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcCreateProgram",
@@ -143,6 +148,54 @@ pub(crate) fn nccl_status() -> &'static Result<(), String> {
         let present = unsafe { cudarc::nccl::sys::is_culib_present() };
         check("libnccl", present, has_symbol!(cudarc::nccl::sys), NCCL_SYMBOLS)
     })
+}
+
+/// `Ok` when libcuda loads with the device bridge's entry points, else why not (cached).
+pub(crate) fn interop_status() -> &'static Result<(), String> {
+    static S: OnceLock<Result<(), String>> = OnceLock::new();
+    S.get_or_init(|| {
+        driver_status().clone()?;
+        check("libcuda", true, has_symbol!(cudarc::driver::sys), INTEROP_SYMBOLS)
+    })
+}
+
+/// Imports the memory object `fd` names (`size` bytes, an opaque file descriptor from Vulkan) and
+/// maps its first `len` bytes; the driver takes the descriptor over on success.
+///
+/// # Safety
+/// The current context is the importing device's; `size` is the memory object's size; the
+/// mapping is freed with [`unmap_external`] before the memory object is destroyed.
+pub(crate) unsafe fn import_external(
+    fd: std::os::fd::OwnedFd,
+    size: u64,
+    len: usize,
+) -> Result<(sys::CUexternalMemory, CUdeviceptr), DriverError> {
+    use std::os::fd::{AsRawFd, IntoRawFd};
+    // SAFETY: as the caller guarantees; the descriptor is open.
+    let ext = unsafe { result::external_memory::import_external_memory_opaque_fd(fd.as_raw_fd(), size) }?;
+    // The driver owns the descriptor now: it must not be closed here.
+    let _ = fd.into_raw_fd();
+    // SAFETY: `ext` was just imported, `len <= size`.
+    match unsafe { result::external_memory::get_mapped_buffer(ext, 0, len as u64) } {
+        Ok(ptr) => Ok((ext, ptr)),
+        Err(e) => {
+            // SAFETY: nothing is mapped onto `ext`; destroyed once.
+            let _ = unsafe { result::external_memory::destroy_external_memory(ext) };
+            Err(e)
+        }
+    }
+}
+
+/// Frees the mapping `ptr` of `ext`, then `ext` itself.
+///
+/// # Safety
+/// Both come from one [`import_external`]; no work uses the mapping any more; called once.
+pub(crate) unsafe fn unmap_external(ext: sys::CUexternalMemory, ptr: CUdeviceptr) -> Result<(), DriverError> {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        result::memory_free(ptr)?;
+        result::external_memory::destroy_external_memory(ext)
+    }
 }
 
 /// Which of `names` libnccl lacks (for callers using entry points beyond the clique's); call once

@@ -19,6 +19,7 @@
 mod copy;
 pub(crate) mod device;
 pub(crate) mod driver;
+mod interop;
 mod launch;
 pub(crate) mod memory;
 pub(crate) mod nccl;
@@ -38,7 +39,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 
 // The CUDA half of the staged CUDA ↔ Vulkan chain.
-pub(crate) use staging::{Registered, dest_end, source_end};
+pub(crate) use interop::{ImportedMem, copy_from_mapped, copy_to_mapped, uuid};
+pub(crate) use staging::{Registered, RingMem, dest_end, source_end};
 
 /// The backend of one CUDA device.
 pub(crate) struct CudaBackend {

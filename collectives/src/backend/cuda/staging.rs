@@ -151,20 +151,40 @@ fn cuda_device(device: Device, op: &str) -> Result<Arc<CudaDevice>> {
     }
 }
 
+/// The memory of a staged chain's ring as CUDA reaches it.
+#[derive(Clone, Copy)]
+pub(crate) enum RingMem<'r> {
+    /// Host memory registered with CUDA (the host ring): chunks are copied device ↔ host.
+    Host(&'r Registered),
+    /// Vulkan device memory of the same GPU, imported (the device ring): chunks are copied on
+    /// the device.
+    Device(&'r super::ImportedMem),
+}
+
+impl RingMem<'_> {
+    /// The ring's length in bytes.
+    fn len(self) -> usize {
+        match self {
+            RingMem::Host(r) => r.len,
+            RingMem::Device(m) => m.len(),
+        }
+    }
+}
+
 /// One CUDA end of a staged chain: a device allocation, the stream its copies run on, and the
-/// registered ring.
+/// ring.
 pub(crate) struct CudaEnd<'r> {
     dev: Arc<CudaDevice>,
     alloc: Arc<DevAlloc>,
     bytes: usize,
     stream: Arc<CudaStream>,
-    ring: &'r Registered,
+    ring: RingMem<'r>,
     last: Option<Arc<CudaEvent>>,
 }
 
 /// The end reading `src` (a CUDA buffer), on the device's download stream, which first waits for
 /// `src`'s writer.
-pub(crate) fn source_end<'r>(src: &Buffer, ring: &'r Registered) -> Result<CudaEnd<'r>> {
+pub(crate) fn source_end<'r>(src: &Buffer, ring: RingMem<'r>) -> Result<CudaEnd<'r>> {
     let dev = cuda_device(src.device, "staged copy")?;
     let alloc = alloc_of(src, "staged copy")?.clone();
     let stream = dev.copy_out.clone();
@@ -173,7 +193,7 @@ pub(crate) fn source_end<'r>(src: &Buffer, ring: &'r Registered) -> Result<CudaE
 }
 
 /// The end writing a new allocation of `bytes` on `device`, on its upload stream.
-pub(crate) fn dest_end(device: Device, bytes: usize, ring: &Registered) -> Result<CudaEnd<'_>> {
+pub(crate) fn dest_end(device: Device, bytes: usize, ring: RingMem<'_>) -> Result<CudaEnd<'_>> {
     let dev = cuda_device(device, "staged copy")?;
     let stream = dev.copy_in.clone();
     let alloc = dev.alloc(bytes, &stream)?;
@@ -183,7 +203,7 @@ pub(crate) fn dest_end(device: Device, bytes: usize, ring: &Registered) -> Resul
 impl CudaEnd<'_> {
     /// Checks that every span lies within the ring and the allocation.
     fn check(&self, spans: &[Span]) -> Result<()> {
-        Span::check_all(spans, self.ring.len, self.bytes, self.dev.device)
+        Span::check_all(spans, self.ring.len(), self.bytes, self.dev.device)
     }
 
     /// Records the copy just issued: the allocation's reader list, the end's last event, and the
@@ -233,31 +253,44 @@ impl CudaEnd<'_> {
 
 impl ChunkEnd for CudaEnd<'_> {
     fn buffer_to_ring(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
-        self.issue_each(spans, "copy device to host", |end, s| {
-            // SAFETY: ring bytes `at..at + len` are registered host memory (checked) that the
-            // chain leaves alone until the returned fence completes; the allocation holds
-            // `off + len` bytes and stays alive through `note_use`.
-            unsafe {
-                driver::dtoh_async(
-                    end.ring.ptr.as_ptr().add(s.at),
-                    end.alloc.ptr() + s.off as u64,
-                    s.len,
-                    end.stream.cu_stream(),
-                )
+        let what = match self.ring {
+            RingMem::Host(_) => "copy device to host",
+            RingMem::Device(_) => "copy device to device",
+        };
+        self.issue_each(spans, what, |end, s| {
+            let (buf, stream) = (end.alloc.ptr() + s.off as u64, end.stream.cu_stream());
+            match end.ring {
+                // SAFETY: ring bytes `at..at + len` are registered host memory (checked) that
+                // the chain leaves alone until the returned fence completes; the allocation
+                // holds `off + len` bytes and stays alive through `note_use`.
+                RingMem::Host(r) => unsafe {
+                    driver::dtoh_async(r.ptr.as_ptr().add(s.at), buf, s.len, stream)
+                },
+                // SAFETY: as above, the ring being imported device memory of this GPU.
+                RingMem::Device(m) => unsafe {
+                    driver::dtod_async(m.ptr() + s.at as u64, buf, s.len, stream)
+                },
             }
         })
     }
 
     fn ring_to_buffer(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
-        self.issue_each(spans, "copy host to device", |end, s| {
-            // SAFETY: as in `buffer_to_ring`, the copy reading the ring and writing the allocation.
-            unsafe {
-                driver::htod_async(
-                    end.alloc.ptr() + s.off as u64,
-                    end.ring.ptr.as_ptr().add(s.at),
-                    s.len,
-                    end.stream.cu_stream(),
-                )
+        let what = match self.ring {
+            RingMem::Host(_) => "copy host to device",
+            RingMem::Device(_) => "copy device to device",
+        };
+        self.issue_each(spans, what, |end, s| {
+            let (buf, stream) = (end.alloc.ptr() + s.off as u64, end.stream.cu_stream());
+            match end.ring {
+                // SAFETY: as in `buffer_to_ring`, the copy reading the ring and writing the
+                // allocation.
+                RingMem::Host(r) => unsafe {
+                    driver::htod_async(buf, r.ptr.as_ptr().add(s.at), s.len, stream)
+                },
+                // SAFETY: as above.
+                RingMem::Device(m) => unsafe {
+                    driver::dtod_async(buf, m.ptr() + s.at as u64, s.len, stream)
+                },
             }
         })
     }

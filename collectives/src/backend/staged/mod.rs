@@ -1,9 +1,19 @@
 //! The staged CUDA ↔ Vulkan chain: a tensor moved from a CUDA device to a Vulkan device (or
-//! back) through host memory, chunked and pipelined so that the two hops overlap.
+//! back) as one transfer — through the GPU's own memory where the two are one GPU (the device
+//! bridge), else through host memory, chunked and pipelined so that the two hops overlap.
 //!
 //! The graph spells such a move as two `Op::Copy` nodes through a host device (a cross-vendor
 //! copy is never one node); the executor fuses the pair into one call of [`transfer`] (see
-//! [`super::chain`] for when). The data goes through a *ring*: `slots` chunks of
+//! [`super::chain`] for when).
+//!
+//! Where the CUDA and the Vulkan device are one GPU (same UUID, [`super::chain::choose_bridge`];
+//! `COLLECTIVES_BRIDGE=host` turns this off), a large tensor moves by one CUDA copy straight into
+//! or out of the Vulkan buffer's own exportable memory ([`direct`]); anything else between them
+//! goes through a ring of the Vulkan device's memory mapped into CUDA (device-to-device copies on
+//! both sides). Should sharing the memory fail, the pair falls back to the host ring, with a
+//! warning saying why.
+//!
+//! Between two GPUs the data goes through a host *ring*: `slots` chunks of
 //! host memory that the CUDA driver has page-locked (`cuMemHostRegister`) and the Vulkan device
 //! has imported as a buffer (`VK_EXT_external_memory_host`), so both GPUs copy to and from it by
 //! DMA and no CPU touches the data. Chunk i goes from the source into slot `i % slots` (the first
@@ -16,6 +26,8 @@
 //! in a build without both backends, [`transfer`] makes the two hops whole, as the unfused graph
 //! would; [`transport`] says which it will be.
 
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+mod direct;
 #[cfg(all(feature = "cuda", feature = "vulkan"))]
 mod ring;
 #[cfg(test)]
@@ -46,7 +58,7 @@ pub(crate) fn check_pair(from: Device, to: Device) -> Result<()> {
 pub(crate) fn transfer(src: &Buffer, to: Device) -> Result<Buffer> {
     check_pair(src.device, to)?;
     #[cfg(all(feature = "cuda", feature = "vulkan"))]
-    if let Some(out) = ring::transfer(src, to) {
+    if let Some(out) = direct::transfer(src, to).or_else(|| ring::transfer(src, to)) {
         return out;
     }
     two_hops(src, to)
@@ -55,6 +67,18 @@ pub(crate) fn transfer(src: &Buffer, to: Device) -> Result<Buffer> {
 /// `src` copied to the staging host, then from there to `to`: the unfused chain.
 pub(crate) fn two_hops(src: &Buffer, to: Device) -> Result<Buffer> {
     super::copy::direct(&super::copy::direct(src, STAGING_HOST)?, to)
+}
+
+/// The smallest tensor (in bytes) whose chain `from → to` is fused:
+/// [`DEVICE_MIN_BYTES`](super::chain::DEVICE_MIN_BYTES) where the pair is one GPU sharing its
+/// memory, else [`STAGED_MIN_BYTES`](super::chain::STAGED_MIN_BYTES).
+pub(crate) fn fuse_min_bytes(from: Device, to: Device) -> usize {
+    #[cfg(all(feature = "cuda", feature = "vulkan"))]
+    if from.needs_staging(to) && ring::on_device(from, to) {
+        return super::chain::DEVICE_MIN_BYTES;
+    }
+    let _ = (from, to);
+    super::chain::STAGED_MIN_BYTES
 }
 
 /// How a fused chain from `from` to `to` moves its data in this process; makes the pair's ring
@@ -66,10 +90,7 @@ pub(crate) fn transport(from: Device, to: Device) -> Result<StagedTransport> {
         return Ok(StagedTransport::TwoHops { reason });
     }
     #[cfg(all(feature = "cuda", feature = "vulkan"))]
-    return Ok(match ring::geometry(from, to) {
-        Ok(g) => StagedTransport::Pipelined { chunk_bytes: g.chunk, slots: g.slots },
-        Err(reason) => StagedTransport::TwoHops { reason },
-    });
+    return Ok(ring::transport(from, to).unwrap_or_else(|reason| StagedTransport::TwoHops { reason }));
     #[cfg(not(all(feature = "cuda", feature = "vulkan")))]
     Ok(StagedTransport::TwoHops { reason: "built without both the cuda and vulkan features".to_string() })
 }

@@ -8,8 +8,10 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use crate::backend::chain::{Geometry, pump, settle};
-use crate::backend::vulkan::bridge::{self, HostView};
+use crate::backend::chain::{
+    Bridge, Geometry, StagedTransport, bridge_forced_host, choose_bridge, pump, settle,
+};
+use crate::backend::vulkan::bridge::{self, RingView};
 use crate::backend::{Buffer, Fence, cuda};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -60,19 +62,60 @@ impl Drop for Slab {
 struct Ring {
     geo: Geometry,
     busy: Vec<Option<Arc<dyn Fence>>>,
-    /// CUDA's registration; dropped (unregistered) before the slab is freed.
-    cuda: cuda::Registered,
-    /// Vulkan's import; it holds the slab too, for copies still in flight when the ring drops.
-    vk: HostView,
-    _slab: Arc<Slab>,
+    /// CUDA's access to the ring; dropped (unregistered, unmapped) before the Vulkan side.
+    cuda: CudaSide,
+    /// Vulkan's view: host memory imported (it holds the slab too, for copies still in flight
+    /// when the ring drops), or its own memory exported to CUDA.
+    vk: RingView,
+}
+
+/// How CUDA reaches a ring.
+enum CudaSide {
+    /// Host memory CUDA has registered (the host ring), and the memory itself.
+    Host { cuda: cuda::Registered, _slab: Arc<Slab> },
+    /// The Vulkan device's memory, imported (the device ring: both devices are one GPU).
+    Device(cuda::ImportedMem),
 }
 
 impl Ring {
-    /// A ring of [`Geometry::from_env`] between CUDA device `cu` and Vulkan device `vk`.
+    /// The ring between CUDA device `cu` and Vulkan device `vk`: in device memory when the pair
+    /// is one GPU ([`Bridge::Device`]), else (or when that fails, which is warned about) in host
+    /// memory.
     fn new(cu: Device, vk: Device) -> Result<Ring> {
+        if choice(cu, vk) == Bridge::Device {
+            match Self::on_device(cu, vk) {
+                Ok(ring) => return Ok(ring),
+                Err(e) => crate::knob::warn_once(
+                    &format!("bridge {cu} {vk}"),
+                    &format!(
+                        "{cu} and {vk} are one GPU, but sharing its memory failed ({e}); staging through the host"
+                    ),
+                ),
+            }
+        }
+        Self::on_host(cu, vk)
+    }
+
+    /// A ring of [`Geometry::DEVICE`] in `vk`'s memory, imported into `cu`.
+    fn on_device(cu: Device, vk: Device) -> Result<Ring> {
+        let geo = Geometry::from_env(Geometry::DEVICE);
+        let bytes = geo.chunk.checked_mul(geo.slots).ok_or_else(|| Error::TooLarge {
+            what: "the staged chain's ring",
+            size: format!("{} chunks of {} bytes", geo.slots, geo.chunk),
+        })?;
+        let ex = bridge_export(vk, bytes)?;
+        // SAFETY: the descriptor names `ex.size` bytes of `vk`'s memory, the same GPU as `cu`
+        // (UUIDs match); the import drops before the view frees the memory (field order).
+        let mem = unsafe { cuda::ImportedMem::new(cu, ex.fd, ex.size, bytes) }?;
+        Ok(Ring { geo, busy: vec![None; geo.slots], cuda: CudaSide::Device(mem), vk: ex.view })
+    }
+
+    /// A ring of [`Geometry::DEFAULT`] in host memory, registered with `cu` and imported into
+    /// `vk`.
+    fn on_host(cu: Device, vk: Device) -> Result<Ring> {
         let align = bridge::import_alignment(vk)?;
         let align = align.max(4096).next_power_of_two();
-        let geo = Geometry::from_env();
+        let geo = Geometry::from_env(Geometry::DEFAULT);
         let slab = Arc::new(Slab::new(geo.bytes().div_ceil(align) * align, align)?);
         // Both drivers pin the same pages; should one of them refuse pages the other has pinned
         // already, the other order is tried too.
@@ -81,7 +124,8 @@ impl Ring {
             Err(first) => Self::share(&slab, cu, vk, false)
                 .map_err(|second| Error::driver(vk, "staged copy ring", format!("{first}; {second}")))?,
         };
-        Ok(Ring { geo, busy: vec![None; geo.slots], cuda, vk: view, _slab: slab })
+        let cuda = CudaSide::Host { cuda, _slab: slab };
+        Ok(Ring { geo, busy: vec![None; geo.slots], cuda, vk: view })
     }
 
     /// `slab` registered with CUDA device `cu` and imported into Vulkan device `vk`, CUDA first
@@ -91,7 +135,7 @@ impl Ring {
         cu: Device,
         vk: Device,
         cuda_first: bool,
-    ) -> Result<(cuda::Registered, HostView)> {
+    ) -> Result<(cuda::Registered, RingView)> {
         // SAFETY: the slab outlives the registration (the ring drops it first, after waiting for
         // its copies).
         let register = || unsafe { cuda::Registered::new(cu, slab.ptr(), slab.len()) };
@@ -106,24 +150,54 @@ impl Ring {
         }
     }
 
+    /// How this ring moves data.
+    fn transport(&self) -> StagedTransport {
+        let (chunk_bytes, slots) = (self.geo.chunk, self.geo.slots);
+        match self.cuda {
+            CudaSide::Host { .. } => StagedTransport::Pipelined { chunk_bytes, slots },
+            CudaSide::Device(_) => StagedTransport::Device { chunk_bytes, slots },
+        }
+    }
+
     /// `src` moved to `to` through the ring.
     fn run(&mut self, src: &Buffer, to: Device) -> Result<Buffer> {
         let bytes = src.bytes();
+        let mem = match &self.cuda {
+            CudaSide::Host { cuda, .. } => cuda::RingMem::Host(cuda),
+            CudaSide::Device(m) => cuda::RingMem::Device(m),
+        };
         match src.device {
             Device::Cuda(_) => {
-                let mut from = cuda::source_end(src, &self.cuda)?;
+                let mut from = cuda::source_end(src, mem)?;
                 let mut into = bridge::dest_end(to, bytes, &self.vk)?;
                 pump(&mut from, &mut into, bytes, self.geo, &mut self.busy)?;
                 Ok(into.into_buffer(src.dtype, src.len))
             }
             _ => {
                 let mut from = bridge::source_end(src, &self.vk)?;
-                let mut into = cuda::dest_end(to, bytes, &self.cuda)?;
+                let mut into = cuda::dest_end(to, bytes, mem)?;
                 pump(&mut from, &mut into, bytes, self.geo, &mut self.busy)?;
                 into.into_buffer(src.dtype, src.len)
             }
         }
     }
+}
+
+/// `bytes` of Vulkan device `vk`'s memory exported for CUDA.
+fn bridge_export(vk: Device, bytes: usize) -> Result<crate::backend::vulkan::export::Exported> {
+    crate::backend::vulkan::export::export(vk, bytes)
+}
+
+/// The bridge between CUDA device `cu` and Vulkan device `vk` ([`choose_bridge`] on their UUIDs).
+pub(super) fn choice(cu: Device, vk: Device) -> Bridge {
+    let cuda = cuda::uuid(cu).map_err(|e| e.to_string()).and_then(|u| {
+        cuda::driver::interop_status()
+            .clone()
+            .map(|()| u)
+            .map_err(|e| format!("CUDA cannot import memory: {e}"))
+    });
+    let vulkan = crate::backend::vulkan::export::uuid(vk).map_err(|e| e.to_string());
+    choose_bridge(bridge_forced_host(), cuda, vulkan)
 }
 
 impl Drop for Ring {
@@ -161,7 +235,17 @@ pub(super) fn transfer(src: &Buffer, to: Device) -> Option<Result<Buffer>> {
     Some(ring.run(src, to))
 }
 
-/// The pair's ring shape, or why it has none.
-pub(super) fn geometry(from: Device, to: Device) -> std::result::Result<Geometry, String> {
-    entry(from, to).map(|r| r.lock().geo)
+/// How the pair's ring moves data, or why it has none.
+pub(super) fn transport(from: Device, to: Device) -> std::result::Result<StagedTransport, String> {
+    entry(from, to).map(|r| r.lock().transport())
+}
+
+/// Whether the pair moves data through a device ring (made here if the pair is one GPU);
+/// never makes a host ring.
+pub(super) fn on_device(from: Device, to: Device) -> bool {
+    let (cu, vk) = if matches!(from, Device::Cuda(_)) { (from, to) } else { (to, from) };
+    if choice(cu, vk) != Bridge::Device {
+        return false;
+    }
+    matches!(transport(from, to), Ok(StagedTransport::Device { .. }))
 }

@@ -253,3 +253,154 @@ fn vulkan_end_through_an_imported_ring() {
     }
     settle(&mut busy);
 }
+
+/// Vulkan → Vulkan through lavapipe's own memory exported as a ring (the Vulkan half of the
+/// device bridge; the CUDA import is the GPU machine's to test): every byte arrives, and the
+/// exported descriptor is a live file.
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+fn vulkan_ends_through_an_exported_ring() {
+    use crate::backend::vulkan::{bridge, export};
+    let vk = Device::Vulkan(0);
+    let geo = Geometry { chunk: 40_000, slots: 3 };
+    let ex = match export::export(vk, geo.bytes()) {
+        Ok(ex) => ex,
+        Err(e) => {
+            let required = std::env::var("REQUIRE_VULKAN").is_ok_and(|v| v == "1");
+            let missing = e.to_string().contains("VK_KHR_external_memory_fd");
+            assert!(!required || missing, "REQUIRE_VULKAN=1 but exporting failed: {e}");
+            println!("skipped: {vk} cannot export memory ({e})");
+            return;
+        }
+    };
+    assert!(ex.size >= geo.bytes() as u64);
+    let stat = std::fs::File::from(ex.fd).metadata();
+    assert!(stat.is_ok(), "the exported descriptor is not a file: {stat:?}");
+    let be = crate::backend::get(vk).unwrap();
+    let mut busy = vec![None; geo.slots];
+    for len in [0usize, 7, 40_000, 1_000_003] {
+        let want = random_bytes(len, len as u64 + 11);
+        let src = be.htod(&Buffer::from_vec(Device::Cpu(0), want.clone())).unwrap();
+        let mut from = bridge::source_end(&src, &ex.view).unwrap();
+        let mut into = bridge::dest_end(vk, len, &ex.view).unwrap();
+        pump(&mut from, &mut into, len, geo, &mut busy).unwrap();
+        let out = into.into_buffer(crate::DType::U8, len);
+        let back = be.dtoh(&out, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        assert_eq!(back.host_bytes("test").unwrap(), &want[..], "{len} bytes through the exported ring");
+    }
+    settle(&mut busy);
+}
+
+/// CUDA ↔ Vulkan of one GPU through the device ring, both ways, every byte, for lengths from
+/// empty to several times the ring (the GPU machine's test; skipped without both devices).
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+fn one_gpu_moves_through_its_own_memory() {
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else {
+        let required =
+            ["REQUIRE_CUDA", "REQUIRE_VULKAN"].iter().all(|v| std::env::var(v).is_ok_and(|v| v == "1"));
+        assert!(!required, "REQUIRE_CUDA=1 and REQUIRE_VULKAN=1 but {cu} or {vk} is absent");
+        println!("skipped: needs {cu} and {vk}");
+        return;
+    };
+    let choice = ring::choice(cu, vk);
+    let want_device = choice == crate::backend::chain::Bridge::Device;
+    println!("{cu} <-> {vk}: {choice:?}");
+    for (from, to) in [(cu, vk), (vk, cu)] {
+        let t = transport(from, to).unwrap();
+        assert_eq!(matches!(t, StagedTransport::Device { .. }), want_device, "{from} -> {to}: {t:?}");
+        for len in [0usize, 5, 1_000_003, (1 << 20) + 3, (300 << 20) + 12_345] {
+            let want = random_bytes(len, len as u64 + 5);
+            let src_be = if from == cu { &cbe } else { &vbe };
+            let src = src_be.htod(&Buffer::from_vec(Device::Cpu(0), want.clone())).unwrap();
+            let out = transfer(&src, to).unwrap();
+            assert_eq!(out.device, to);
+            let dst_be = if to == cu { &cbe } else { &vbe };
+            let back = dst_be.dtoh(&out, Device::Cpu(0)).unwrap();
+            back.wait().unwrap();
+            let got = back.host_bytes("test").unwrap();
+            let wrong = got.iter().zip(&want).filter(|(a, b)| a != b).count();
+            assert!(got.len() == len && wrong == 0, "{from} -> {to}, {len} bytes: {wrong} wrong");
+        }
+    }
+}
+
+/// Where a device-ring hop's time goes on the GPU machine (run with `--ignored --nocapture`):
+/// each side's issue and completion, for a small and a large chunk, both ways.
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn device_ring_timing() {
+    use crate::backend::{cuda, vulkan};
+    use std::time::Instant;
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else { return };
+    let ring = 64usize << 20;
+    let ex = vulkan::export::export(vk, ring).unwrap();
+    // SAFETY: the descriptor names `ex.size` bytes of the same GPU; dropped before `ex.view`.
+    let mem = unsafe { cuda::ImportedMem::new(cu, ex.fd, ex.size, ring) }.unwrap();
+    let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
+    for len in [4096usize, 64 << 20] {
+        let data = random_bytes(len, 1);
+        let on_cu = cbe.htod(&Buffer::from_vec(Device::Cpu(0), data.clone())).unwrap();
+        let on_vk = vbe.htod(&Buffer::from_vec(Device::Cpu(0), data)).unwrap();
+        on_cu.wait().unwrap();
+        on_vk.wait().unwrap();
+        let span = [Span { at: 0, off: 0, len }];
+        for round in 0..4 {
+            let t = Instant::now();
+            let mut from = cuda::source_end(&on_cu, cuda::RingMem::Device(&mem)).unwrap();
+            let mut into = vulkan::bridge::dest_end(vk, len, &ex.view).unwrap();
+            let t_ends = us(t);
+            let t = Instant::now();
+            let f = from.buffer_to_ring(&span).unwrap().unwrap();
+            let t_issue_cu = us(t);
+            let t = Instant::now();
+            f.wait().unwrap();
+            let t_wait_cu = us(t);
+            let t = Instant::now();
+            let g = into.ring_to_buffer(&span).unwrap().unwrap();
+            let t_issue_vk = us(t);
+            let t = Instant::now();
+            g.wait().unwrap();
+            let t_wait_vk = us(t);
+            let t = Instant::now();
+            let mut vfrom = vulkan::bridge::source_end(&on_vk, &ex.view).unwrap();
+            let h = vfrom.buffer_to_ring(&span).unwrap().unwrap();
+            h.wait().unwrap();
+            let t_vk_out = us(t);
+            let t = Instant::now();
+            let mut cinto = cuda::dest_end(cu, len, cuda::RingMem::Device(&mem)).unwrap();
+            let k = cinto.ring_to_buffer(&span).unwrap().unwrap();
+            k.wait().unwrap();
+            let t_cu_in = us(t);
+            println!(
+                "{len} B round {round}: ends {t_ends:.1} | cuda->ring issue {t_issue_cu:.1} wait {t_wait_cu:.1} | \
+                 ring->vk issue {t_issue_vk:.1} wait {t_wait_vk:.1} | vk->ring {t_vk_out:.1} | ring->cuda {t_cu_in:.1} (us)"
+            );
+        }
+    }
+    drop(mem);
+    for len in [4096usize, 1 << 20, 64 << 20, 1 << 30] {
+        let on_cu = cbe.htod(&Buffer::from_vec(Device::Cpu(0), random_bytes(len, 2))).unwrap();
+        on_cu.wait().unwrap();
+        for round in 0..3 {
+            let t = Instant::now();
+            let out = transfer(&on_cu, vk).unwrap();
+            out.wait().unwrap();
+            let there = us(t);
+            let t = Instant::now();
+            let back = transfer(&out, cu).unwrap();
+            back.wait().unwrap();
+            let back_us = us(t);
+            let gbs = |t: f64| len as f64 / t / 1e3;
+            println!(
+                "{len} B transfer round {round}: to vk {there:.1} us ({:.0} GB/s), back {back_us:.1} us ({:.0} GB/s)",
+                gbs(there),
+                gbs(back_us)
+            );
+        }
+    }
+}

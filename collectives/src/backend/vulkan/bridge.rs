@@ -1,5 +1,5 @@
 //! The Vulkan side of the staged CUDA ↔ Vulkan chain (see [`crate::backend::staged`]): host
-//! memory imported as a buffer through `VK_EXT_external_memory_host` ([`HostView`]), and the
+//! memory imported as a buffer through `VK_EXT_external_memory_host` ([`RingView`]), and the
 //! chunk copies between it and a tensor's device buffer ([`VulkanEnd`]), each submitted on its
 //! own so the chain can hand chunks over one by one.
 
@@ -35,7 +35,7 @@ impl HostImport {
 }
 
 /// The opened Vulkan device `device`.
-fn gpu(device: Device) -> Result<Arc<Gpu>> {
+pub(super) fn gpu(device: Device) -> Result<Arc<Gpu>> {
     let be = crate::backend::get(device)?;
     let vk = be.as_any().and_then(|a| a.downcast_ref::<VulkanBackend>());
     vk.map(|b| b.gpu.clone())
@@ -51,10 +51,11 @@ pub(crate) fn import_alignment(device: Device) -> Result<usize> {
     }
 }
 
-/// Host memory imported into one Vulkan device, seen as one buffer.
-pub(crate) struct HostView {
-    buf: Arc<DevBuf>,
-    len: usize,
+/// A ring's memory seen as one buffer of one Vulkan device: host memory imported into it
+/// ([`import`]), or its own memory exported to CUDA ([`super::export::export`]).
+pub(crate) struct RingView {
+    pub(super) buf: Arc<DevBuf>,
+    pub(super) len: usize,
 }
 
 /// Imports the `len` bytes at `ptr` into `device` as a buffer; `keep` holds the memory alive
@@ -68,7 +69,7 @@ pub(crate) unsafe fn import(
     ptr: NonNull<u8>,
     len: usize,
     keep: Arc<dyn Any + Send + Sync>,
-) -> Result<HostView> {
+) -> Result<RingView> {
     let gpu = gpu(device)?;
     let Some(host) = &gpu.host_import else {
         return Err(Error::driver(device, "import host memory", "VK_EXT_external_memory_host is missing"));
@@ -107,7 +108,7 @@ pub(crate) unsafe fn import(
         return Err(raw::vk_error(device, "vkBindBufferMemory", e));
     }
     let imported = Imported { memory, _host: keep };
-    Ok(HostView { buf: DevBuf::from_import(&gpu, buffer, size, imported, ptr), len })
+    Ok(RingView { buf: DevBuf::from_import(&gpu, buffer, size, imported, Some(ptr)), len })
 }
 
 /// One Vulkan end of a staged chain: a device buffer and the ring's imported view.
@@ -115,22 +116,24 @@ pub(crate) struct VulkanEnd<'r> {
     gpu: Arc<Gpu>,
     buf: Arc<DevBuf>,
     bytes: usize,
-    ring: &'r HostView,
+    ring: &'r RingView,
     last: Option<Arc<TimelineFence>>,
 }
 
 /// The end reading `src`, a Vulkan buffer of the ring's device.
-pub(crate) fn source_end<'r>(src: &Buffer, ring: &'r HostView) -> Result<VulkanEnd<'r>> {
+pub(crate) fn source_end<'r>(src: &Buffer, ring: &'r RingView) -> Result<VulkanEnd<'r>> {
     let buf = src.device_mem::<VkMem>("staged copy")?.0.clone();
     if !Arc::ptr_eq(&buf.gpu, &ring.buf.gpu) {
         return Err(Error::internal("staged copy", format!("the ring does not belong to {}", src.device)));
     }
-    // Work on one device runs in queue order, so the copies wait for `src`'s writer themselves.
+    // Work on one device runs in queue order, so the copies wait for `src`'s writer themselves
+    // (unless CUDA wrote it).
+    super::await_foreign(src)?;
     Ok(VulkanEnd { gpu: buf.gpu.clone(), buf, bytes: src.bytes(), ring, last: None })
 }
 
 /// The end writing a new buffer of `bytes` on `device`, the ring's device.
-pub(crate) fn dest_end(device: Device, bytes: usize, ring: &HostView) -> Result<VulkanEnd<'_>> {
+pub(crate) fn dest_end(device: Device, bytes: usize, ring: &RingView) -> Result<VulkanEnd<'_>> {
     let gpu = ring.buf.gpu.clone();
     if gpu.device != device {
         return Err(Error::internal("staged copy", format!("the ring does not belong to {device}")));

@@ -17,7 +17,7 @@ use std::ptr::NonNull;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, Allocator};
 
-use super::memory::Usage;
+use super::memory::{Shared, Usage};
 use super::raw;
 use crate::backend::shelf::Shelf;
 
@@ -31,9 +31,17 @@ pub const VULKAN_POOL_ENV: &str = "COLLECTIVES_VULKAN_POOL_BYTES";
 /// A freed buffer with its memory still bound.
 pub(super) struct Parked {
     pub buffer: vk::Buffer,
-    pub alloc: Allocation,
+    pub alloc: Backing,
     pub mapped: Option<NonNull<u8>>,
     pub host_cached: bool,
+}
+
+/// Where a buffer's memory comes from.
+pub(super) enum Backing {
+    /// gpu-allocator (suballocated from its blocks, or a dedicated block of its own).
+    Pool(Allocation),
+    /// Memory of its own, allocated exportable for CUDA (see [`Shared`]).
+    Shared(Shared),
 }
 
 // SAFETY: a parked buffer is used by nobody; its mapping is only handed to the next owner.
@@ -87,5 +95,9 @@ impl BufCache {
 pub(super) fn destroy(device: &ash::Device, allocator: &mut Allocator, p: Parked) {
     // SAFETY: parked buffers belong to `device` and no work uses them.
     unsafe { raw::destroy_buffer(device, p.buffer) };
-    let _ = allocator.free(p.alloc);
+    match p.alloc {
+        Backing::Pool(a) => drop(allocator.free(a)),
+        // SAFETY: the memory belongs to `device`; its one buffer is destroyed above.
+        Backing::Shared(s) => unsafe { s.free(device) },
+    }
 }

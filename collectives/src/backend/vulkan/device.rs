@@ -36,12 +36,20 @@ pub(super) struct Gpu {
     pub pipelines: Pipelines,
     /// Host-memory import (`VK_EXT_external_memory_host`), when the device has it.
     pub host_import: Option<HostImport>,
+    /// Memory export as a file descriptor (`VK_KHR_external_memory_fd`), when the device has it.
+    pub export_fd: Option<ash::khr::external_memory_fd::Device>,
+    /// The device's UUID, as another API of the same GPU reports it.
+    pub uuid: [u8; 16],
+    /// The device's memory types (picks the memory of exported allocations).
+    pub memory: vk::PhysicalDeviceMemoryProperties,
+    /// Whether the device is a software rasterizer (lavapipe): no GPU to share memory with.
+    pub software: bool,
 }
 
 impl Gpu {
     /// Opens `Vulkan(ordinal)`: a logical device with one compute queue, the 64-bit shader
-    /// features the physical device has, timeline semaphores, and host-memory import where the
-    /// device has it.
+    /// features the physical device has, timeline semaphores, and host-memory import and memory
+    /// export where the device has them.
     pub fn open(ordinal: u32) -> Result<Arc<Gpu>> {
         let device = Device::Vulkan(ordinal);
         let (inst, phys) = instance::physical(ordinal)?;
@@ -52,6 +60,9 @@ impl Gpu {
         // SAFETY: the family and index were requested at device creation.
         let queue = unsafe { dev.get_device_queue(phys.family, 0) };
         let host_import = phys.host_import.map(|align| HostImport::new(&inst.raw, dev, align));
+        let export_fd = phys.export_fd.then(|| ash::khr::external_memory_fd::Device::new(&inst.raw, dev));
+        // SAFETY: the physical device came from the live instance.
+        let memory = unsafe { inst.raw.get_physical_device_memory_properties(phys.handle) };
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: inst.raw.clone(),
             device: dev.clone(),
@@ -83,7 +94,18 @@ impl Gpu {
             cache: Mutex::new(BufCache::default()),
             pipelines: Pipelines::default(),
             host_import,
+            export_fd,
+            uuid: phys.uuid,
+            memory,
+            software: phys.software,
         }))
+    }
+
+    /// Whether large tensor buffers get exportable memory of their own, which CUDA maps to copy
+    /// straight into and out of them: a hardware device that exports memory (a CUDA device of
+    /// the same GPU may exist; lavapipe has none).
+    pub fn shares_memory(&self) -> bool {
+        self.export_fd.is_some() && !self.software
     }
 
     /// Blocks until submission `value` has completed; reports device loss and validation errors.
@@ -164,10 +186,13 @@ fn create_device(
         .shader_float64(phys.features.float64)
         .shader_int64(phys.features.int64);
     let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-    let exts: Vec<*const std::ffi::c_char> = match phys.host_import {
-        Some(_) => vec![ash::ext::external_memory_host::NAME.as_ptr()],
-        None => vec![],
-    };
+    let mut exts: Vec<*const std::ffi::c_char> = vec![];
+    if phys.host_import.is_some() {
+        exts.push(ash::ext::external_memory_host::NAME.as_ptr());
+    }
+    if phys.export_fd {
+        exts.push(ash::khr::external_memory_fd::NAME.as_ptr());
+    }
     let info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
         .enabled_extension_names(&exts)

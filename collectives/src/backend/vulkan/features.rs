@@ -72,6 +72,12 @@ pub(super) struct Physical {
     /// `minImportedHostPointerAlignment` when the device has `VK_EXT_external_memory_host`
     /// (host memory imported as device memory: the staged CUDA ↔ Vulkan chain's ring).
     pub host_import: Option<u64>,
+    /// The device's UUID (`VkPhysicalDeviceIDProperties::deviceUUID`): the same GPU seen by
+    /// another API (CUDA) reports the same one.
+    pub uuid: [u8; 16],
+    /// Whether the device exports memory as a POSIX file descriptor (`VK_KHR_external_memory_fd`),
+    /// which another API of the same GPU imports (the CUDA ↔ Vulkan device bridge).
+    pub export_fd: bool,
 }
 
 /// Probes `pd`: `Err` with the reason when the backend cannot use it (Vulkan below 1.2, no
@@ -81,7 +87,8 @@ pub(super) fn probe(
     pd: vk::PhysicalDevice,
 ) -> std::result::Result<Physical, String> {
     let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
-    let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3);
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut maint3).push_next(&mut id);
     // SAFETY: `pd` was enumerated from the live `instance`; the chain is well formed.
     unsafe { instance.get_physical_device_properties2(pd, &mut props) };
     let p = props.properties;
@@ -124,15 +131,24 @@ pub(super) fn probe(
     };
     let host_import = host_import_alignment(instance, pd);
     let software = p.device_type == vk::PhysicalDeviceType::CPU;
-    Ok(Physical { handle: pd, name, software, family: family as u32, features, limits, host_import })
+    let export_fd = has_extension(instance, pd, ash::khr::external_memory_fd::NAME);
+    let uuid = id.device_uuid;
+    let family = family as u32;
+    Ok(Physical { handle: pd, name, software, family, features, limits, host_import, uuid, export_fd })
+}
+
+/// Whether `pd` offers the device extension `name`.
+fn has_extension(instance: &ash::Instance, pd: vk::PhysicalDevice, name: &std::ffi::CStr) -> bool {
+    // SAFETY: `pd` was enumerated from the live `instance`.
+    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+    exts.iter().any(|e| e.extension_name_as_c_str() == Ok(name))
 }
 
 /// `minImportedHostPointerAlignment` if `pd` has `VK_EXT_external_memory_host`.
 fn host_import_alignment(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Option<u64> {
-    // SAFETY: `pd` was enumerated from the live `instance`.
-    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.ok()?;
-    let name = ash::ext::external_memory_host::NAME;
-    exts.iter().find(|e| e.extension_name_as_c_str() == Ok(name))?;
+    if !has_extension(instance, pd, ash::ext::external_memory_host::NAME) {
+        return None;
+    }
     let mut host = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
     let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut host);
     // SAFETY: as above; the extension is supported, so its properties may be chained.

@@ -10,10 +10,12 @@ use ash::vk;
 use gpu_allocator::MemoryLocation;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 
-use super::cache::{self, Parked};
+use super::cache::{self, Backing, POOL_MIN_BYTES, Parked};
 use super::device::Gpu;
 use super::raw;
-use crate::backend::HostMem;
+use parking_lot::Mutex;
+
+use crate::backend::{Fence, HostMem};
 use crate::error::{Error, Result};
 
 /// What a buffer is for, which picks its memory.
@@ -34,7 +36,7 @@ pub(super) struct DevBuf {
     pub buffer: vk::Buffer,
     /// Size of the buffer in bytes (whole 16-byte blocks, at least one).
     pub size: u64,
-    alloc: Option<Allocation>,
+    alloc: Option<Backing>,
     /// What the memory was allocated for (`None` for imported memory): a dropped buffer is
     /// parked in the device's [`super::cache`] under it.
     usage: Option<Usage>,
@@ -106,8 +108,12 @@ impl DevBuf {
     }
 
     /// A new buffer of `size` bytes with memory bound for `usage`; the error is the driver's or
-    /// the allocator's.
+    /// the allocator's. Tensor storage of at least [`POOL_MIN_BYTES`] on a device that shares
+    /// memory with CUDA ([`Gpu::shares_memory`]) gets memory of its own, exportable.
     fn create(gpu: &Gpu, size: u64, usage: Usage) -> std::result::Result<Parked, String> {
+        if usage == Usage::Device && size >= POOL_MIN_BYTES && gpu.shares_memory() {
+            return create_shared(gpu, size);
+        }
         // SAFETY: the device is live; the buffer is destroyed below on failure or by `Drop`.
         let buffer =
             unsafe { raw::create_buffer(&gpu.raw, size) }.map_err(|e| format!("vkCreateBuffer: {e}"))?;
@@ -115,7 +121,7 @@ impl DevBuf {
             Ok(alloc) => {
                 let mapped = alloc.mapped_ptr().map(|p| p.cast::<u8>());
                 let host_cached = alloc.memory_properties().contains(vk::MemoryPropertyFlags::HOST_CACHED);
-                Ok(Parked { buffer, alloc, mapped, host_cached })
+                Ok(Parked { buffer, alloc: Backing::Pool(alloc), mapped, host_cached })
             }
             Err(e) => {
                 // SAFETY: the buffer was never used.
@@ -125,14 +131,15 @@ impl DevBuf {
         }
     }
 
-    /// A buffer of `size` bytes bound to imported host memory at `host` (which `imported` keeps
-    /// alive); freed with the buffer.
+    /// A buffer of `size` bytes bound to memory the allocator does not own (`imported`): host
+    /// memory imported at `host` (which `imported` keeps alive), or memory allocated for export
+    /// (`host` is `None`); freed with the buffer.
     pub fn from_import(
         gpu: &Arc<Gpu>,
         buffer: vk::Buffer,
         size: u64,
         imported: Imported,
-        host: NonNull<u8>,
+        host: Option<NonNull<u8>>,
     ) -> Arc<DevBuf> {
         Arc::new(DevBuf {
             gpu: gpu.clone(),
@@ -141,9 +148,17 @@ impl DevBuf {
             alloc: None,
             usage: None,
             imported: Some(imported),
-            mapped: Some(host),
+            mapped: host,
             host_cached: true,
         })
+    }
+
+    /// The buffer's exportable memory, when it has memory of its own that CUDA can map.
+    pub fn shared(&self) -> Option<&Shared> {
+        match &self.alloc {
+            Some(Backing::Shared(s)) => Some(s),
+            _ => None,
+        }
     }
 
     /// Whether the host can address the memory directly.
@@ -205,6 +220,10 @@ impl Drop for DevBuf {
     fn drop(&mut self) {
         // Work using the buffer holds an `Arc` of it, so none is pending now: park it for reuse.
         if let (Some(alloc), Some(usage)) = (self.alloc.take(), self.usage) {
+            // CUDA's copies of shared memory hold no `Arc`: wait for the last one.
+            if let Backing::Shared(s) = &alloc {
+                s.settle();
+            }
             let p = Parked { buffer: self.buffer, alloc, mapped: self.mapped, host_cached: self.host_cached };
             let parked = self.gpu.cache.lock().park(usage, self.size, p);
             match parked {
@@ -219,8 +238,11 @@ impl Drop for DevBuf {
         }
         // SAFETY: as above, no pending work uses the buffer.
         unsafe { raw::destroy_buffer(&self.gpu.raw, self.buffer) };
-        if let Some(a) = self.alloc.take() {
-            let _ = self.gpu.allocator.lock().free(a);
+        match self.alloc.take() {
+            Some(Backing::Pool(a)) => drop(self.gpu.allocator.lock().free(a)),
+            // SAFETY: the memory belongs to this device; its one buffer is destroyed above.
+            Some(Backing::Shared(s)) => unsafe { s.free(&self.gpu.raw) },
+            None => {}
         }
         if let Some(i) = self.imported.take() {
             // SAFETY: the memory was imported on this device, its one buffer is destroyed above,
@@ -231,11 +253,92 @@ impl Drop for DevBuf {
     }
 }
 
+/// A buffer of `size` bytes with device-local memory of its own, exportable: CUDA maps it when
+/// the device bridge copies into or out of it (`backend::staged`).
+fn create_shared(gpu: &Gpu, size: u64) -> std::result::Result<Parked, String> {
+    // SAFETY: the device is live with `VK_KHR_external_memory_fd`; the buffer is destroyed below
+    // on failure or by `Drop`.
+    let buffer =
+        unsafe { raw::create_export_buffer(&gpu.raw, size) }.map_err(|e| format!("vkCreateBuffer: {e}"))?;
+    let fail = |memory: Option<vk::DeviceMemory>, e: String| {
+        // SAFETY: neither the buffer nor the memory was used.
+        unsafe {
+            raw::destroy_buffer(&gpu.raw, buffer);
+            memory.inspect(|m| gpu.raw.free_memory(*m, None));
+        }
+        Err(e)
+    };
+    // SAFETY: `buffer` belongs to this device.
+    let needs = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
+    let Some(index) = device_local_type(&gpu.memory, needs.memory_type_bits) else {
+        return fail(None, "no device-local memory type fits an exportable buffer".into());
+    };
+    // SAFETY: as above; freed below on failure, or with the buffer.
+    let memory = match unsafe { raw::allocate_exportable(&gpu.raw, needs.size, index) } {
+        Ok(m) => m,
+        Err(e) => return fail(None, format!("vkAllocateMemory (exportable): {e}")),
+    };
+    // SAFETY: the memory holds `needs.size` bytes for this buffer and is bound once.
+    if let Err(e) = unsafe { gpu.raw.bind_buffer_memory(buffer, memory, 0) } {
+        return fail(Some(memory), format!("vkBindBufferMemory: {e}"));
+    }
+    let shared = Shared { memory, size: needs.size, view: Mutex::new(None), busy: Mutex::new(None) };
+    Ok(Parked { buffer, alloc: Backing::Shared(shared), mapped: None, host_cached: false })
+}
+
+/// The first memory type in `bits` that is device-local, preferring one the host cannot see.
+pub(super) fn device_local_type(props: &vk::PhysicalDeviceMemoryProperties, bits: u32) -> Option<u32> {
+    let types = &props.memory_types[..props.memory_type_count as usize];
+    let fits = |i: usize, avoid: vk::MemoryPropertyFlags| {
+        bits & (1 << i) != 0
+            && types[i].property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            && !types[i].property_flags.intersects(avoid)
+    };
+    let pick = |avoid| (0..types.len()).find(|&i| fits(i, avoid));
+    pick(vk::MemoryPropertyFlags::HOST_VISIBLE)
+        .or_else(|| pick(vk::MemoryPropertyFlags::empty()))
+        .map(|i| i as u32)
+}
+
+/// Exportable device memory a buffer owns, with what CUDA made of it: its mapping (made on first
+/// use and kept while the memory lives, parked buffers included) and its last copy.
+pub(super) struct Shared {
+    pub memory: vk::DeviceMemory,
+    /// The allocation's size in bytes (what an importer is told).
+    pub size: u64,
+    /// CUDA's mapping of the memory; dropped before the memory is freed.
+    pub view: Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
+    /// The last CUDA copy into or out of the memory, which holds no `Arc` of the buffer: waited
+    /// for before the buffer is parked or freed.
+    pub busy: Mutex<Option<Arc<dyn Fence>>>,
+}
+
+impl Shared {
+    /// Waits for the last CUDA copy (an error is ignored: the copy is over either way).
+    pub fn settle(&self) {
+        if let Some(f) = self.busy.lock().take() {
+            let _ = f.wait();
+        }
+    }
+
+    /// Waits for the last CUDA copy, drops CUDA's mapping, then frees the memory.
+    ///
+    /// # Safety
+    /// The memory belongs to `device`, and the buffer bound to it is destroyed.
+    pub unsafe fn free(self, device: &ash::Device) {
+        self.settle();
+        drop(self.view.lock().take());
+        // SAFETY: as the caller guarantees; nothing maps or uses the memory any more.
+        unsafe { device.free_memory(self.memory, None) };
+    }
+}
+
 /// Device memory a buffer owns outside the allocator: host memory imported through
-/// `VK_EXT_external_memory_host` (the staged chain's ring).
+/// `VK_EXT_external_memory_host` (the staged chain's host ring), or device memory allocated for
+/// export to CUDA (its device ring).
 pub(super) struct Imported {
     pub memory: vk::DeviceMemory,
-    /// Keeps the host memory alive until the import is freed.
+    /// Keeps the host memory alive until the import is freed (nothing, for exported memory).
     pub _host: Arc<dyn std::any::Any + Send + Sync>,
 }
 

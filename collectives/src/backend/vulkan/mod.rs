@@ -32,6 +32,7 @@ pub(crate) mod bridge;
 mod cache;
 mod copy;
 mod device;
+pub(crate) mod export;
 mod features;
 mod instance;
 mod kernels;
@@ -87,6 +88,7 @@ pub(crate) struct VulkanBackend {
 
 impl VulkanBackend {
     /// The device buffer of `b`, which must live on this device.
+    /// The device buffer of input `b`, once its contents are valid for this device's queue.
     fn mem<'b>(&self, b: &'b Buffer, op: &str) -> Result<&'b Arc<DevBuf>> {
         let m = b.device_mem::<VkMem>(op)?;
         if !Arc::ptr_eq(&m.0.gpu, &self.gpu) {
@@ -95,6 +97,7 @@ impl VulkanBackend {
                 format!("a buffer of {} handed to {}", b.device, self.gpu.device),
             ));
         }
+        await_foreign(b)?;
         Ok(&m.0)
     }
 
@@ -176,6 +179,15 @@ impl VulkanBackend {
         rec.copy(from, &out, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: src.bytes() as u64 }]);
         let fence = rec.submit()?;
         Ok(self.output(out, src.dtype, src.len, Some(fence)))
+    }
+}
+
+/// Waits on the host for `b`'s writer when that was not this device's queue (the device bridge's
+/// CUDA copy into a shared buffer): the queue orders only its own work.
+pub(super) fn await_foreign(b: &Buffer) -> Result<()> {
+    match &b.fence {
+        Some(f) if f.as_any().downcast_ref::<TimelineFence>().is_none() => f.wait(),
+        _ => Ok(()),
     }
 }
 

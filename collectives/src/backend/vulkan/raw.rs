@@ -298,3 +298,63 @@ pub(super) unsafe fn import_host_memory(
     // SAFETY: guaranteed by the caller; the memory type is one the driver accepts for `ptr`.
     unsafe { dev.allocate_memory(&info, None) }
 }
+
+/// A storage and transfer buffer of `size` bytes whose memory may be exported as an opaque file
+/// descriptor.
+///
+/// # Safety
+/// `dev` is live with `VK_KHR_external_memory_fd` enabled.
+pub(super) unsafe fn create_export_buffer(
+    dev: &ash::Device,
+    size: u64,
+) -> ash::prelude::VkResult<vk::Buffer> {
+    let mut external = vk::ExternalMemoryBufferCreateInfo::default()
+        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+        | vk::BufferUsageFlags::TRANSFER_SRC
+        | vk::BufferUsageFlags::TRANSFER_DST;
+    let info = vk::BufferCreateInfo::default()
+        .size(size)
+        .usage(usage)
+        .sharing_mode(vk::SharingMode::EXCLUSIVE)
+        .push_next(&mut external);
+    // SAFETY: the caller guarantees `dev` is live with the extension; `info` is valid.
+    unsafe { dev.create_buffer(&info, None) }
+}
+
+/// `size` bytes of device memory of type `type_index`, exportable as an opaque file descriptor.
+///
+/// # Safety
+/// `dev` is live with `VK_KHR_external_memory_fd` enabled; the memory is freed on `dev`.
+pub(super) unsafe fn allocate_exportable(
+    dev: &ash::Device,
+    size: u64,
+    type_index: u32,
+) -> ash::prelude::VkResult<vk::DeviceMemory> {
+    let mut export =
+        vk::ExportMemoryAllocateInfo::default().handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    let info = vk::MemoryAllocateInfo::default()
+        .allocation_size(size)
+        .memory_type_index(type_index)
+        .push_next(&mut export);
+    // SAFETY: guaranteed by the caller.
+    unsafe { dev.allocate_memory(&info, None) }
+}
+
+/// A new file descriptor naming `memory` (allocated exportable), owned by the caller.
+///
+/// # Safety
+/// `memory` was allocated on the device `ext` was loaded from, with the opaque-fd export type.
+pub(super) unsafe fn memory_fd(
+    ext: &ash::khr::external_memory_fd::Device,
+    memory: vk::DeviceMemory,
+) -> ash::prelude::VkResult<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let info = vk::MemoryGetFdInfoKHR::default()
+        .memory(memory)
+        .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    // SAFETY: guaranteed by the caller.
+    let fd = unsafe { ext.get_memory_fd(&info) }?;
+    // SAFETY: the driver made a new descriptor for this call; nobody else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}

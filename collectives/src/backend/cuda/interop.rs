@@ -1,0 +1,133 @@
+//! Memory of another API imported into CUDA: the CUDA half of the device bridge between a CUDA
+//! device and a Vulkan device that are the same GPU ([`crate::backend::vulkan::export`] is the
+//! other half). [`ImportedMem`] maps a Vulkan allocation into this device's address space, so
+//! the staged chain's ring can live in device memory and every chunk copy stays on the GPU.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use cudarc::driver::CudaContext;
+use cudarc::driver::sys::{CUdeviceptr, CUexternalMemory};
+
+use super::device;
+use super::driver;
+use super::memory::{CudaFence, alloc_of, await_on, device_buffer, record};
+use crate::backend::{Buffer, Fence};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// The UUID of the physical GPU behind CUDA device `device` (`cuDeviceGetUuid`).
+pub(crate) fn uuid(device: Device) -> Result<[u8; 16]> {
+    let dev = opened(device, "device uuid")?;
+    let id = dev.ctx.uuid().map_err(driver::err(device, "cuDeviceGetUuid"))?;
+    Ok(id.bytes.map(|b| b as u8))
+}
+
+/// The opened CUDA device behind `device`.
+fn opened(device: Device, op: &str) -> Result<Arc<device::CudaDevice>> {
+    match device {
+        Device::Cuda(n) => device::get(n),
+        _ => Err(Error::internal(op, format!("{device} is not a CUDA device"))),
+    }
+}
+
+/// Another API's memory mapped into one CUDA device; unmapped and released on drop.
+pub(crate) struct ImportedMem {
+    ext: CUexternalMemory,
+    ptr: CUdeviceptr,
+    len: usize,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: the handles are plain values the driver lets any thread use with the context bound;
+// the memory is only reached through copies the owner orders.
+unsafe impl Send for ImportedMem {}
+// SAFETY: as above.
+unsafe impl Sync for ImportedMem {}
+
+impl ImportedMem {
+    /// Imports the memory object `fd` names (`size` bytes, exported opaque by Vulkan) into CUDA
+    /// device `device` and maps its first `len` bytes.
+    ///
+    /// # Safety
+    /// `fd` names a memory object of `size` bytes on the GPU behind `device`, which stays
+    /// allocated while the value lives (dropping the value before the exporter frees it).
+    pub unsafe fn new(device: Device, fd: OwnedFd, size: u64, len: usize) -> Result<ImportedMem> {
+        if let Err(reason) = driver::interop_status() {
+            return Err(Error::driver(device, "import external memory", reason.clone()));
+        }
+        if len as u64 > size {
+            return Err(Error::internal("import external memory", format!("{len} bytes of {size}")));
+        }
+        let dev = opened(device, "import external memory")?;
+        dev.bind()?;
+        // SAFETY: the context is current; `size` is the object's (as guaranteed); the mapping is
+        // freed before the object, in `Drop`.
+        let (ext, ptr) = unsafe { driver::import_external(fd, size, len) }
+            .map_err(driver::err(device, "cuImportExternalMemory"))?;
+        Ok(ImportedMem { ext, ptr, len, ctx: dev.ctx.clone() })
+    }
+
+    /// The device address of the first byte.
+    pub fn ptr(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// The mapped length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for ImportedMem {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: mapped once in `new`; the owner waited for every copy using it.
+        let _ = unsafe { driver::unmap_external(self.ext, self.ptr) };
+    }
+}
+
+/// Copies all of `src` (a CUDA buffer) to device address `dst` of the same GPU (another API's
+/// memory, mapped): on the device's download stream, after `src`'s writer. The fence of the copy.
+///
+/// # Safety
+/// `dst` is mapped for at least `src.bytes()` bytes and stays mapped until the copy has run.
+pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr) -> Result<Arc<dyn Fence>> {
+    let dev = opened(src.device, "device bridge")?;
+    let alloc = alloc_of(src, "device bridge")?;
+    let stream = dev.copy_out.clone();
+    await_on(&stream, src, dev.device)?;
+    dev.bind()?;
+    // SAFETY: `src`'s allocation holds its bytes and is kept alive through `note_use`; `dst` as
+    // the caller guarantees.
+    unsafe { driver::dtod_async(dst, alloc.ptr(), src.bytes(), stream.cu_stream()) }
+        .map_err(driver::err(dev.device, "copy to mapped memory"))?;
+    let e = record(&stream, dev.device)?;
+    alloc.note_use(&stream, &e);
+    Ok(Arc::new(CudaFence::new(e, &stream, dev.device)))
+}
+
+/// A new buffer of `len` elements of `dtype` on CUDA device `device`, copied from device address
+/// `src` of the same GPU (another API's memory, mapped, whose writer has finished): on the
+/// device's upload stream.
+///
+/// # Safety
+/// `src` is mapped for at least the buffer's bytes and stays mapped until the copy has run.
+pub(crate) unsafe fn copy_from_mapped(
+    device: Device,
+    src: CUdeviceptr,
+    dtype: DType,
+    len: usize,
+) -> Result<Buffer> {
+    let dev = opened(device, "device bridge")?;
+    let stream = dev.copy_in.clone();
+    let bytes = len * dtype.size();
+    let alloc = dev.alloc(bytes, &stream)?;
+    dev.bind()?;
+    // SAFETY: the new allocation holds `bytes`; `src` as the caller guarantees.
+    unsafe { driver::dtod_async(alloc.ptr(), src, bytes, stream.cu_stream()) }
+        .map_err(driver::err(dev.device, "copy from mapped memory"))?;
+    let e = record(&stream, dev.device)?;
+    Ok(device_buffer(dtype, len, alloc, e, &stream))
+}

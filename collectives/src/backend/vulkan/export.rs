@@ -1,0 +1,170 @@
+//! Device memory exported to CUDA: the Vulkan half of the device bridge between a CUDA device
+//! and a Vulkan device that are the same GPU.
+//!
+//! When both APIs drive one GPU, a CUDA ↔ Vulkan move need not cross PCIe at all: a ring of
+//! this device's own memory, allocated exportable (`VK_KHR_external_memory_fd`) and imported
+//! into CUDA (`cuImportExternalMemory`), is addressed by both, so each chunk is a device-to-device
+//! copy on either side (see [`crate::backend::staged`]). Whether two devices are one GPU is read
+//! from their UUIDs ([`uuid`]), which both APIs report alike.
+
+use std::any::Any;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use ash::vk;
+
+use super::bridge::{RingView, gpu};
+use super::memory::{DevBuf, Imported, Usage, VkMem};
+use super::raw::{self, check};
+use crate::backend::{Buffer, Fence, Mem};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+/// The UUID of Vulkan device `device` (`VkPhysicalDeviceIDProperties::deviceUUID`).
+pub(crate) fn uuid(device: Device) -> Result<[u8; 16]> {
+    Ok(gpu(device)?.uuid)
+}
+
+/// Device memory of `device` exported for another API: the ring's view, the file descriptor
+/// naming the memory (for the importer, who takes it over) and the allocation's size in bytes
+/// (what the importer must be told).
+pub(crate) struct Exported {
+    /// The memory as a buffer of this device.
+    pub view: RingView,
+    /// A descriptor of the memory (`VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT`).
+    pub fd: OwnedFd,
+    /// The allocation's size, at least the view's length.
+    pub size: u64,
+}
+
+/// `len` bytes of device-local memory of `device`, allocated exportable, seen as a buffer, with a
+/// descriptor for an importer. An error when the device cannot export memory.
+pub(crate) fn export(device: Device, len: usize) -> Result<Exported> {
+    let gpu = gpu(device)?;
+    let Some(ext) = &gpu.export_fd else {
+        return Err(Error::driver(device, "export device memory", "VK_KHR_external_memory_fd is missing"));
+    };
+    if len == 0 {
+        return Err(Error::internal("export device memory", "an empty ring"));
+    }
+    let size = len as u64;
+    // SAFETY: the device is live with the extension enabled; the buffer is destroyed below on
+    // failure, or by the `DevBuf` that owns it.
+    let buffer = check(device, "vkCreateBuffer", unsafe { raw::create_export_buffer(&gpu.raw, size) })?;
+    let destroy = |memory: Option<vk::DeviceMemory>| {
+        // SAFETY: neither the buffer nor the memory was used.
+        unsafe {
+            raw::destroy_buffer(&gpu.raw, buffer);
+            memory.inspect(|m| gpu.raw.free_memory(*m, None));
+        }
+    };
+    // SAFETY: `buffer` belongs to this device.
+    let needs = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
+    let Some(type_index) = super::memory::device_local_type(&gpu.memory, needs.memory_type_bits) else {
+        destroy(None);
+        return Err(Error::driver(device, "export device memory", "no device-local memory type fits"));
+    };
+    // SAFETY: as above; the memory is freed below on failure, or by the `DevBuf`.
+    let memory = match unsafe { raw::allocate_exportable(&gpu.raw, needs.size, type_index) } {
+        Ok(m) => m,
+        Err(e) => {
+            destroy(None);
+            return Err(export_error(device, needs.size, e));
+        }
+    };
+    // SAFETY: `memory` holds `needs.size >= size` bytes from offset 0 and is bound once.
+    if let Err(e) = unsafe { gpu.raw.bind_buffer_memory(buffer, memory, 0) } {
+        destroy(Some(memory));
+        return Err(raw::vk_error(device, "vkBindBufferMemory", e));
+    }
+    // SAFETY: the memory was allocated on this device with the opaque-fd export type.
+    let fd = match unsafe { raw::memory_fd(ext, memory) } {
+        Ok(fd) => fd,
+        Err(e) => {
+            destroy(Some(memory));
+            return Err(raw::vk_error(device, "vkGetMemoryFdKHR", e));
+        }
+    };
+    let imported = Imported { memory, _host: Arc::new(()) };
+    let view = RingView { buf: DevBuf::from_import(&gpu, buffer, size, imported, None), len };
+    Ok(Exported { view, fd, size: needs.size })
+}
+
+/// An out-of-memory error for a failed allocation, else the driver's error.
+fn export_error(device: Device, bytes: u64, e: vk::Result) -> Error {
+    match e {
+        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => Error::OutOfMemory {
+            device,
+            bytes: bytes as usize,
+            detail: format!("the device ring of the CUDA bridge: {e}"),
+        },
+        e => raw::vk_error(device, "vkAllocateMemory (exportable)", e),
+    }
+}
+
+/// A Vulkan tensor buffer whose memory CUDA can map (exportable memory of its own, see
+/// [`super::memory::Shared`]): the device bridge copies straight into or out of it on CUDA.
+pub(crate) struct SharedBuf(Arc<DevBuf>);
+
+impl SharedBuf {
+    /// `buf`'s memory, when it is shared.
+    pub fn of(buf: &Buffer) -> Option<SharedBuf> {
+        let m = buf.device_mem::<VkMem>("device bridge").ok()?;
+        m.0.shared().map(|_| SharedBuf(m.0.clone()))
+    }
+
+    /// A new tensor buffer of at least `bytes` on Vulkan device `device`, if it gets shared memory
+    /// (large enough, on a device that shares memory); `None` otherwise.
+    pub fn alloc(device: Device, bytes: usize) -> Result<Option<SharedBuf>> {
+        let buf = DevBuf::new(&gpu(device)?, bytes as u64, Usage::Device)?;
+        Ok(buf.shared().is_some().then_some(SharedBuf(buf)))
+    }
+
+    /// The buffer's size in bytes (its mapping covers them all).
+    pub fn size(&self) -> usize {
+        self.0.size as usize
+    }
+
+    /// CUDA's mapping of the memory: made by `import` from a descriptor of the memory and the
+    /// allocation's size on first use, then kept with the memory.
+    pub fn view<T: Any + Send + Sync>(
+        &self,
+        import: impl FnOnce(OwnedFd, u64) -> Result<T>,
+    ) -> Result<Arc<T>> {
+        let shared = self.shared()?;
+        let mut view = shared.view.lock();
+        if let Some(v) = view.as_ref() {
+            return v
+                .clone()
+                .downcast::<T>()
+                .map_err(|_| Error::internal("device bridge", "a foreign mapping"));
+        }
+        let device = self.0.gpu.device;
+        let Some(ext) = &self.0.gpu.export_fd else {
+            return Err(Error::internal("device bridge", format!("{device} does not export memory")));
+        };
+        // SAFETY: the memory was allocated on this device with the opaque-fd export type.
+        let fd = check(device, "vkGetMemoryFdKHR", unsafe { raw::memory_fd(ext, shared.memory) })?;
+        let v = Arc::new(import(fd, shared.size)?);
+        *view = Some(v.clone());
+        Ok(v)
+    }
+
+    /// Records `fence` as the last CUDA copy of the memory (waited for before the buffer is
+    /// parked or freed).
+    pub fn set_busy(&self, fence: Arc<dyn Fence>) -> Result<()> {
+        *self.shared()?.busy.lock() = Some(fence);
+        Ok(())
+    }
+
+    /// The buffer as a tensor buffer of `len` elements of `dtype`, valid once `fence` completes.
+    pub fn into_buffer(self, dtype: DType, len: usize, fence: Arc<dyn Fence>) -> Buffer {
+        let device = self.0.gpu.device;
+        Buffer { device, dtype, len, mem: Mem::Device(Box::new(VkMem(self.0))), fence: Some(fence) }
+    }
+
+    fn shared(&self) -> Result<&super::memory::Shared> {
+        self.0.shared().ok_or_else(|| Error::internal("device bridge", "the buffer's memory is not shared"))
+    }
+}
