@@ -5,15 +5,18 @@
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
 
-use crate::errors::Errors;
+use crate::errors::Ctxt;
 use crate::validate::{Group, Kind, MAX_MEMBERS, Member};
 
 /// The whole macro: parse, validate, expand.
 pub fn device_group(input: TokenStream) -> TokenStream {
-    let mut errors = Errors::default();
-    let items = crate::parse::parse(input, &mut errors);
-    let group = crate::validate::validate(items, &mut errors);
-    if errors.is_empty() { open(&group) } else { stub(&group, &errors) }
+    let cx = Ctxt::new();
+    let items = crate::parse::parse(input, &cx);
+    let group = crate::validate::validate(items, &cx);
+    match cx.check() {
+        Ok(()) => open(&group),
+        Err(errors) => stub(&group, &errors),
+    }
 }
 
 /// `Group::<(kinds), Leader, Brand>::open(&[devices], leader)`.
@@ -31,8 +34,8 @@ fn open(group: &Group) -> TokenStream {
 }
 
 /// The errors, then a value of the group's type that never runs.
-fn stub(group: &Group, errors: &Errors) -> TokenStream {
-    let compile_errors = errors.to_compile_errors();
+fn stub(group: &Group, errors: &syn::Error) -> TokenStream {
+    let compile_errors = errors.to_compile_error();
     let ty = group_type(group);
     quote! {
         {

@@ -11,7 +11,7 @@ use proc_macro2::{Group, Ident, Punct, Spacing, TokenStream, TokenTree};
 use quote::{ToTokens, quote};
 use syn::parse::{ParseStream, Parser};
 
-use crate::errors::Errors;
+use crate::errors::Ctxt;
 use crate::suggest::closest;
 
 /// The options taking a value, as `name = value`.
@@ -44,8 +44,6 @@ pub enum Item {
 /// A member as written: a kind name and maybe an ordinal.
 #[derive(Clone)]
 pub struct MemberSpec {
-    /// The position of its item in the invocation.
-    pub pos: usize,
     /// The kind's name as written (validated later).
     pub kind: Ident,
     /// The parenthesized ordinal, if any.
@@ -62,23 +60,22 @@ impl ToTokens for MemberSpec {
     }
 }
 
-/// The items of `input` with their positions, reporting each bad one into `errors`.
-pub fn parse(input: TokenStream, errors: &mut Errors) -> Vec<(usize, Item)> {
+/// The items of `input`, in order, reporting each bad one into `cx`.
+pub fn parse(input: TokenStream, cx: &Ctxt) -> Vec<Item> {
     let mut items = Vec::new();
-    for (pos, (chunk, comma)) in split_commas(input).into_iter().enumerate() {
-        errors.pos = pos;
+    for (chunk, comma) in split_commas(input) {
         if chunk.is_empty() {
             // Only the last piece has no comma: empty there is a trailing comma or no input.
             if let Some(c) = comma {
-                errors.spanned(c, "expected a device kind or an option before this `,`");
+                cx.spanned(c, "expected a device kind or an option before this `,`");
             }
             continue;
         }
-        let parsed = (|stream: ParseStream| parse_item(stream, errors)).parse2(chunk);
+        let parsed = (|stream: ParseStream| parse_item(stream, cx)).parse2(chunk);
         match parsed {
-            Ok(Some(item)) => items.push((pos, item)),
+            Ok(Some(item)) => items.push(item),
             Ok(None) => {}
-            Err(e) => errors.push(e),
+            Err(e) => cx.syn_error(e),
         }
     }
     items
@@ -100,24 +97,24 @@ fn split_commas(input: TokenStream) -> Vec<(TokenStream, Option<Punct>)> {
     out
 }
 
-/// One item; `Ok(None)` when it was bad and its error is already in `errors`.
-fn parse_item(input: ParseStream, errors: &mut Errors) -> syn::Result<Option<Item>> {
+/// One item; `Ok(None)` when it was bad and its error is already in `cx`.
+fn parse_item(input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>> {
     let Ok(name) = input.parse::<Ident>() else {
         let rest: TokenStream = input.parse()?;
-        errors.spanned(rest, EXPECTED_ITEM);
+        cx.spanned(rest, EXPECTED_ITEM);
         return Ok(None);
     };
     let item = if input.peek(syn::Token![=]) {
         input.parse::<syn::Token![=]>()?;
-        parse_option(name, input, errors)?
+        parse_option(name, input, cx)?
     } else if FLAG_OPTIONS.contains(&name.to_string().as_str()) {
         Some(Item::NoStaging(name))
     } else {
-        Some(Item::Member(parse_member_rest(name, input, errors)?))
+        Some(Item::Member(parse_member_rest(name, input, cx)?))
     };
     if !input.is_empty() {
         let rest: TokenStream = input.parse()?;
-        errors.spanned(rest, "expected `,` between the items of device_group!");
+        cx.spanned(rest, "expected `,` between the items of device_group!");
     }
     Ok(item)
 }
@@ -126,13 +123,13 @@ const EXPECTED_ITEM: &str = "expected a device kind (`Cpu`, `Cuda`, `Vulkan`, wi
     ordinal as in `Cuda(1)`) or an option (`leader = ...`, `brand = ...`, `no_staging`)";
 
 /// The value of `name = ...`.
-fn parse_option(name: Ident, input: ParseStream, errors: &mut Errors) -> syn::Result<Option<Item>> {
+fn parse_option(name: Ident, input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>> {
     match name.to_string().as_str() {
         "leader" => {
             let kind = input
                 .parse::<Ident>()
                 .map_err(|e| syn::Error::new(e.span(), "expected the leader, a member such as `Cuda(1)`"))?;
-            let member = parse_member_rest(kind, input, errors)?;
+            let member = parse_member_rest(kind, input, cx)?;
             Ok(Some(Item::Leader { key: name, member }))
         }
         "brand" => Ok(Some(Item::Brand { key: name, ty: input.parse()? })),
@@ -144,7 +141,7 @@ fn parse_option(name: Ident, input: ParseStream, errors: &mut Errors) -> syn::Re
             let msg = format!(
                 "unknown option `{other}`{hint} (options: `leader = ...`, `brand = ...`, `no_staging`)"
             );
-            errors.spanned(&name, msg);
+            cx.spanned(&name, msg);
             let _: TokenStream = input.parse()?;
             Ok(None)
         }
@@ -152,45 +149,45 @@ fn parse_option(name: Ident, input: ParseStream, errors: &mut Errors) -> syn::Re
 }
 
 /// A member whose kind name is parsed: the optional `(ordinal)`.
-fn parse_member_rest(kind: Ident, input: ParseStream, errors: &mut Errors) -> syn::Result<MemberSpec> {
+fn parse_member_rest(kind: Ident, input: ParseStream, cx: &Ctxt) -> syn::Result<MemberSpec> {
     let parens = if input.peek(syn::token::Paren) { Some(input.parse::<Group>()?) } else { None };
     let ordinal = match &parens {
         None => Some(0),
-        Some(g) => ordinal(&kind, g, errors),
+        Some(g) => ordinal(&kind, g, cx),
     };
-    Ok(MemberSpec { pos: errors.pos, kind, parens, ordinal })
+    Ok(MemberSpec { kind, parens, ordinal })
 }
 
 /// The ordinal inside `parens`, or `None` after reporting why it is not a `u32` literal.
-fn ordinal(kind: &Ident, parens: &Group, errors: &mut Errors) -> Option<u32> {
+fn ordinal(kind: &Ident, parens: &Group, cx: &Ctxt) -> Option<u32> {
     let tokens: Vec<TokenTree> = parens.stream().into_iter().collect();
     let inner = parens.stream();
     match tokens.as_slice() {
         [] => {
             let msg = format!("empty ordinal: write `{kind}(0)`, or `{kind}` for the first device");
-            errors.spanned(parens, msg);
+            cx.spanned(parens, msg);
             None
         }
-        [TokenTree::Literal(lit)] => integer(syn::Lit::new(lit.clone()), kind, errors),
+        [TokenTree::Literal(lit)] => integer(syn::Lit::new(lit.clone()), kind, cx),
         [TokenTree::Punct(p), TokenTree::Literal(_)] if p.as_char() == '-' => {
             let msg = format!(
                 "negative ordinal `{}`: device ordinals count from 0 (`{kind}(0)` is the first device)",
                 inner
             );
-            errors.spanned(inner, msg);
+            cx.spanned(inner, msg);
             None
         }
         _ => {
-            errors.spanned(inner.clone(), non_integer(&quote!(#inner).to_string(), kind));
+            cx.spanned(inner.clone(), non_integer(&quote!(#inner).to_string(), kind));
             None
         }
     }
 }
 
 /// The value of an integer literal ordinal.
-fn integer(lit: syn::Lit, kind: &Ident, errors: &mut Errors) -> Option<u32> {
+fn integer(lit: syn::Lit, kind: &Ident, cx: &Ctxt) -> Option<u32> {
     let syn::Lit::Int(int) = &lit else {
-        errors.spanned(&lit, non_integer(&lit.to_token_stream().to_string(), kind));
+        cx.spanned(&lit, non_integer(&lit.to_token_stream().to_string(), kind));
         return None;
     };
     if !matches!(int.suffix(), "" | "u32" | "usize") {
@@ -198,14 +195,14 @@ fn integer(lit: syn::Lit, kind: &Ident, errors: &mut Errors) -> Option<u32> {
             "ordinal `{int}` has a `{}` suffix: write a plain integer, like `{kind}(1)`",
             int.suffix()
         );
-        errors.spanned(int, msg);
+        cx.spanned(int, msg);
         return None;
     }
     match int.base10_parse::<u32>() {
         Ok(n) => Some(n),
         Err(_) => {
             let msg = format!("ordinal `{int}` is out of range: device ordinals are u32");
-            errors.spanned(int, msg);
+            cx.spanned(int, msg);
             None
         }
     }
