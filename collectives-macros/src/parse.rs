@@ -13,6 +13,7 @@ use syn::parse::{ParseStream, Parser};
 
 use crate::errors::Ctxt;
 use crate::suggest::closest;
+use crate::validate::Kind;
 
 /// The options taking a value, as `name = value`.
 pub const VALUE_OPTIONS: &[&str] = &["leader", "brand"];
@@ -99,40 +100,78 @@ fn split_commas(input: TokenStream) -> Vec<(TokenStream, Option<Punct>)> {
 
 /// One item; `Ok(None)` when it was bad and its error is already in `cx`.
 fn parse_item(input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>> {
+    if is_path(input) {
+        let item = member_path(input, cx)?.map(Item::Member);
+        return expect_end(input, cx).map(|()| item);
+    }
     let Ok(name) = input.parse::<Ident>() else {
         let rest: TokenStream = input.parse()?;
         cx.spanned(rest, EXPECTED_ITEM);
         return Ok(None);
     };
     let item = if input.peek(syn::Token![=]) {
-        input.parse::<syn::Token![=]>()?;
-        parse_option(name, input, cx)?
+        let eq = input.parse::<syn::Token![=]>()?;
+        parse_option(name, eq, input, cx)?
     } else if FLAG_OPTIONS.contains(&name.to_string().as_str()) {
         Some(Item::NoStaging(name))
     } else {
         Some(Item::Member(parse_member_rest(name, input, cx)?))
     };
+    expect_end(input, cx)?;
+    Ok(item)
+}
+
+/// Reports what is left of an item that should have ended.
+fn expect_end(input: ParseStream, cx: &Ctxt) -> syn::Result<()> {
     if !input.is_empty() {
         let rest: TokenStream = input.parse()?;
         cx.spanned(rest, "expected `,` between the items of device_group!");
     }
-    Ok(item)
+    Ok(())
 }
 
 const EXPECTED_ITEM: &str = "expected a device kind (`Cpu`, `Cuda`, `Vulkan`, with an optional \
     ordinal as in `Cuda(1)`) or an option (`leader = ...`, `brand = ...`, `no_staging`)";
 
+/// Whether `input` starts with a path of several segments (`a::b`, `::a`).
+fn is_path(input: ParseStream) -> bool {
+    input.peek(syn::Token![::]) || (input.peek(syn::Ident) && input.peek2(syn::Token![::]))
+}
+
+/// A member written as a path, `collectives::typed::Cuda(1)`: one error on the path. When its
+/// last segment is a kind, the member is kept (with that kind) so nothing else is reported.
+fn member_path(input: ParseStream, cx: &Ctxt) -> syn::Result<Option<MemberSpec>> {
+    let path = syn::Path::parse_mod_style(input)?;
+    let shown = quote!(#path).to_string().replace(' ', "");
+    let Some(last) = path.segments.last().map(|s| s.ident.clone()) else {
+        cx.spanned(&path, EXPECTED_ITEM);
+        return Ok(None);
+    };
+    if !Kind::NAMES.contains(&last.to_string().as_str()) {
+        let msg = format!("`{shown}` is a path: {EXPECTED_ITEM}");
+        cx.spanned(&path, msg);
+        let _: TokenStream = input.parse()?;
+        return Ok(None);
+    }
+    let msg = format!(
+        "`{shown}` is a path: write the kind's name alone, `{last}` (device_group! knows the kinds by \
+         name, with no import)"
+    );
+    cx.spanned(&path, msg);
+    parse_member_rest(last, input, cx).map(Some)
+}
+
 /// The value of `name = ...`.
-fn parse_option(name: Ident, input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>> {
-    match name.to_string().as_str() {
-        "leader" => {
-            let kind = input
-                .parse::<Ident>()
-                .map_err(|e| syn::Error::new(e.span(), "expected the leader, a member such as `Cuda(1)`"))?;
-            let member = parse_member_rest(kind, input, cx)?;
-            Ok(Some(Item::Leader { key: name, member }))
-        }
-        "brand" => Ok(Some(Item::Brand { key: name, ty: input.parse()? })),
+fn parse_option(name: Ident, eq: syn::Token![=], input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>> {
+    let key = name.to_string();
+    if input.is_empty() && VALUE_OPTIONS.contains(&key.as_str()) {
+        let example = if key == "leader" { "`leader = Cuda(1)`" } else { "`brand = Train`" };
+        cx.spanned(quote!(#name #eq), format!("`{key} =` needs a value after the `=`, as in {example}"));
+        return Ok(None);
+    }
+    match key.as_str() {
+        "leader" => leader(name, input, cx),
+        "brand" => Ok(Some(Item::Brand { key: name, ty: brand(input, cx)? })),
         other => {
             let hint = match closest(other, VALUE_OPTIONS) {
                 Some(near) => format!("; did you mean `{near}`?"),
@@ -146,6 +185,34 @@ fn parse_option(name: Ident, input: ParseStream, cx: &Ctxt) -> syn::Result<Optio
             Ok(None)
         }
     }
+}
+
+/// The value of `leader = ...`: a member.
+fn leader(key: Ident, input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>> {
+    let member = if is_path(input) {
+        member_path(input, cx)?
+    } else {
+        let kind = input
+            .parse::<Ident>()
+            .map_err(|e| syn::Error::new(e.span(), "expected the leader, a member such as `Cuda(1)`"))?;
+        Some(parse_member_rest(kind, input, cx)?)
+    };
+    Ok(member.map(|member| Item::Leader { key, member }))
+}
+
+/// The value of `brand = ...`: a type; for anything else, one error on it and `_` (so the stub
+/// still type-checks against the user's code).
+fn brand(input: ParseStream, cx: &Ctxt) -> syn::Result<syn::Type> {
+    if input.fork().parse::<syn::Type>().is_ok() {
+        return input.parse();
+    }
+    let rest: TokenStream = input.parse()?;
+    let msg = format!(
+        "`brand` takes a type, and `{rest}` is not one: name a type of yours, as in `struct Train;` \
+         then `brand = Train` (or a path, `brand = my_module::Train`)"
+    );
+    cx.spanned(rest, msg);
+    Ok(syn::Type::Infer(syn::TypeInfer { underscore_token: Default::default() }))
 }
 
 /// A member whose kind name is parsed: the optional `(ordinal)`.

@@ -21,7 +21,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    const NAMES: [&'static str; 3] = ["Cpu", "Cuda", "Vulkan"];
+    /// The kinds' names, as written in an invocation.
+    pub const NAMES: [&'static str; 3] = ["Cpu", "Cuda", "Vulkan"];
 
     fn from_name(name: &str) -> Option<Kind> {
         match name {
