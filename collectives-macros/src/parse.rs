@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! device_group!( item (, item)* ,? )
-//! item   := member | `leader` `=` member | `brand` `=` Type | `no_staging`
+//! item   := member | `leader` `=` member | `brand` `=` Type | `crate` `=` Path | `no_staging`
 //! member := Kind | Kind `(` ordinal `)`          Kind: Cpu | Cuda | Vulkan; ordinal: a u32 literal
 //! ```
 
@@ -16,7 +16,7 @@ use crate::suggest::closest;
 use crate::validate::Kind;
 
 /// The options taking a value, as `name = value`.
-pub const VALUE_OPTIONS: &[&str] = &["leader", "brand"];
+pub const VALUE_OPTIONS: &[&str] = &["leader", "brand", "crate"];
 /// The options given by name alone.
 pub const FLAG_OPTIONS: &[&str] = &["no_staging"];
 
@@ -40,6 +40,13 @@ pub enum Item {
     },
     /// `no_staging`.
     NoStaging(Ident),
+    /// `crate = path`: where the `collectives` crate is.
+    Crate {
+        /// The `crate` token.
+        key: syn::Token![crate],
+        /// The crate's path.
+        path: syn::Path,
+    },
 }
 
 /// A member as written: a kind name and maybe an ordinal.
@@ -104,6 +111,10 @@ fn parse_item(input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>> {
         let item = member_path(input, cx)?.map(Item::Member);
         return expect_end(input, cx).map(|()| item);
     }
+    if input.peek(syn::Token![crate]) {
+        let item = crate_option(input, cx)?;
+        return expect_end(input, cx).map(|()| item);
+    }
     let Ok(name) = input.parse::<Ident>() else {
         let rest: TokenStream = input.parse()?;
         cx.spanned(rest, EXPECTED_ITEM);
@@ -131,7 +142,7 @@ fn expect_end(input: ParseStream, cx: &Ctxt) -> syn::Result<()> {
 }
 
 const EXPECTED_ITEM: &str = "expected a device kind (`Cpu`, `Cuda`, `Vulkan`, with an optional \
-    ordinal as in `Cuda(1)`) or an option (`leader = ...`, `brand = ...`, `no_staging`)";
+    ordinal as in `Cuda(1)`) or an option (`leader = ...`, `brand = ...`, `crate = ...`, `no_staging`)";
 
 /// Whether `input` starts with a path of several segments (`a::b`, `::a`).
 fn is_path(input: ParseStream) -> bool {
@@ -165,7 +176,11 @@ fn member_path(input: ParseStream, cx: &Ctxt) -> syn::Result<Option<MemberSpec>>
 fn parse_option(name: Ident, eq: syn::Token![=], input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>> {
     let key = name.to_string();
     if input.is_empty() && VALUE_OPTIONS.contains(&key.as_str()) {
-        let example = if key == "leader" { "`leader = Cuda(1)`" } else { "`brand = Train`" };
+        let example = match key.as_str() {
+            "leader" => "`leader = Cuda(1)`",
+            "brand" => "`brand = Train`",
+            _ => "`crate = my_deps::collectives`",
+        };
         cx.spanned(quote!(#name #eq), format!("`{key} =` needs a value after the `=`, as in {example}"));
         return Ok(None);
     }
@@ -178,7 +193,7 @@ fn parse_option(name: Ident, eq: syn::Token![=], input: ParseStream, cx: &Ctxt) 
                 None => String::new(),
             };
             let msg = format!(
-                "unknown option `{other}`{hint} (options: `leader = ...`, `brand = ...`, `no_staging`)"
+                "unknown option `{other}`{hint} (options: `leader = ...`, `brand = ...`, `crate = ...`, `no_staging`)"
             );
             cx.spanned(&name, msg);
             let _: TokenStream = input.parse()?;
@@ -199,6 +214,30 @@ fn leader(key: Ident, input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>
     };
     Ok(member.map(|member| Item::Leader { key, member }))
 }
+
+/// `crate = path`; one error on what is wrong otherwise.
+fn crate_option(input: ParseStream, cx: &Ctxt) -> syn::Result<Option<Item>> {
+    let key: syn::Token![crate] = input.parse()?;
+    let Ok(eq) = input.parse::<syn::Token![=]>() else {
+        cx.spanned(key, format!("`crate` is an option that takes a path: {CRATE_EXAMPLE}"));
+        let _: TokenStream = input.parse()?;
+        return Ok(None);
+    };
+    if input.is_empty() {
+        cx.spanned(quote!(#key #eq), format!("`crate =` needs a value after the `=`: {CRATE_EXAMPLE}"));
+        return Ok(None);
+    }
+    if input.fork().call(syn::Path::parse_mod_style).is_ok() {
+        let path = syn::Path::parse_mod_style(input)?;
+        return Ok(Some(Item::Crate { key, path }));
+    }
+    let rest: TokenStream = input.parse()?;
+    cx.spanned(&rest, format!("`crate` takes a path, and `{rest}` is not one: {CRATE_EXAMPLE}"));
+    Ok(None)
+}
+
+const CRATE_EXAMPLE: &str = "the path of the `collectives` crate where it is reached through a \
+    re-export, as in `crate = my_deps::collectives` (a renamed dependency is found without it)";
 
 /// The value of `brand = ...`: a type; for anything else, one error on it and `_` (so the stub
 /// still type-checks against the user's code).

@@ -4,6 +4,7 @@
 //! right type.
 
 use proc_macro2::{Ident, Span};
+use quote::ToTokens;
 
 use crate::errors::Ctxt;
 use crate::parse::{FLAG_OPTIONS, Item, MemberSpec};
@@ -89,6 +90,8 @@ pub struct Group {
     pub brand: Option<syn::Type>,
     /// The `no_staging` token, if given.
     pub no_staging: Option<Ident>,
+    /// The path of the `collectives` crate, if given (`crate = path`).
+    pub krate: Option<syn::Path>,
 }
 
 /// The most members a typed group takes: `collectives::typed::Members` is implemented for tuples
@@ -97,8 +100,14 @@ pub const MAX_MEMBERS: usize = 12;
 
 /// Checks `items` as a group, recording every error into `cx`.
 pub fn validate(items: Vec<Item>, cx: &Ctxt) -> Group {
-    let mut group =
-        Group { members: Vec::new(), leader: None, leader_kind: None, brand: None, no_staging: None };
+    let mut group = Group {
+        members: Vec::new(),
+        leader: None,
+        leader_kind: None,
+        brand: None,
+        no_staging: None,
+        krate: None,
+    };
     let mut leaders = Vec::new();
     for item in items {
         match item {
@@ -106,6 +115,7 @@ pub fn validate(items: Vec<Item>, cx: &Ctxt) -> Group {
             Item::Leader { key, member } => leaders.push((key, member)),
             Item::Brand { key, ty } => once(&mut group.brand, ty, &key, "the brand", cx),
             Item::NoStaging(key) => once(&mut group.no_staging, key.clone(), &key, "`no_staging`", cx),
+            Item::Crate { key, path } => once(&mut group.krate, path, key, "`crate`", cx),
         }
     }
     if group.members.is_empty() {
@@ -135,7 +145,7 @@ fn check_size(members: &[Member], cx: &Ctxt) {
 }
 
 /// Stores `value` in `slot`, or reports that `what` was given twice (at `key`).
-fn once<T>(slot: &mut Option<T>, value: T, key: &Ident, what: &str, cx: &Ctxt) {
+fn once<T>(slot: &mut Option<T>, value: T, key: impl ToTokens, what: &str, cx: &Ctxt) {
     if slot.is_some() {
         cx.spanned(key, format!("{what} is given twice: give it once"));
     } else {

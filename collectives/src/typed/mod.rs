@@ -33,7 +33,9 @@
 //! `device_group!(Cuda, Vulkan, Cpu)` opens the first device of each kind (`Cuda` is
 //! `Cuda(0)`), leader first, and returns `Result<Group<(Cuda, Vulkan, Cpu)>>`. Options, in any
 //! position: ordinals `Cuda(1)`; `leader = Cuda(1)` (a member); `no_staging` (a group that needs
-//! host staging does not compile); `brand = Type`. A kind given twice names the same device
+//! host staging does not compile); `brand = Type`; `crate = path` (where the `collectives` crate is,
+//! for a caller that reaches it only through a re-export; a renamed dependency is found without
+//! it). A kind given twice names the same device
 //! twice: give ordinals (`Cuda(0), Cuda(1)`). An absent device is
 //! [`crate::Error::DeviceUnavailable`], never a substitute: where the GPUs are absent, make a group
 //! of virtual CPU devices (`device_group!(Cpu(0), Cpu(1), Cpu(2))`) and run the same code,
