@@ -273,6 +273,45 @@ fn runtime_checks_back_the_types() {
     assert!(matches!(outsider, Err(Error::LeaderNotMember { .. })));
 }
 
+/// What the types cannot see is checked at run time (see the `typed` module docs, "Checked at
+/// run time"): a clear `Error`, never a panic, and the inputs are left as they were.
+#[test]
+fn runtime_checks_what_the_types_cannot() {
+    struct Train;
+    let intact = |shards: &[&Shard<Cpu, Train>], want: &[f32]| {
+        for (s, &w) in shards.iter().zip(want) {
+            assert_eq!(s.to_vec::<f32>().unwrap(), vec![w]);
+        }
+    };
+    let a = device_group!(Cpu(0), Cpu(1), brand = Train).unwrap();
+    let b = device_group!(Cpu(2), Cpu(3), brand = Train).unwrap();
+    let (x, y) = a.members();
+    let (x, y) = (x.tensor(vec![1.0f32], [1]).unwrap(), y.tensor(vec![2.0f32], [1]).unwrap());
+    // Two groups with the same brand type share shard types: b refuses a's shards.
+    let err = b.all_reduce((x.clone(), y.clone()), ReduceOp::Sum).unwrap_err();
+    assert!(matches!(err, Error::ShardDevice { index: 0, .. }), "{err}");
+    // Shards of one kind in the wrong order have the right types: the device check refuses them.
+    let err = a.all_reduce((y.clone(), x.clone()), ReduceOp::Sum).unwrap_err();
+    assert!(matches!(err, Error::ShardDevice { index: 0, .. }), "{err}");
+    intact(&[&x, &y], &[1.0, 2.0]);
+
+    // A root of a kind the group does not have (a CUDA group; the check runs before any device
+    // is touched, so no GPU is needed).
+    let cudas = [Device::Cuda(0), Device::Cuda(1)];
+    let g: Group<(Cuda, Cuda)> = Group::from_devices(&cudas, cudas[0]).unwrap();
+    let root = collectives::typed::Member::<Cpu>::new(Device::Cpu(0))
+        .unwrap()
+        .tensor(vec![1.0f32, 2.0], [2])
+        .unwrap();
+    let err = g.broadcast(&root).unwrap_err();
+    assert!(matches!(err, Error::NotMember { device: Device::Cpu(0), .. }), "{err}");
+    let err = g.scatter(&root, 0).unwrap_err();
+    assert!(matches!(err, Error::NotMember { device: Device::Cpu(0), .. }), "{err}");
+    let err = g.scatter_sizes(&root, 0, &[1, 1]).unwrap_err();
+    assert!(matches!(err, Error::NotMember { device: Device::Cpu(0), .. }), "{err}");
+    assert_eq!(root.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+}
+
 /// A typed group with a GPU member, against the runtime group, on a few collectives.
 fn gpu_group<K: DeviceKind>(label: &str, required: bool) {
     let device = K::device(0);

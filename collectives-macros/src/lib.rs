@@ -19,6 +19,8 @@ mod validate;
 ///   Kind(n)         device n of a kind (a u32 literal)
 ///   leader = Kind(n)   the leader, which must be a member (default: the first member)
 ///   brand = Type    tells this group's shards apart from other groups' at compile time
+///   crate = path    where the `collectives` crate is (default: its name in the caller's
+///                   Cargo.toml, found with proc-macro-crate, so a renamed dependency works)
 ///   no_staging      a group that would stage a hop through the host (Cuda with Vulkan)
 ///                   does not compile
 /// ```

@@ -4,8 +4,9 @@
 //! right type.
 
 use proc_macro2::{Ident, Span};
+use quote::ToTokens;
 
-use crate::errors::Errors;
+use crate::errors::Ctxt;
 use crate::parse::{FLAG_OPTIONS, Item, MemberSpec};
 use crate::suggest::closest;
 
@@ -21,7 +22,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    const NAMES: [&'static str; 3] = ["Cpu", "Cuda", "Vulkan"];
+    /// The kinds' names, as written in an invocation.
+    pub const NAMES: [&'static str; 3] = ["Cpu", "Cuda", "Vulkan"];
 
     fn from_name(name: &str) -> Option<Kind> {
         match name {
@@ -57,8 +59,8 @@ pub struct Member {
 }
 
 impl Member {
-    fn resolve(spec: MemberSpec, errors: &mut Errors) -> Member {
-        let (kind, exact) = resolve_kind(&spec.kind, errors);
+    fn resolve(spec: MemberSpec, cx: &Ctxt) -> Member {
+        let (kind, exact) = resolve_kind(&spec.kind, cx);
         Member { kind, exact, ordinal: spec.ordinal.unwrap_or(0), ordinal_ok: spec.ordinal.is_some(), spec }
     }
 
@@ -88,65 +90,71 @@ pub struct Group {
     pub brand: Option<syn::Type>,
     /// The `no_staging` token, if given.
     pub no_staging: Option<Ident>,
+    /// The path of the `collectives` crate, if given (`crate = path`).
+    pub krate: Option<syn::Path>,
 }
 
 /// The most members a typed group takes: `collectives::typed::Members` is implemented for tuples
 /// of 1 to 12 kinds.
 pub const MAX_MEMBERS: usize = 12;
 
-/// Checks `items` as a group, recording every error into `errors`.
-pub fn validate(items: Vec<(usize, Item)>, errors: &mut Errors) -> Group {
-    let mut group =
-        Group { members: Vec::new(), leader: None, leader_kind: None, brand: None, no_staging: None };
+/// Checks `items` as a group, recording every error into `cx`.
+pub fn validate(items: Vec<Item>, cx: &Ctxt) -> Group {
+    let mut group = Group {
+        members: Vec::new(),
+        leader: None,
+        leader_kind: None,
+        brand: None,
+        no_staging: None,
+        krate: None,
+    };
     let mut leaders = Vec::new();
-    for (pos, item) in items {
-        errors.pos = pos;
+    for item in items {
         match item {
-            Item::Member(spec) => group.members.push(Member::resolve(spec, errors)),
+            Item::Member(spec) => group.members.push(Member::resolve(spec, cx)),
             Item::Leader { key, member } => leaders.push((key, member)),
-            Item::Brand { key, ty } => once(&mut group.brand, ty, &key, "the brand", errors),
-            Item::NoStaging(key) => once(&mut group.no_staging, key.clone(), &key, "`no_staging`", errors),
+            Item::Brand { key, ty } => once(&mut group.brand, ty, &key, "the brand", cx),
+            Item::NoStaging(key) => once(&mut group.no_staging, key.clone(), &key, "`no_staging`", cx),
+            Item::Crate { key, path } => once(&mut group.krate, path, key, "`crate`", cx),
         }
     }
     if group.members.is_empty() {
-        errors.pos = 0;
         let msg = "device_group! needs at least one member, as in `device_group!(Cuda, Cpu)`";
-        errors.at(Span::call_site(), msg);
+        cx.at(Span::call_site(), msg);
     }
-    check_size(&group.members, errors);
-    check_duplicates(&group.members, errors);
-    (group.leader, group.leader_kind) = check_leaders(&group.members, leaders, errors);
+    check_size(&group.members, cx);
+    check_duplicates(&group.members, cx);
+    (group.leader, group.leader_kind) = check_leaders(&group.members, leaders, cx);
     if group.no_staging.is_some() {
-        check_no_staging(&group.members, errors);
+        check_no_staging(&group.members, cx);
     }
     group
 }
 
 /// Reports the first member past [`MAX_MEMBERS`], with the runtime group as the way out.
-fn check_size(members: &[Member], errors: &mut Errors) {
+fn check_size(members: &[Member], cx: &Ctxt) {
     if let Some(m) = members.get(MAX_MEMBERS) {
-        errors.pos = m.spec.pos;
         let msg = format!(
             "a typed group has at most {MAX_MEMBERS} members and `{}` is member {}: for more devices \
              use the runtime group, `collectives::DeviceGroup::new(vec![...])`",
             m.display(),
             MAX_MEMBERS + 1
         );
-        errors.spanned(&m.spec, msg);
+        cx.spanned(&m.spec, msg);
     }
 }
 
 /// Stores `value` in `slot`, or reports that `what` was given twice (at `key`).
-fn once<T>(slot: &mut Option<T>, value: T, key: &Ident, what: &str, errors: &mut Errors) {
+fn once<T>(slot: &mut Option<T>, value: T, key: impl ToTokens, what: &str, cx: &Ctxt) {
     if slot.is_some() {
-        errors.spanned(key, format!("{what} is given twice: give it once"));
+        cx.spanned(key, format!("{what} is given twice: give it once"));
     } else {
         *slot = Some(value);
     }
 }
 
 /// The kind `name` names (or a guess for the stub), and whether it is exact.
-fn resolve_kind(name: &Ident, errors: &mut Errors) -> (Option<Kind>, bool) {
+fn resolve_kind(name: &Ident, cx: &Ctxt) -> (Option<Kind>, bool) {
     let written = name.to_string();
     if let Some(kind) = Kind::from_name(&written) {
         return (Some(kind), true);
@@ -161,14 +169,13 @@ fn resolve_kind(name: &Ident, errors: &mut Errors) -> (Option<Kind>, bool) {
     } else {
         format!("unknown device kind `{written}`: expected `Cpu`, `Cuda` or `Vulkan`")
     };
-    errors.spanned(name, msg);
+    cx.spanned(name, msg);
     (near, false)
 }
 
 /// Reports every member naming a device an earlier member names.
-fn check_duplicates(members: &[Member], errors: &mut Errors) {
+fn check_duplicates(members: &[Member], cx: &Ctxt) {
     for (i, m) in members.iter().enumerate() {
-        errors.pos = m.spec.pos;
         let Some(device) = m.device() else { continue };
         let Some(first) = members[..i].iter().position(|e| e.device() == Some(device)) else {
             continue;
@@ -186,7 +193,7 @@ fn check_duplicates(members: &[Member], errors: &mut Errors) {
             "`{}` is already member {first} of this group: each device may appear once{hint}",
             m.display()
         );
-        errors.spanned(&m.spec, msg);
+        cx.spanned(&m.spec, msg);
     }
 }
 
@@ -195,18 +202,16 @@ fn check_duplicates(members: &[Member], errors: &mut Errors) {
 fn check_leaders(
     members: &[Member],
     leaders: Vec<(Ident, MemberSpec)>,
-    errors: &mut Errors,
+    cx: &Ctxt,
 ) -> (Option<usize>, Option<Kind>) {
     let mut leaders = leaders.into_iter();
     let Some((_, spec)) = leaders.next() else {
         return (None, None);
     };
-    for (key, second) in leaders {
-        errors.pos = second.pos;
-        errors.spanned(&key, "the leader is given twice: a group has one leader");
+    for (key, _) in leaders {
+        cx.spanned(&key, "the leader is given twice: a group has one leader");
     }
-    errors.pos = spec.pos;
-    let leader = Member::resolve(spec, errors);
+    let leader = Member::resolve(spec, cx);
     let Some((kind, ordinal)) = leader.device() else {
         return (None, leader.kind);
     };
@@ -220,14 +225,14 @@ fn check_leaders(
             leader.display(),
             list.join(", ")
         );
-        errors.spanned(&leader.spec, msg);
+        cx.spanned(&leader.spec, msg);
     }
     (found, Some(kind))
 }
 
 /// Reports the first member that gives a `no_staging` group a staged hop: a GPU of the other
 /// vendor, or a second Vulkan device (two Vulkan devices cannot read each other's memory).
-fn check_no_staging(members: &[Member], errors: &mut Errors) {
+fn check_no_staging(members: &[Member], cx: &Ctxt) {
     let mut seen: Option<&Member> = None;
     for m in members.iter().filter(|m| m.exact) {
         let why = match (seen, m.kind) {
@@ -244,14 +249,13 @@ fn check_no_staging(members: &[Member], errors: &mut Errors) {
             ),
             _ => continue,
         };
-        errors.pos = m.spec.pos;
         let msg = format!(
             "`{}` cannot join `{}` in a `no_staging` group: {}; keep the group to Cuda devices or one Vulkan device, or drop `no_staging`",
             m.display(),
             why.0.display(),
             why.1
         );
-        errors.spanned(&m.spec, msg);
+        cx.spanned(&m.spec, msg);
         return;
     }
 }

@@ -27,6 +27,11 @@ pub use backend::{CUDA_DEVICES_ENV, CUDA_POOL_ENV};
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
 /// See [`typed`] for the typed group this makes.
 ///
+/// The expansion names this crate by the name the caller's Cargo.toml gives it (found with
+/// `proc-macro-crate`), so a renamed dependency, `coll = { package = "collectives", ... }`, works
+/// as is. Where that is not enough (a crate that reaches `collectives` only through another's
+/// re-export), the `crate = path` option names it: `device_group!(Cpu(0), crate = my_deps::coll)`.
+///
 /// ```
 /// use collectives::{ReduceOp, device_group};
 /// let group = device_group!(Cpu(0), Cpu(1), leader = Cpu(1))?;

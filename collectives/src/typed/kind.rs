@@ -154,7 +154,7 @@ impl GpuSet for CudaAndVulkan {
 #[diagnostic::on_unimplemented(
     message = "this group has a hop staged through the host: it mixes CUDA and Vulkan devices, or holds two Vulkan devices",
     label = "a `no_staging` group holds CUDA devices or one Vulkan device, not both, and not two Vulkan devices",
-    note = "drop the `no_staging` requirement, or keep the group to CUDA devices or a single Vulkan device (host `Cpu` members are fine)"
+    note = "drop the `no_staging` requirement, or keep the group to CUDA devices or a single Vulkan device (host `collectives::typed::Cpu` members are fine)"
 )]
 pub trait Unstaged: GpuSet {}
 impl Unstaged for HostOnly {}

@@ -42,7 +42,7 @@ impl<M: Members> NoStaging for M where M::Gpus: Unstaged {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not one shard per member of a group of `{M}`",
     label = "expected one shard per member, in member order",
-    note = "shard i must be a `Shard` of member i's kind, e.g. `(Shard<Cuda>, Shard<Cpu>)` for a group of `(Cuda, Cpu)`; an array `[Shard<K>; N]` fits a group of N `K` members",
+    note = "shard i must be a `Shard` of member i's kind: `(Shard<A>, Shard<B>)` for a group of `(A, B)`; an array `[Shard<K>; N]` fits a group of N `K` members",
     note = "shards of a group made with `brand = X` are `Shard<K, X>` and fit only groups branded `X`"
 )]
 pub trait ShardsOf<M: Members, B>: sealed::Shards + Sized {
@@ -88,8 +88,8 @@ impl<K: DeviceKind, B> ShardOf<K, B> for Shard<K, B> {
 /// and result of the coalesced collectives.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not one bucket of shards per member of a group of `{M}`",
-    label = "expected one `Vec<Shard<Kind>>` per member, in member order",
-    note = "bucket i must be a `Vec` of `Shard`s of member i's kind, e.g. `(Vec<Shard<Cuda>>, Vec<Shard<Cpu>>)` for a group of `(Cuda, Cpu)`"
+    label = "expected one `Vec<Shard<K>>` per member, in member order",
+    note = "bucket i must be a `Vec` of `Shard`s of member i's kind: `(Vec<Shard<A>>, Vec<Shard<B>>)` for a group of `(A, B)`"
 )]
 pub trait BucketsOf<M: Members, B>: sealed::Buckets + Sized {
     /// The buckets' tensors, in member order.

@@ -28,12 +28,35 @@
 //!   not compile. Unbranded groups share [`Unbranded`]; their shards are checked at run time
 //!   (shard i must live on member i, as for the runtime group).
 //!
+//! # Checked at run time
+//!
+//! The types carry kinds and brands, not devices, so these compile and are refused when the
+//! collective is called, with an [`crate::Error`] (never a panic) and the inputs left as they
+//! were (`runtime_checks_what_the_types_cannot` in `tests/typed.rs`):
+//!
+//! - Shards of one kind in the wrong order (`(b, a)` for a group of `(Cpu, Cpu)`): both are
+//!   `Shard<Cpu>`; shard i must live on member i ([`crate::Error::ShardDevice`]).
+//! - Two groups made with the same brand type share shard types: a brand is a type the user
+//!   names, and the macro cannot tell two uses of it apart. Give each group its own brand type;
+//!   otherwise the device check above refuses the other group's shards.
+//! - A [`Group::broadcast`] or [`Group::scatter`] root of a kind the group does not have
+//!   ([`crate::Error::NotMember`]). A bound `M: HasKind<K>` would make it a compile error, but
+//!   every generic caller (`fn f<M: Members, L: DeviceKind>(g: &Group<M, L>)`) would have to
+//!   repeat it, and a root of a held kind on a device outside the group still needs the run-time
+//!   check.
+//! - `no_staging` is about the group's own hops (its collectives): a shard's
+//!   [`Shard::copy_to`] a device outside the group (a [`Member::new`]) follows the static route,
+//!   staged through the host where it is. Use [`Shard::copy_direct`] to require one copy at
+//!   compile time.
+//!
 //! # `device_group!`
 //!
 //! `device_group!(Cuda, Vulkan, Cpu)` opens the first device of each kind (`Cuda` is
 //! `Cuda(0)`), leader first, and returns `Result<Group<(Cuda, Vulkan, Cpu)>>`. Options, in any
 //! position: ordinals `Cuda(1)`; `leader = Cuda(1)` (a member); `no_staging` (a group that needs
-//! host staging does not compile); `brand = Type`. A kind given twice names the same device
+//! host staging does not compile); `brand = Type`; `crate = path` (where the `collectives` crate is,
+//! for a caller that reaches it only through a re-export; a renamed dependency is found without
+//! it). A kind given twice names the same device
 //! twice: give ordinals (`Cuda(0), Cuda(1)`). An absent device is
 //! [`crate::Error::DeviceUnavailable`], never a substitute: where the GPUs are absent, make a group
 //! of virtual CPU devices (`device_group!(Cpu(0), Cpu(1), Cpu(2))`) and run the same code,

@@ -96,7 +96,7 @@ impl<K: DeviceKind, To: DeviceKind> Route<To> for K {
 #[diagnostic::on_unimplemented(
     message = "no direct copy from `{Self}` to `{To}`: these GPUs cannot read each other's memory, so the hop is staged",
     label = "`{Self}` -> `{To}` is staged through the host, not direct",
-    note = "use `.copy_to(..)`, which follows the static route `{Self}` -> `Cpu` -> `{To}`"
+    note = "use `.copy_to(..)`, which follows the static route `{Self}` -> `collectives::typed::Cpu` -> `{To}`"
 )]
 pub trait DirectTo<To: DeviceKind>: Route<To, Path = Direct> {}
 
