@@ -16,6 +16,7 @@ mod error;
 pub mod exec;
 pub mod graph;
 mod knob;
+pub mod log;
 pub mod route;
 pub mod typed;
 

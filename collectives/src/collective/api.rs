@@ -5,6 +5,7 @@ use super::check::{Count, Shapes, check_dim, even_part};
 use super::{Algorithm, CollectiveKind, DeviceGroup, ReduceOp, choose_native, ring, star};
 use crate::error::{Error, Result};
 use crate::graph::Tensor;
+use crate::log::{LogLevel, log};
 use crate::route::Hops;
 
 impl DeviceGroup {
@@ -183,6 +184,15 @@ impl DeviceGroup {
     /// call has an NCCL form; without one, `Auto` runs the native choice and a forced `Nccl` is an
     /// error.
     fn pick(&self, kind: CollectiveKind, bytes: usize, nccl_ok: bool) -> Result<Algorithm> {
+        let algo = self.pick_algorithm(kind, bytes, nccl_ok)?;
+        let why = if self.algorithm() == Algorithm::Auto { "chosen" } else { "the group's setting" };
+        let members = self.member_list();
+        log!(LogLevel::Info, "{} on [{members}], {bytes} B per shard: {algo} ({why})", kind.name());
+        Ok(algo)
+    }
+
+    /// [`Self::pick`] without the log line.
+    fn pick_algorithm(&self, kind: CollectiveKind, bytes: usize, nccl_ok: bool) -> Result<Algorithm> {
         let op = kind.name();
         let chosen = self.algorithm_for(kind, bytes);
         if chosen != Algorithm::Nccl {

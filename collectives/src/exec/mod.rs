@@ -31,6 +31,7 @@ use crate::backend::{self, Buffer};
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::graph::{Tensor, opt};
+use crate::log::{LogLevel, log};
 pub use staged::{
     BRIDGE_ENV, DEVICE_MIN_BYTES, STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV,
     StagedTransport, staged_transport,
@@ -45,15 +46,27 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
     if pending.is_empty() {
         return Ok(());
     }
+    let start = std::time::Instant::now();
     if let Some(done) = direct::try_realize(&pending) {
+        log!(LogLevel::Debug, "realize: one multi-device call, {:.1} us", us(start));
         return done;
     }
     let rewritten = opt::insert_cross_device_copies(&pending);
     let sched = schedule::build(&rewritten);
+    let summary = crate::log::enabled(LogLevel::Debug).then(|| sched.summary());
     let bufs = run::run(&sched)?;
     // Freed while the devices still work, not after.
     drop((sched, rewritten));
-    cache_when_done(&pending, bufs)
+    let done = cache_when_done(&pending, bufs);
+    if let Some(summary) = summary {
+        log!(LogLevel::Debug, "realize: {summary}; {:.1} us", us(start));
+    }
+    done
+}
+
+/// Microseconds since `start`.
+fn us(start: std::time::Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e6
 }
 
 /// Waits for every one of `bufs` (the targets' results, in order), then caches each in its

@@ -104,6 +104,41 @@ pub(crate) fn build(targets: &[Tensor]) -> Schedule {
     Schedule { steps, targets }
 }
 
+impl Schedule {
+    /// One line saying what the schedule runs: steps by action, and the bytes each pair of
+    /// devices copies (the log's `debug` level).
+    pub fn summary(&self) -> String {
+        let mut counts = [0usize; 5];
+        let mut copies: Vec<((Device, Device), usize)> = vec![];
+        for s in &self.steps {
+            let slot = match s.action {
+                Action::Ready(_) | Action::Alias { .. } | Action::Part(_) => continue,
+                Action::Kernel { .. } => 0,
+                Action::Upload => 1,
+                Action::Copy { .. } => 2,
+                Action::Call => 3,
+                Action::Fused => 4,
+            };
+            counts[slot] += 1;
+            if let (Action::Copy { to, .. }, Some(&i)) = (&s.action, s.inputs.first()) {
+                let pair = (self.steps[i].tensor.device(), *to);
+                let bytes = s.tensor.numel() * s.tensor.dtype().size();
+                match copies.iter_mut().find(|(p, _)| *p == pair) {
+                    Some((_, b)) => *b += bytes,
+                    None => copies.push((pair, bytes)),
+                }
+            }
+        }
+        let [kernels, uploads, copied, calls, fused] = counts;
+        let pairs: Vec<String> = copies.iter().map(|((f, t), b)| format!("{f}->{t} {b} B")).collect();
+        format!(
+            "{} steps: {kernels} kernels, {uploads} uploads, {copied} copies, {calls} calls, {fused} fused; copies [{}]",
+            self.steps.len(),
+            pairs.join(", ")
+        )
+    }
+}
+
 /// Fuses each CUDA → host → Vulkan (or Vulkan → host → CUDA) pair of copies of at least
 /// `min_bytes(from, to)` whose host intermediate nobody else needs (see [`super::staged`]): the host hop is
 /// fused away, and the second hop reads the chain's source (its copy crosses the whole chain).
@@ -275,6 +310,21 @@ mod tests {
             assert_fused(&s, &src, &host, &dst);
             assert_eq!(step(&s, &dst).1.queue, to, "issued by the destination's queue");
         }
+    }
+
+    #[test]
+    fn the_summary_counts_steps_and_bytes_by_pair() {
+        let src = input(CU, BIG);
+        let host = src.copy_to_device(STAGING_HOST).unwrap();
+        let dst = host.copy_to_device(VK).unwrap();
+        let line = build(std::slice::from_ref(&dst)).summary();
+        let bytes = BIG * 4;
+        assert_eq!(
+            line,
+            format!(
+                "3 steps: 0 kernels, 1 uploads, 1 copies, 0 calls, 1 fused; copies [cuda:0->vulkan:0 {bytes} B]"
+            )
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::backend::vulkan::bridge::{self, RingView};
 use crate::backend::{Buffer, Fence, cuda};
 use crate::device::Device;
 use crate::error::{Error, Result};
+use crate::log::{LogLevel, log};
 
 /// Page-aligned host memory, zeroed, freed on drop.
 pub(super) struct Slab {
@@ -82,9 +83,19 @@ impl Ring {
     /// is one GPU ([`Bridge::Device`]), else (or when that fails, which is warned about) in host
     /// memory.
     fn new(cu: Device, vk: Device) -> Result<Ring> {
-        if choice(cu, vk) == Bridge::Device {
+        let bridge = choice(cu, vk);
+        if let Bridge::Host(why) = &bridge {
+            log!(LogLevel::Info, "bridge {cu} <-> {vk}: through the host ({why})");
+        }
+        if bridge == Bridge::Device {
             match Self::on_device(cu, vk) {
-                Ok(ring) => return Ok(ring),
+                Ok(ring) => {
+                    log!(
+                        LogLevel::Info,
+                        "bridge {cu} <-> {vk}: through the device (one GPU: CUDA maps Vulkan's memory)"
+                    );
+                    return Ok(ring);
+                }
                 Err(e) => crate::knob::warn_once(
                     &format!("bridge {cu} {vk}"),
                     &format!(
