@@ -91,6 +91,24 @@ pub(crate) fn bridge_forced_host() -> bool {
     })
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Set by a test on its own thread: every attempt of that thread to share memory between a
+    /// CUDA and a Vulkan device fails, as an import the driver refuses would (the fallback to the
+    /// host is then what runs).
+    pub(crate) static FAIL_SHARE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `Err` when a test has made memory sharing fail on this thread ([`FAIL_SHARE`]); `Ok` otherwise
+/// (always, outside tests).
+pub(crate) fn fail_share() -> Result<()> {
+    #[cfg(test)]
+    if FAIL_SHARE.with(|f| f.get()) {
+        return Err(Error::driver(crate::route::STAGING_HOST, "share device memory", "failed by the test"));
+    }
+    Ok(())
+}
+
 /// The bridge between a CUDA and a Vulkan device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Bridge {

@@ -10,18 +10,23 @@
 //! while CUDA copies device to device at about 1.9 TB/s. Smaller buffers, and Vulkan buffers
 //! without shared memory, take the device ring ([`super::ring`]).
 
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
 use super::ring;
 use crate::backend::chain::Bridge;
 use crate::backend::vulkan::export::SharedBuf;
 use crate::backend::{Buffer, cuda};
 use crate::device::Device;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// `src` moved to `to` by one CUDA copy, or `None` when this move cannot go direct (two GPUs,
-/// host staging forced, an empty tensor, or a Vulkan buffer without shared memory).
+/// host staging forced, an empty tensor, a Vulkan buffer without shared memory, or a pair whose
+/// memory sharing failed before).
 pub(super) fn transfer(src: &Buffer, to: Device) -> Option<Result<Buffer>> {
     let (cu, vk) = if matches!(src.device, Device::Cuda(_)) { (src.device, to) } else { (to, src.device) };
-    if src.bytes() == 0 || ring::choice(cu, vk) != Bridge::Device {
+    if src.bytes() == 0 || ring::choice(cu, vk) != Bridge::Device || failed(cu, vk, None) {
         return None;
     }
     match src.device {
@@ -30,18 +35,38 @@ pub(super) fn transfer(src: &Buffer, to: Device) -> Option<Result<Buffer>> {
     }
 }
 
-/// CUDA's mapping of `buf`, imported into `cu` on first use.
-fn mapping(buf: &SharedBuf, cu: Device) -> Result<std::sync::Arc<cuda::ImportedMem>> {
+/// Whether sharing memory between `cu` and `vk` failed in this process; `now` records a failure
+/// (warned about once, with its reason).
+fn failed(cu: Device, vk: Device, now: Option<&Error>) -> bool {
+    static FAILED: Mutex<Vec<(Device, Device)>> = Mutex::new(Vec::new());
+    let mut pairs = FAILED.lock();
+    if let Some(e) = now {
+        crate::knob::warn_once(
+            &format!("direct bridge {cu} {vk}"),
+            &format!("{cu} could not map {vk}'s memory ({e}); moving through the ring instead"),
+        );
+        pairs.push((cu, vk));
+    }
+    pairs.contains(&(cu, vk))
+}
+
+/// CUDA's mapping of `buf`, imported into `cu` on first use; `None` (and the pair marked failed)
+/// when the import fails, so that the move takes the ring instead.
+fn mapping(buf: &SharedBuf, cu: Device, vk: Device) -> Option<Arc<cuda::ImportedMem>> {
     let len = buf.size();
-    // SAFETY: the descriptor names the buffer's memory (`size` bytes) on the GPU behind `cu`
-    // (their UUIDs match); the mapping is kept with the memory and dropped before it is freed.
-    buf.view(|fd, size| unsafe { cuda::ImportedMem::new(cu, fd, size, len) })
+    let made = buf.view(|fd, size| {
+        crate::backend::chain::fail_share()?;
+        // SAFETY: the descriptor names the buffer's memory (`size` bytes) on the GPU behind `cu`
+        // (their UUIDs match); the mapping is kept with the memory and dropped before it is freed.
+        unsafe { cuda::ImportedMem::new(cu, fd, size, len) }
+    });
+    made.map_err(|e| failed(cu, vk, Some(&e))).ok()
 }
 
 /// `src` (on a CUDA device) copied into a new shared buffer of `vk`.
 fn to_vulkan(src: &Buffer, vk: Device) -> Result<Option<Buffer>> {
     let Some(dst) = SharedBuf::alloc(vk, src.bytes())? else { return Ok(None) };
-    let map = mapping(&dst, src.device)?;
+    let Some(map) = mapping(&dst, src.device, vk) else { return Ok(None) };
     // SAFETY: the mapping covers the buffer (at least `src.bytes()`), and the buffer waits for
     // the copy (`set_busy`) before its memory is reused or freed.
     let fence = unsafe { cuda::copy_to_mapped(src, map.ptr()) }?;
@@ -53,7 +78,7 @@ fn to_vulkan(src: &Buffer, vk: Device) -> Result<Option<Buffer>> {
 fn to_cuda(src: &Buffer, cu: Device) -> Result<Option<Buffer>> {
     let Some(from) = SharedBuf::of(src) else { return Ok(None) };
     src.wait()?;
-    let map = mapping(&from, cu)?;
+    let Some(map) = mapping(&from, cu, src.device) else { return Ok(None) };
     // SAFETY: the mapping covers the buffer, whose writer has finished (waited above); the
     // buffer waits for the copy (`set_busy`) before its memory is reused or freed.
     let out = unsafe { cuda::copy_from_mapped(cu, map.ptr(), src.dtype, src.len) }?;

@@ -114,6 +114,7 @@ impl Ring {
             what: "the staged chain's ring",
             size: format!("{} chunks of {} bytes", geo.slots, geo.chunk),
         })?;
+        crate::backend::chain::fail_share()?;
         let ex = bridge_export(vk, bytes)?;
         // SAFETY: the descriptor names `ex.size` bytes of `vk`'s memory, the same GPU as `cu`
         // (UUIDs match); the import drops before the view frees the memory (field order).
@@ -244,6 +245,17 @@ pub(super) fn transfer(src: &Buffer, to: Device) -> Option<Result<Buffer>> {
     let ring = entry(src.device, to).ok()?;
     let mut ring = ring.lock();
     Some(ring.run(src, to))
+}
+
+/// `src` moved to `to` through a new ring of the pair, made outside the table (tests), with how
+/// that ring moves data.
+#[cfg(test)]
+pub(super) fn fresh_transfer(src: &Buffer, to: Device) -> Result<(StagedTransport, Buffer)> {
+    let (cu, vk) = if matches!(src.device, Device::Cuda(_)) { (src.device, to) } else { (to, src.device) };
+    let mut ring = Ring::new(cu, vk)?;
+    let out = ring.run(src, to)?;
+    out.wait()?;
+    Ok((ring.transport(), out))
 }
 
 /// How the pair's ring moves data, or why it has none.

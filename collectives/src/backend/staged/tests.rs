@@ -404,3 +404,41 @@ fn device_ring_timing() {
         }
     }
 }
+
+/// A CUDA and a Vulkan device of one GPU whose memory sharing fails (made to, on this thread):
+/// a new ring is a host ring, a direct move goes through the ring instead, and every byte still
+/// arrives (the GPU machine's test; skipped without both devices).
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+fn a_failed_share_falls_back_and_every_byte_still_arrives() {
+    use crate::backend::chain::FAIL_SHARE;
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else {
+        println!("skipped: needs {cu} and {vk}");
+        return;
+    };
+    // The table's rings are made before sharing fails, as other tests expect them.
+    let before = [transport(cu, vk).unwrap(), transport(vk, cu).unwrap()];
+    FAIL_SHARE.with(|f| f.set(true));
+    let len = (3 << 20) + 16;
+    let want = random_bytes(len, 77);
+    let on_cu = cbe.htod(&Buffer::from_vec(Device::Cpu(0), want.clone())).unwrap();
+    let check = |b: &Buffer, what: &str| {
+        let be = if b.device == cu { &cbe } else { &vbe };
+        let back = be.dtoh(b, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        assert_eq!(back.host_bytes("test").unwrap(), &want[..], "{what}");
+    };
+    let fresh = ring::fresh_transfer(&on_cu, vk);
+    let direct = transfer(&on_cu, vk);
+    FAIL_SHARE.with(|f| f.set(false));
+    let (t, out) = fresh.unwrap();
+    if matches!(before[0], StagedTransport::Device { .. }) {
+        assert!(matches!(t, StagedTransport::Pipelined { .. }), "a failed share makes a host ring: {t:?}");
+    }
+    check(&out, "through a fresh ring");
+    check(&direct.unwrap(), "a direct move whose import failed");
+    let back = transfer(&out, cu).unwrap();
+    back.wait().unwrap();
+    check(&back, "back to CUDA");
+}
