@@ -1,5 +1,6 @@
 //! Fault injection (cargo feature `failpoints`): every collective, on a group of virtual CPU
-//! devices and on a group with a lavapipe Vulkan device, is run once counting the failpoints it
+//! devices, on groups with a lavapipe Vulkan device, and where there is a CUDA device on groups
+//! with it, is run once counting the failpoints it
 //! passes (N: backend allocations, copies, kernel launches, submissions), then N more times with
 //! hit k failing, for every k in 1..=N. Each of those runs must return the injected error (no
 //! panic, no hang), leave its inputs as they were, and leave every backend figure (live buffers,
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use collectives::failpoint::{self, Armed};
 use collectives::{Algorithm, DType, Device, DeviceGroup, ReduceOp, Tensor};
 use collectives_tests::collective::{Shards, check_exact, check_reduced, ref_concat, ref_narrow, with_dim};
-use collectives_tests::{Range, fresh_seed, rng, vulkan_required};
+use collectives_tests::{Range, cuda_required, fresh_seed, rng, vulkan_required};
 
 /// Rows of every shard (splits evenly over groups of 3 and 4) and elements per row: 1.2 MB of
 /// f32 a shard, so the host pool and the Vulkan buffer cache are in play.
@@ -231,14 +232,13 @@ fn epoch_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_millis() as u64)
 }
 
-/// Whether `Vulkan(0)` works (a panic when `REQUIRE_VULKAN=1` and it does not).
-fn have_vulkan() -> bool {
-    let vk = Device::Vulkan(0);
-    match Tensor::from_vec(vec![1u8], [1], vk).and_then(|t| t.to_vec::<u8>()) {
+/// Whether `d` works (a panic when `required` and it does not; the sweep left out is said).
+fn works(d: Device, required: bool) -> bool {
+    match Tensor::from_vec(vec![1u8], [1], d).and_then(|t| t.to_vec::<u8>()) {
         Ok(_) => true,
-        Err(e) if vulkan_required() => panic!("REQUIRE_VULKAN=1 but {vk} does not work: {e}"),
+        Err(e) if required => panic!("{d} is required (REQUIRE_*=1) but does not work: {e}"),
         Err(e) => {
-            println!("skipped: the Vulkan sweep: no Vulkan device ({e})");
+            println!("the sweeps with {d} are left out: {e}");
             false
         }
     }
@@ -258,10 +258,23 @@ fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were(
             }
         }
     });
-    let mut groups: Vec<(&str, Vec<Device>)> = vec![("cpu x4", (0..4).map(Device::Cpu).collect())];
-    if have_vulkan() {
-        groups.push(("vulkan+cpu x2", vec![Device::Vulkan(0), Device::Cpu(0), Device::Cpu(1)]));
-        groups.push(("cpu x2+vulkan", vec![Device::Cpu(0), Device::Cpu(1), Device::Vulkan(0)]));
+    let (cpu, vk, cuda0, cuda1) = (Device::Cpu, Device::Vulkan(0), Device::Cuda(0), Device::Cuda(1));
+    let mut groups: Vec<(&str, Vec<Device>)> = vec![("cpu x4", (0..4).map(cpu).collect())];
+    let vulkan = works(vk, vulkan_required());
+    if vulkan {
+        groups.push(("vulkan+cpu x2", vec![vk, cpu(0), cpu(1)]));
+        groups.push(("cpu x2+vulkan", vec![cpu(0), cpu(1), vk]));
+    }
+    // CUDA where there is one (the GPU machine; `COLLECTIVES_CUDA_DEVICES=0,0` makes two virtual
+    // devices of one GPU): CUDA peers, and CUDA with host and Vulkan members (the staged chain).
+    if works(cuda0, cuda_required()) {
+        if works(cuda1, false) {
+            groups.push(("cuda x2", vec![cuda0, cuda1]));
+            groups.push(("cuda x2+cpu", vec![cuda0, cuda1, cpu(0)]));
+        }
+        if vulkan {
+            groups.push(("cuda+cpu+vulkan", vec![cuda0, cpu(0), vk]));
+        }
     }
     let seed = fresh_seed();
     println!("seed {seed}");
