@@ -39,6 +39,10 @@ enum Coll {
     Scatter,
     Gather,
     AllToAll,
+    /// `all_reduce_coalesced` of two tensors a device: the shard and its first row.
+    AllReduceCoalesced,
+    /// `broadcast_coalesced` of the root's shard and its first row.
+    BroadcastCoalesced,
 }
 
 /// Every collective with each algorithm it takes that runs on groups without CUDA.
@@ -57,6 +61,9 @@ const CASES: &[(Coll, Algorithm)] = &[
     (Coll::Scatter, Algorithm::Star),
     (Coll::Gather, Algorithm::Star),
     (Coll::AllToAll, Algorithm::Star),
+    (Coll::AllReduceCoalesced, Algorithm::Star),
+    (Coll::AllReduceCoalesced, Algorithm::Ring),
+    (Coll::BroadcastCoalesced, Algorithm::Star),
 ];
 
 /// The root of broadcast and scatter: member 1.
@@ -74,6 +81,16 @@ fn run(c: Coll, g: &DeviceGroup, s: &Shards) -> collectives::Result<Vec<Tensor>>
         Coll::Scatter => g.scatter(&t[ROOT], 0)?,
         Coll::Gather => vec![g.gather(t, 0)?],
         Coll::AllToAll => g.all_to_all(t, 0)?,
+        Coll::AllReduceCoalesced => {
+            let buckets = t
+                .iter()
+                .map(|x| Ok(vec![x.clone(), x.narrow(0, 0, 1)?]))
+                .collect::<collectives::Result<Vec<_>>>()?;
+            g.all_reduce_coalesced(&buckets, ReduceOp::Sum)?.concat()
+        }
+        Coll::BroadcastCoalesced => {
+            g.broadcast_coalesced(&[t[ROOT].clone(), t[ROOT].narrow(0, 0, 1)?])?.concat()
+        }
     };
     collectives::realize(&outs)?;
     Ok(outs)
@@ -118,6 +135,20 @@ fn check(c: Coll, g: &DeviceGroup, s: &Shards, outs: &[Tensor], ctx: &str) {
         Coll::Scatter => {
             for (j, (t, &d)) in outs.iter().zip(g.devices()).enumerate() {
                 check_exact(t, d, &part_shape, &narrow(&s.vals[ROOT], j), ctx);
+            }
+        }
+        Coll::AllReduceCoalesced => {
+            let rows: Vec<Vec<f64>> = s.vals.iter().map(|v| v[..WIDTH].to_vec()).collect();
+            let rows: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
+            for (pair, &d) in outs.chunks(2).zip(g.devices()) {
+                check_reduced(&pair[0], d, ReduceOp::Sum, &s.slices(), ctx);
+                check_reduced(&pair[1], d, ReduceOp::Sum, &rows, ctx);
+            }
+        }
+        Coll::BroadcastCoalesced => {
+            for (pair, &d) in outs.chunks(2).zip(g.devices()) {
+                check_exact(&pair[0], d, &shape, &s.vals[ROOT], ctx);
+                check_exact(&pair[1], d, &[1, WIDTH], &s.vals[ROOT][..WIDTH], ctx);
             }
         }
         Coll::AllToAll => {
