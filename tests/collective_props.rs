@@ -1,9 +1,9 @@
 //! Property tests: random groups of 1 to 8 devices — virtual CPU devices (distinct ordinals below
 //! 16 in any order, so the leader is not always `Cpu(0)`), with the lavapipe Vulkan device
 //! `Vulkan(0)` in a random place in most groups where one works (CPU-only groups otherwise, said
-//! once) — random shapes (rank 1 to 3, dims 0 to 9), dims, dtypes, ops and algorithms, every
-//! collective against its f64 reference, every element. The data seed is part of each case, so a
-//! failing case prints everything needed to replay it.
+//! once) — random shapes (rank 1 to 3, dims 0 to 9), dims, dtypes, ops and algorithms (one-shot
+//! too), every collective against its f64 reference, every element. The data seed is part of each
+//! case, so a failing case prints everything needed to replay it.
 
 use std::sync::OnceLock;
 
@@ -110,7 +110,7 @@ fn cases() -> impl Strategy<Value = Case> {
         any::<prop::sample::Index>(),
         prop::sample::select(DTYPES.to_vec()),
         0usize..6,
-        prop::sample::select(ALGORITHMS.to_vec()),
+        prop::sample::select([&ALGORITHMS[..], &[Algorithm::OneShot]].concat()),
         any::<u64>(),
     )
         .prop_map(|(devices, shape, dim, dtype, op, algo, seed)| Case {
