@@ -124,9 +124,9 @@ impl QueueState {
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
         // SAFETY: the pool is this device's and the caller holds the state lock.
-        let cmd =
-            check(self.device, "vkAllocateCommandBuffers", unsafe { dev.allocate_command_buffers(&info) })?
-                [0];
+        let cmds =
+            check(self.device, "vkAllocateCommandBuffers", unsafe { dev.allocate_command_buffers(&info) })?;
+        let cmd = cmds[0];
         #[cfg(feature = "failpoints")]
         {
             self.made.0 += 1;
