@@ -1,14 +1,18 @@
-//! Property tests: random groups of 1 to 8 virtual CPU devices (distinct ordinals below 16 in any
-//! order, so the leader is not always `Cpu(0)`), random shapes (rank 1 to 3, dims
-//! 0 to 9), dims, dtypes, ops and algorithms, every collective against its f64 reference. The
-//! data seed is part of each case, so a failing case prints everything needed to replay it.
+//! Property tests: random groups of 1 to 8 devices — virtual CPU devices (distinct ordinals below
+//! 16 in any order, so the leader is not always `Cpu(0)`), with the lavapipe Vulkan device
+//! `Vulkan(0)` in a random place in most groups where one works (CPU-only groups otherwise, said
+//! once) — random shapes (rank 1 to 3, dims 0 to 9), dims, dtypes, ops and algorithms (one-shot
+//! too), every collective against its f64 reference, every element. The data seed is part of each
+//! case, so a failing case prints everything needed to replay it.
 
-use collectives::{Algorithm, DType, Device, DeviceGroup, ReduceOp};
+use std::sync::OnceLock;
+
+use collectives::{Algorithm, DType, Device, DeviceGroup, Error, ReduceOp, Tensor};
 use collectives_tests::collective::{
     ALGORITHMS, DTYPES, Shards, all_ops, check_exact, check_reduced, range_for, ref_concat, ref_narrow,
     with_dim,
 };
-use collectives_tests::{Range, random, rng, tensor};
+use collectives_tests::{Range, random, rng, tensor, vulkan_required};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use rand::Rng;
@@ -48,13 +52,57 @@ impl Case {
     }
 }
 
+const VK: Device = Device::Vulkan(0);
+
+/// Whether `Vulkan(0)` works, asked once (and said once when it does not; a panic when
+/// `REQUIRE_VULKAN=1`).
+fn have_vulkan() -> bool {
+    static HAVE: OnceLock<bool> = OnceLock::new();
+    *HAVE.get_or_init(|| match Tensor::from_vec(vec![1u8], [1], VK).and_then(|t| t.to_vec::<u8>()) {
+        Ok(_) => true,
+        Err(e) if vulkan_required() => panic!("REQUIRE_VULKAN=1 but {VK} does not work: {e}"),
+        Err(e) => {
+            println!("CPU-only groups: no Vulkan device ({e})");
+            false
+        }
+    })
+}
+
+/// `r`'s value; `None` (the case is void) for the one error a valid case may meet: a Vulkan
+/// member lacking the shader feature of a 64-bit dtype (lavapipe has them all).
+fn ok<T>(c: &Case, r: collectives::Result<T>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(Error::Unsupported { device: VK, dtype: DType::F64 | DType::I64, reason, .. })
+            if c.devices.contains(&VK) =>
+        {
+            println!("{VK} cannot run {}: {reason}", c.dtype);
+            None
+        }
+        Err(e) => panic!("{c:?}: {e}"),
+    }
+}
+
+/// `ts`, realized.
+fn realized(ts: Vec<Tensor>) -> collectives::Result<Vec<Tensor>> {
+    collectives::realize(&ts)?;
+    Ok(ts)
+}
+
 fn cases() -> impl Strategy<Value = Case> {
     let ordinals: Vec<u32> = (0..16).collect();
-    let devices = (1usize..=8).prop_flat_map(move |n| {
-        prop::sample::subsequence(ordinals.clone(), n)
-            .prop_shuffle()
-            .prop_map(|v| v.into_iter().map(Device::Cpu).collect::<Vec<_>>())
-    });
+    let vulkan = have_vulkan();
+    let devices = (1usize..=8, prop::bool::weighted(0.75), any::<prop::sample::Index>()).prop_flat_map(
+        move |(n, with_vk, at)| {
+            prop::sample::subsequence(ordinals.clone(), n).prop_shuffle().prop_map(move |v| {
+                let mut d: Vec<Device> = v.into_iter().map(Device::Cpu).collect();
+                if vulkan && with_vk {
+                    d[at.index(n)] = VK;
+                }
+                d
+            })
+        },
+    );
     let shape = prop::collection::vec(0usize..=9, 1..=3);
     (
         devices,
@@ -62,7 +110,7 @@ fn cases() -> impl Strategy<Value = Case> {
         any::<prop::sample::Index>(),
         prop::sample::select(DTYPES.to_vec()),
         0usize..6,
-        prop::sample::select(ALGORITHMS.to_vec()),
+        prop::sample::select([&ALGORITHMS[..], &[Algorithm::OneShot]].concat()),
         any::<u64>(),
     )
         .prop_map(|(devices, shape, dim, dtype, op, algo, seed)| Case {
@@ -77,8 +125,28 @@ fn cases() -> impl Strategy<Value = Case> {
         })
 }
 
+/// Cases per property: 6 x 1024 run in about 10 s on a 2-core machine with lavapipe.
 fn config() -> Config {
-    Config { cases: 64, failure_persistence: None, ..Config::default() }
+    Config { cases: 1024, failure_persistence: None, ..Config::default() }
+}
+
+#[test]
+fn most_groups_hold_the_vulkan_device_where_one_works() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = cases();
+    let (mut with, total) = (0, 1000);
+    for _ in 0..total {
+        let c = strategy.new_tree(&mut runner).expect("a case").current();
+        assert!((1..=8).contains(&c.n) && c.devices.len() == c.n, "{c:?}");
+        with += usize::from(c.devices.contains(&VK));
+    }
+    println!("{with} of {total} sampled groups hold {VK}");
+    if have_vulkan() {
+        assert!(with > total / 2 && with < total, "{with} of {total}");
+    } else {
+        assert_eq!(with, 0);
+    }
 }
 
 proptest! {
@@ -89,7 +157,7 @@ proptest! {
         let (g, mut r) = (c.group(), c.rng());
         let op = c.op(&mut r);
         let s = Shards::even(c.dtype, &c.shape, g.devices(), range_for(op), &mut r);
-        let got = g.all_reduce(&s.tensors, op).unwrap();
+        let Some(got) = ok(&c, g.all_reduce(&s.tensors, op).and_then(realized)) else { return Ok(()) };
         for (t, &d) in got.iter().zip(g.devices()) {
             prop_assert_eq!(t.shape().dims(), c.shape.as_slice());
             check_reduced(t, d, op, &s.slices(), &format!("{c:?} {op}"));
@@ -103,7 +171,7 @@ proptest! {
         let (k, leader) = (r.random_range(1..=c.n), r.random_range(0..c.n));
         let g = c.group().with_leader(c.group().devices()[leader]).unwrap();
         let s = Shards::even(c.dtype, &c.shape, &g.devices()[..k], range_for(op), &mut r);
-        let got = g.reduce(&s.tensors, op).unwrap();
+        let Some(got) = ok(&c, g.reduce(&s.tensors, op).and_then(|t| t.realize().map(|()| t))) else { return Ok(()) };
         check_reduced(&got, g.leader(), op, &s.slices(), &format!("{c:?} {op} k={k} leader {leader}"));
     }
 
@@ -113,7 +181,7 @@ proptest! {
         let op = c.op(&mut r);
         let part = shape[c.dim] / c.n;
         let s = Shards::even(c.dtype, &shape, g.devices(), range_for(op), &mut r);
-        let got = g.reduce_scatter(&s.tensors, op, c.dim).unwrap();
+        let Some(got) = ok(&c, g.reduce_scatter(&s.tensors, op, c.dim).and_then(realized)) else { return Ok(()) };
         for (i, (t, &d)) in got.iter().zip(g.devices()).enumerate() {
             let parts: Vec<Vec<f64>> = s.vals.iter().map(|v| ref_narrow(v, &shape, c.dim, i * part, part)).collect();
             let inputs: Vec<&[f64]> = parts.iter().map(Vec::as_slice).collect();

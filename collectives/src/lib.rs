@@ -14,6 +14,10 @@ pub mod discover;
 pub mod dtype;
 mod error;
 pub mod exec;
+#[cfg(feature = "failpoints")]
+pub mod failpoint;
+#[cfg(not(feature = "failpoints"))]
+mod failpoint;
 pub mod graph;
 mod knob;
 pub mod log;

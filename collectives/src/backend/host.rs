@@ -43,6 +43,14 @@ fn pool() -> &'static Mutex<Shelf<usize, Vec<u64>>> {
     POOL.get_or_init(|| Mutex::new(Shelf::from_env(HOST_POOL_ENV)))
 }
 
+/// The host pool's figures (see `crate::failpoint::resources`).
+#[cfg(feature = "failpoints")]
+pub(crate) fn resources(out: &mut std::collections::BTreeMap<String, u64>) {
+    use std::sync::atomic::Ordering;
+    out.insert("host buffers live".into(), crate::failpoint::live::HOST.load(Ordering::Acquire) as u64);
+    out.insert("host pool bytes".into(), pool().lock().bytes() as u64);
+}
+
 /// Pageable host memory, 8-byte aligned (backed by `u64` words).
 pub(crate) struct OwnedHost {
     words: Vec<u64>,
@@ -56,6 +64,8 @@ impl OwnedHost {
         let n = bytes.div_ceil(8);
         let recycled = (bytes >= POOL_MIN_BYTES).then(|| pool().lock().take(n)).flatten();
         let words = recycled.unwrap_or_else(|| vec![0u64; n]);
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::live::inc(&crate::failpoint::live::HOST);
         OwnedHost { words, bytes }
     }
 
@@ -70,6 +80,8 @@ impl OwnedHost {
 
 impl Drop for OwnedHost {
     fn drop(&mut self) {
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::live::dec(&crate::failpoint::live::HOST);
         let n = self.words.len();
         if n * 8 < POOL_MIN_BYTES {
             return;

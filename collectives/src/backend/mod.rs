@@ -40,6 +40,15 @@ pub(crate) use registry::{device_count, device_name, get, nccl_available, nccl_u
 #[cfg(feature = "vulkan")]
 pub use vulkan::VULKAN_POOL_ENV;
 
+/// Every backend's resource figures, by name (see `crate::failpoint::resources`).
+#[cfg(feature = "failpoints")]
+pub(crate) fn resources(out: &mut std::collections::BTreeMap<String, u64>) {
+    host::resources(out);
+    for b in registry::opened() {
+        b.resources(out);
+    }
+}
+
 /// Completion of asynchronous device work a buffer depends on.
 pub(crate) trait Fence: Send + Sync {
     /// Blocks the calling thread until the work is done; reports a device failure as an error.
@@ -164,6 +173,12 @@ pub(crate) trait Backend: Send + Sync {
 
     /// Waits for all work queued on this device.
     fn synchronize(&self) -> Result<()>;
+
+    /// Adds this backend's resource figures to `out` (see `crate::failpoint::resources`).
+    #[cfg(feature = "failpoints")]
+    fn resources(&self, out: &mut std::collections::BTreeMap<String, u64>) {
+        let _ = out;
+    }
 
     /// The concrete backend, for cross-backend glue that needs a backend's own API (the staged
     /// CUDA ↔ Vulkan chain). `None` by default.

@@ -35,6 +35,12 @@ pub(crate) fn get(device: Device) -> Result<Arc<dyn Backend>> {
     opened
 }
 
+/// Every backend opened so far.
+#[cfg(feature = "failpoints")]
+pub(crate) fn opened() -> Vec<Arc<dyn Backend>> {
+    table().lock().values().filter_map(|b| b.as_ref().ok().cloned()).collect()
+}
+
 fn open(device: Device) -> Result<Arc<dyn Backend>> {
     match device {
         Device::Cpu(n) => Ok(Arc::new(super::cpu::CpuBackend::new(n))),

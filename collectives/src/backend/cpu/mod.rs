@@ -71,9 +71,10 @@ impl CpuBackend {
         }
     }
 
-    fn alloc(&self, out: OutSpec) -> Buffer {
+    fn alloc(&self, out: OutSpec) -> Result<Buffer> {
+        crate::failpoint::hit(self.device, "cpu alloc")?;
         let mem = OwnedHost::uninit(out.len * out.dtype.size());
-        Buffer::host(self.device, out.dtype, out.len, Box::new(mem))
+        Ok(Buffer::host(self.device, out.dtype, out.len, Box::new(mem)))
     }
 }
 
@@ -141,6 +142,7 @@ impl Backend for CpuBackend {
         spec: OutSpec,
         to: &[Device],
     ) -> Result<(Buffer, Vec<Buffer>)> {
+        crate::failpoint::hit(self.device, "cpu kernel launch")?;
         let mut ins = Vec::with_capacity(inputs.len());
         for b in inputs {
             b.wait()?;
@@ -148,9 +150,9 @@ impl Backend for CpuBackend {
         }
         let mut copies = Vec::with_capacity(to.len());
         for &d in to {
-            copies.push(CpuBackend::on(d)?.alloc(spec));
+            copies.push(CpuBackend::on(d)?.alloc(spec)?);
         }
-        let mut out = self.alloc(spec);
+        let mut out = self.alloc(spec)?;
         let mut fan: Vec<&mut [u8]> = copies.iter_mut().map(out_bytes).collect();
         run_kernel(
             kernel,
@@ -164,8 +166,9 @@ impl Backend for CpuBackend {
     }
 
     fn htod(&self, src: &Buffer) -> Result<Buffer> {
+        crate::failpoint::hit(self.device, "cpu copy")?;
         src.wait()?;
-        let mut out = self.alloc(OutSpec { dtype: src.dtype, len: src.len });
+        let mut out = self.alloc(OutSpec { dtype: src.dtype, len: src.len })?;
         kernels::copy_bytes(src.host_bytes("cpu copy")?, out_bytes(&mut out));
         Ok(out)
     }

@@ -26,6 +26,7 @@ fn pinned_of(buf: &Buffer) -> Option<&PinnedBlock> {
 /// Host → device. Pinned sources are copied directly; pageable ones through the double-buffered
 /// staging ring (the host copy of one chunk overlapping the DMA of the previous).
 pub(crate) fn htod(dev: &CudaDevice, src: &Buffer) -> Result<Buffer> {
+    crate::failpoint::hit(dev.device, "cuda copy")?;
     let stream = &dev.copy_in;
     let bytes = src.bytes();
     let dst = dev.alloc(bytes, stream)?;
@@ -55,6 +56,7 @@ pub(crate) fn htod(dev: &CudaDevice, src: &Buffer) -> Result<Buffer> {
 
 /// Device → host device `to`, into pinned memory from the pool.
 pub(crate) fn dtoh(dev: &CudaDevice, src: &Buffer, to: Device) -> Result<Buffer> {
+    crate::failpoint::hit(dev.device, "cuda copy")?;
     if !to.is_host() {
         return Err(Error::internal(format!("copy {} -> {to}", dev.device), "dtoh needs a host device"));
     }
@@ -99,6 +101,7 @@ pub(crate) fn dtod(dev: &CudaDevice, src: &Buffer, to: Device) -> Result<Buffer>
 
 /// A copy of `src` in new memory of the same device.
 fn within(dev: &CudaDevice, src: &Buffer) -> Result<Buffer> {
+    crate::failpoint::hit(dev.device, "cuda copy")?;
     let stream = &dev.copy_in;
     let from = alloc_of(src, "copy within device")?;
     let bytes = src.bytes();
@@ -117,6 +120,7 @@ fn within(dev: &CudaDevice, src: &Buffer) -> Result<Buffer> {
 
 /// A copy of `src` (on `from`) onto device `to`, over the peer link once enabled.
 pub(crate) fn peer(from: &CudaDevice, to: &CudaDevice, src: &Buffer) -> Result<Buffer> {
+    crate::failpoint::hit(to.device, "cuda peer copy")?;
     // Devices without direct access still copy, staged by the driver.
     device::enable_peer(from, to)?;
     let stream = &to.copy_in;

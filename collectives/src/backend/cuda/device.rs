@@ -134,6 +134,12 @@ impl CudaDevice {
         self.alloc_with(bytes, stream, None)
     }
 
+    /// Bytes parked for reuse (see `crate::failpoint::resources`).
+    #[cfg(feature = "failpoints")]
+    pub fn reuse_bytes(&self) -> u64 {
+        self.reuse.bytes() as u64
+    }
+
     /// A new allocation from the pool, returned to `reuse` when dropped if given.
     fn alloc_with(
         &self,
@@ -144,6 +150,7 @@ impl CudaDevice {
         if bytes == 0 {
             return Ok(Arc::new(DevAlloc::new(0, 0, self.device, stream.clone(), None)));
         }
+        crate::failpoint::hit(self.device, "cuda alloc")?;
         self.bind()?;
         // SAFETY: the stream belongs to this device's context, which is current.
         let first = unsafe { driver::alloc_async(stream.cu_stream(), bytes) };

@@ -58,6 +58,7 @@ impl Launcher<'_> {
         if work == 0 {
             return Ok(());
         }
+        crate::failpoint::hit(self.dev.device, "cuda kernel launch")?;
         let f = self.dev.function(name)?;
         let cap = (self.dev.sms as u64) * 8;
         let grid = work.div_ceil(BLOCK as u64).clamp(1, cap) as u32;

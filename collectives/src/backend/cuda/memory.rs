@@ -57,6 +57,8 @@ impl DevAlloc {
         home: Arc<CudaStream>,
         reuse: Option<Arc<Reuse>>,
     ) -> Self {
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::live::inc(&crate::failpoint::live::CUDA);
         DevAlloc { ptr, bytes, device, home, readers: Mutex::new(Vec::new()), reuse }
     }
 
@@ -86,6 +88,8 @@ impl DevAlloc {
 impl Drop for DevAlloc {
     /// Parks the memory for reuse, or frees it once its readers have run (see [`Parked`]).
     fn drop(&mut self) {
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::live::dec(&crate::failpoint::live::CUDA);
         if self.ptr == 0 {
             return;
         }
@@ -221,6 +225,7 @@ impl Fence for CudaFence {
 
 /// Records an event on `stream` after the work issued so far.
 pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<CudaEvent>> {
+    crate::failpoint::hit(device, "cuda event record")?;
     let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
     let e = stream.record_event(Some(flags)).map_err(driver::err(device, "record event"))?;
     Ok(Arc::new(e))

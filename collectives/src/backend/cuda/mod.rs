@@ -101,6 +101,14 @@ impl Backend for CudaBackend {
     fn synchronize(&self) -> Result<()> {
         self.dev.synchronize()
     }
+
+    #[cfg(feature = "failpoints")]
+    fn resources(&self, out: &mut std::collections::BTreeMap<String, u64>) {
+        use std::sync::atomic::Ordering;
+        let live = crate::failpoint::live::CUDA.load(Ordering::Acquire);
+        out.insert("cuda allocations live".into(), live as u64);
+        out.insert(format!("{} reuse pool bytes", self.dev.device), self.dev.reuse_bytes());
+    }
 }
 
 /// Downloads a CUDA buffer in chunks through double-buffered pinned memory, calling

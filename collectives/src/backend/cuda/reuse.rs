@@ -116,4 +116,10 @@ impl Reuse {
     pub fn parked(&self, stream: &CudaStream, bytes: usize) -> usize {
         self.0.lock().count((stream.cu_stream() as usize, bytes))
     }
+
+    /// Bytes parked.
+    #[cfg(feature = "failpoints")]
+    pub fn bytes(&self) -> usize {
+        self.0.lock().bytes()
+    }
 }

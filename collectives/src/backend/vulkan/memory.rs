@@ -71,6 +71,7 @@ impl DevBuf {
             let max = gpu.limits.max_alloc;
             return Err(oom(format!("larger than the device's maxMemoryAllocationSize of {max} bytes")));
         }
+        crate::failpoint::hit(device, "vulkan alloc")?;
         let parked = gpu.cache.lock().take(usage, size);
         let p = match parked {
             Some(p) => p,
@@ -78,6 +79,8 @@ impl DevBuf {
                 .or_else(|e| Self::retry_emptied(gpu, size, usage, e))
                 .map_err(oom)?,
         };
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::live::inc(&crate::failpoint::live::VULKAN);
         Ok(Arc::new(DevBuf {
             gpu: gpu.clone(),
             buffer: p.buffer,
@@ -141,6 +144,8 @@ impl DevBuf {
         imported: Imported,
         host: Option<NonNull<u8>>,
     ) -> Arc<DevBuf> {
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::live::inc(&crate::failpoint::live::VULKAN);
         Arc::new(DevBuf {
             gpu: gpu.clone(),
             buffer,
@@ -218,6 +223,8 @@ fn allocate(gpu: &Gpu, buffer: vk::Buffer, usage: Usage) -> std::result::Result<
 
 impl Drop for DevBuf {
     fn drop(&mut self) {
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::live::dec(&crate::failpoint::live::VULKAN);
         // Work using the buffer holds an `Arc` of it, so none is pending now: park it for reuse.
         if let (Some(alloc), Some(usage)) = (self.alloc.take(), self.usage) {
             // CUDA's copies of shared memory hold no `Arc`: wait for the last one.

@@ -170,6 +170,7 @@ impl VulkanBackend {
 
     /// A copy of `src` (a buffer of this device) into a new buffer of this device.
     fn copy_within(&self, src: &Buffer) -> Result<Buffer> {
+        crate::failpoint::hit(self.gpu.device, "vulkan copy")?;
         let from = self.mem(src, "copy")?;
         let out = self.alloc(src.dtype, src.len)?;
         if src.len == 0 {
@@ -245,6 +246,7 @@ impl Backend for VulkanBackend {
     }
 
     fn htod(&self, src: &Buffer) -> Result<Buffer> {
+        crate::failpoint::hit(self.gpu.device, "vulkan copy")?;
         src.wait()?;
         let bytes = src.host_bytes("copy to vulkan")?;
         let dst = self.alloc(src.dtype, src.len)?;
@@ -284,6 +286,7 @@ impl Backend for VulkanBackend {
                 "dtoh needs a host device",
             ));
         }
+        crate::failpoint::hit(self.gpu.device, "vulkan copy")?;
         let from = self.mem(src, "copy to host")?;
         let bytes = src.bytes();
         if from.is_mapped() && from.host_cached {
@@ -323,6 +326,19 @@ impl Backend for VulkanBackend {
 
     fn synchronize(&self) -> Result<()> {
         self.gpu.synchronize()
+    }
+
+    #[cfg(feature = "failpoints")]
+    fn resources(&self, out: &mut std::collections::BTreeMap<String, u64>) {
+        use std::sync::atomic::Ordering;
+        let d = self.gpu.device;
+        let live = crate::failpoint::live::VULKAN.load(Ordering::Acquire);
+        out.insert("vulkan buffers live".into(), live as u64);
+        out.insert(format!("{d} buffer cache bytes"), self.gpu.cache.lock().bytes());
+        out.insert(format!("{d} pipelines"), self.gpu.pipelines.len() as u64);
+        for (what, n) in self.gpu.state.lock().resources() {
+            out.insert(format!("{d} {what}"), n);
+        }
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -98,6 +98,12 @@ impl Pipelines {
         Ok(p)
     }
 
+    /// Pipelines built so far.
+    #[cfg(feature = "failpoints")]
+    pub fn len(&self) -> usize {
+        self.cache.lock().len()
+    }
+
     /// Destroys every pipeline.
     ///
     /// # Safety

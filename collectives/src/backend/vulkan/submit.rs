@@ -44,6 +44,9 @@ pub(super) struct QueueState {
     free_pools: Vec<vk::DescriptorPool>,
     in_flight: VecDeque<InFlight>,
     last: u64,
+    /// Command buffers and descriptor pools made so far (for `failpoint::resources`).
+    #[cfg(feature = "failpoints")]
+    made: (u64, u64),
 }
 
 impl QueueState {
@@ -61,6 +64,8 @@ impl QueueState {
             free_pools: vec![],
             in_flight: VecDeque::new(),
             last: 0,
+            #[cfg(feature = "failpoints")]
+            made: (0, 0),
         })
     }
 
@@ -119,7 +124,14 @@ impl QueueState {
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
         // SAFETY: the pool is this device's and the caller holds the state lock.
-        Ok(check(self.device, "vkAllocateCommandBuffers", unsafe { dev.allocate_command_buffers(&info) })?[0])
+        let cmds =
+            check(self.device, "vkAllocateCommandBuffers", unsafe { dev.allocate_command_buffers(&info) })?;
+        let cmd = cmds[0];
+        #[cfg(feature = "failpoints")]
+        {
+            self.made.0 += 1;
+        }
+        Ok(cmd)
     }
 
     fn descriptor_pool(&mut self, dev: &ash::Device) -> Result<vk::DescriptorPool> {
@@ -127,9 +139,28 @@ impl QueueState {
             return Ok(p);
         }
         // SAFETY: `dev` is live; the pool is destroyed in `destroy`.
-        check(self.device, "vkCreateDescriptorPool", unsafe {
+        let pool = check(self.device, "vkCreateDescriptorPool", unsafe {
             raw::create_descriptor_pool(dev, SETS_PER_POOL, BUFFERS_PER_SET)
-        })
+        })?;
+        #[cfg(feature = "failpoints")]
+        {
+            self.made.1 += 1;
+        }
+        Ok(pool)
+    }
+
+    /// The queue's figures (see `crate::failpoint::resources`): submissions in flight, and the
+    /// command buffers and descriptor pools made but neither free nor in flight (lost).
+    #[cfg(feature = "failpoints")]
+    pub fn resources(&self) -> [(&'static str, u64); 3] {
+        let cmds = (self.free_cmds.len() + self.in_flight.len()) as u64;
+        let pools =
+            (self.free_pools.len() + self.in_flight.iter().map(|f| f.pools.len()).sum::<usize>()) as u64;
+        [
+            ("in flight", self.in_flight.len() as u64),
+            ("command buffers lost", self.made.0 - cmds),
+            ("descriptor pools lost", self.made.1 - pools),
+        ]
     }
 }
 
@@ -204,6 +235,7 @@ impl<'g> Recorder<'g> {
         push: &[u8],
         invocations: u64,
     ) -> Result<()> {
+        crate::failpoint::hit(self.gpu.device, "vulkan dispatch")?;
         if invocations == 0 {
             return Ok(());
         }
@@ -254,6 +286,7 @@ impl<'g> Recorder<'g> {
 
     /// Ends and submits the command buffer; returns the fence of its completion.
     pub fn submit(mut self) -> Result<Arc<TimelineFence>> {
+        crate::failpoint::hit(self.gpu.device, "vulkan submit")?;
         let dev = &self.gpu.raw;
         let value = self.state.last + 1;
         // SAFETY: `cmd` is recording on this device; the queue is used under the state lock, and

@@ -192,6 +192,7 @@ impl NcclClique {
         outs: &[Option<Arc<DevAlloc>>],
     ) -> Result<()> {
         let dev0 = self.members[0];
+        crate::failpoint::hit(dev0, "nccl group call")?;
         let mut ops = Vec::with_capacity(comms.len());
         for (c, &d) in comms.iter().zip(&self.members) {
             // SAFETY: the communicator is live, used under the clique's lock.

@@ -140,6 +140,7 @@ impl RankComm {
         dtype: DType,
     ) -> Result<Issued> {
         let op = call.name();
+        crate::failpoint::hit(self.device(), "nccl call")?;
         let mut st = self.shared.lock();
         let comm = self.shared.usable(&st, op)?;
         self.dev.bind()?;

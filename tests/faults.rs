@@ -1,0 +1,342 @@
+//! Fault injection (cargo feature `failpoints`): every collective, on a group of virtual CPU
+//! devices, on groups with a lavapipe Vulkan device, and where there is a CUDA device on groups
+//! with it, is run once counting the failpoints it
+//! passes (N: backend allocations, copies, kernel launches, submissions), then N more times with
+//! hit k failing, for every k in 1..=N. Each of those runs must return the injected error (no
+//! panic, no hang), leave its inputs as they were, and leave every backend figure (live buffers,
+//! pooled bytes, command buffers, descriptor pools, pipelines) as before; the group must then
+//! compute the right answer on fresh data.
+//!
+//! The failpoint state is process-wide (the executor issues each device's queue on a thread of
+//! its own), so this binary holds one test function.
+#![cfg(feature = "failpoints")]
+
+use std::collections::BTreeMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use collectives::failpoint::{self, Armed};
+use collectives::{Algorithm, DType, Device, DeviceGroup, ReduceOp, Tensor};
+use collectives_tests::collective::{Shards, check_exact, check_reduced, ref_concat, ref_narrow, with_dim};
+use collectives_tests::{Range, cuda_required, fresh_seed, rng, vulkan_required};
+
+/// Rows of every shard (splits evenly over groups of 3 and 4) and elements per row: 1.2 MB of
+/// f32 a shard, so the host pool and the Vulkan buffer cache are in play.
+const ROWS: usize = 12;
+const WIDTH: usize = 24576;
+
+/// A run taking longer than this is a hang: the watchdog ends the process.
+const HANG: Duration = Duration::from_secs(120);
+
+#[derive(Clone, Copy, Debug)]
+enum Coll {
+    AllReduce,
+    Reduce,
+    ReduceScatter,
+    AllGather,
+    Broadcast,
+    Scatter,
+    Gather,
+    AllToAll,
+    /// `all_reduce_coalesced` of two tensors a device: the shard and its first row.
+    AllReduceCoalesced,
+    /// `broadcast_coalesced` of the root's shard and its first row.
+    BroadcastCoalesced,
+}
+
+/// Every collective with each algorithm it takes that runs on groups without CUDA.
+const CASES: &[(Coll, Algorithm)] = &[
+    (Coll::AllReduce, Algorithm::Star),
+    (Coll::AllReduce, Algorithm::Ring),
+    (Coll::AllReduce, Algorithm::OneShot),
+    (Coll::Reduce, Algorithm::Star),
+    (Coll::Reduce, Algorithm::Ring),
+    (Coll::ReduceScatter, Algorithm::Star),
+    (Coll::ReduceScatter, Algorithm::Ring),
+    (Coll::AllGather, Algorithm::Star),
+    (Coll::AllGather, Algorithm::Ring),
+    (Coll::Broadcast, Algorithm::Star),
+    (Coll::Broadcast, Algorithm::Ring),
+    (Coll::Scatter, Algorithm::Star),
+    (Coll::Gather, Algorithm::Star),
+    (Coll::AllToAll, Algorithm::Star),
+    (Coll::AllReduceCoalesced, Algorithm::Star),
+    (Coll::AllReduceCoalesced, Algorithm::Ring),
+    (Coll::BroadcastCoalesced, Algorithm::Star),
+];
+
+/// The root of broadcast and scatter: member 1.
+const ROOT: usize = 1;
+
+/// Builds `c`'s result over `s` and realizes it.
+fn run(c: Coll, g: &DeviceGroup, s: &Shards) -> collectives::Result<Vec<Tensor>> {
+    let t = &s.tensors;
+    let outs = match c {
+        Coll::AllReduce => g.all_reduce(t, ReduceOp::Sum)?,
+        Coll::Reduce => vec![g.reduce(t, ReduceOp::Sum)?],
+        Coll::ReduceScatter => g.reduce_scatter(t, ReduceOp::Sum, 0)?,
+        Coll::AllGather => g.all_gather(t, 0)?,
+        Coll::Broadcast => g.broadcast(&t[ROOT])?,
+        Coll::Scatter => g.scatter(&t[ROOT], 0)?,
+        Coll::Gather => vec![g.gather(t, 0)?],
+        Coll::AllToAll => g.all_to_all(t, 0)?,
+        Coll::AllReduceCoalesced => {
+            let buckets = t
+                .iter()
+                .map(|x| Ok(vec![x.clone(), x.narrow(0, 0, 1)?]))
+                .collect::<collectives::Result<Vec<_>>>()?;
+            g.all_reduce_coalesced(&buckets, ReduceOp::Sum)?.concat()
+        }
+        Coll::BroadcastCoalesced => {
+            g.broadcast_coalesced(&[t[ROOT].clone(), t[ROOT].narrow(0, 0, 1)?])?.concat()
+        }
+    };
+    collectives::realize(&outs)?;
+    Ok(outs)
+}
+
+/// Checks every element of `c`'s result `outs` over `s` against the f64 reference.
+fn check(c: Coll, g: &DeviceGroup, s: &Shards, outs: &[Tensor], ctx: &str) {
+    let shape = [ROWS, WIDTH];
+    let n = g.size();
+    let part = ROWS / n;
+    let part_shape = with_dim(&shape, 0, part);
+    let narrow = |v: &[f64], i: usize| ref_narrow(v, &shape, 0, i * part, part);
+    let all_parts: Vec<(&[f64], &[usize])> = s.vals.iter().map(|v| (v.as_slice(), &shape[..])).collect();
+    let full = with_dim(&shape, 0, ROWS * n);
+    match c {
+        Coll::AllReduce => {
+            for (t, &d) in outs.iter().zip(g.devices()) {
+                check_reduced(t, d, ReduceOp::Sum, &s.slices(), ctx);
+            }
+        }
+        Coll::Reduce => check_reduced(&outs[0], g.leader(), ReduceOp::Sum, &s.slices(), ctx),
+        Coll::ReduceScatter => {
+            for (i, (t, &d)) in outs.iter().zip(g.devices()).enumerate() {
+                let parts: Vec<Vec<f64>> = s.vals.iter().map(|v| narrow(v, i)).collect();
+                let inputs: Vec<&[f64]> = parts.iter().map(Vec::as_slice).collect();
+                assert_eq!(t.shape().dims(), part_shape.as_slice(), "{ctx}");
+                check_reduced(t, d, ReduceOp::Sum, &inputs, ctx);
+            }
+        }
+        Coll::AllGather => {
+            let want = ref_concat(&all_parts, 0);
+            for (t, &d) in outs.iter().zip(g.devices()) {
+                check_exact(t, d, &full, &want, ctx);
+            }
+        }
+        Coll::Gather => check_exact(&outs[0], g.leader(), &full, &ref_concat(&all_parts, 0), ctx),
+        Coll::Broadcast => {
+            for (t, &d) in outs.iter().zip(g.devices()) {
+                check_exact(t, d, &shape, &s.vals[ROOT], ctx);
+            }
+        }
+        Coll::Scatter => {
+            for (j, (t, &d)) in outs.iter().zip(g.devices()).enumerate() {
+                check_exact(t, d, &part_shape, &narrow(&s.vals[ROOT], j), ctx);
+            }
+        }
+        Coll::AllReduceCoalesced => {
+            let rows: Vec<Vec<f64>> = s.vals.iter().map(|v| v[..WIDTH].to_vec()).collect();
+            let rows: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
+            for (pair, &d) in outs.chunks(2).zip(g.devices()) {
+                check_reduced(&pair[0], d, ReduceOp::Sum, &s.slices(), ctx);
+                check_reduced(&pair[1], d, ReduceOp::Sum, &rows, ctx);
+            }
+        }
+        Coll::BroadcastCoalesced => {
+            for (pair, &d) in outs.chunks(2).zip(g.devices()) {
+                check_exact(&pair[0], d, &shape, &s.vals[ROOT], ctx);
+                check_exact(&pair[1], d, &[1, WIDTH], &s.vals[ROOT][..WIDTH], ctx);
+            }
+        }
+        Coll::AllToAll => {
+            for (j, (t, &d)) in outs.iter().zip(g.devices()).enumerate() {
+                let pieces: Vec<Vec<f64>> = s.vals.iter().map(|v| narrow(v, j)).collect();
+                let joined: Vec<(&[f64], &[usize])> =
+                    pieces.iter().map(|p| (p.as_slice(), part_shape.as_slice())).collect();
+                check_exact(t, d, &shape, &ref_concat(&joined, 0), ctx);
+            }
+        }
+    }
+}
+
+/// Fresh random f32 shards on the group's devices, uploaded.
+fn shards(g: &DeviceGroup, seed: u64) -> Shards {
+    let s = Shards::even(DType::F32, &[ROWS, WIDTH], g.devices(), Range::General, &mut rng(seed));
+    collectives::realize(&s.tensors).expect("upload the shards");
+    s
+}
+
+/// Every device of `g` idle, then the backends' figures.
+fn settled(g: &DeviceGroup) -> BTreeMap<String, u64> {
+    for &d in g.devices() {
+        collectives::synchronize(d).expect("synchronize");
+    }
+    failpoint::resources()
+}
+
+/// The figures that differ between `base` and `now`.
+fn leaks(base: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) -> Vec<String> {
+    let keys: std::collections::BTreeSet<&String> = base.keys().chain(now.keys()).collect();
+    keys.into_iter()
+        .filter(|k| base.get(*k) != now.get(*k))
+        .map(|k| format!("{k}: {:?} -> {:?}", base.get(k), now.get(k)))
+        .collect()
+}
+
+/// Counts of one sweep.
+#[derive(Default)]
+struct Sweep {
+    calls: u64,
+    failed: u64,
+    errors: u64,
+    leaks: u64,
+}
+
+/// The sweep of one collective on `devices`; `started` is the watchdog's clock of the current run.
+fn sweep(kind: &str, devices: &[Device], c: Coll, algo: Algorithm, seed: u64, started: &AtomicU64) -> Sweep {
+    let ctx = format!("{kind} {c:?} {algo} seed {seed}");
+    let g = DeviceGroup::new(devices.to_vec()).expect("distinct devices").using(algo);
+    let s = shards(&g, seed);
+    // Warm up (pipelines built, pools filled to the call's peak), checking the answer.
+    for _ in 0..3 {
+        let outs = run(c, &g, &s).unwrap_or_else(|e| panic!("{ctx}: warm-up: {e}"));
+        check(c, &g, &s, &outs, &ctx);
+    }
+    let mut base = settled(&g);
+    // The detector sees a buffer held past the baseline.
+    let held = shards(&g, seed);
+    assert!(!leaks(&base, &settled(&g)).is_empty(), "{ctx}: held buffers are not seen");
+    drop(held);
+    assert_eq!(leaks(&base, &settled(&g)), Vec::<String>::new(), "{ctx}: after dropping them");
+    let n = {
+        let _armed = Armed::count();
+        let outs = run(c, &g, &s).unwrap_or_else(|e| panic!("{ctx}: counting run: {e}"));
+        drop(outs);
+        failpoint::hits()
+    };
+    assert!(n > 0, "{ctx}: the call passed no failpoint");
+    let mut out = Sweep { calls: n, ..Sweep::default() };
+    for k in 1..=n {
+        let at = format!("{ctx}, hit {k} of {n}");
+        started.store(epoch_ms(), Ordering::Release);
+        let got = {
+            let _armed = Armed::fail_at(k);
+            let got = catch_unwind(AssertUnwindSafe(|| run(c, &g, &s).map(drop)));
+            (got, failpoint::injected())
+        };
+        started.store(0, Ordering::Release);
+        match got {
+            (Err(_), _) => panic!("{at}: the call panicked"),
+            (Ok(Ok(())), None) => panic!("{at}: the hit was not reached (the call passed fewer failpoints)"),
+            (Ok(Ok(())), Some((d, site))) => panic!("{at}: {site} on {d} failed, yet the call returned Ok"),
+            (Ok(Err(e)), inj) => {
+                let (d, site) = inj.unwrap_or_else(|| panic!("{at}: an error with no failure injected: {e}"));
+                out.failed += 1;
+                assert!(
+                    e.to_string().contains("injected failure"),
+                    "{at}: {site} on {d} failed, but the call returned another error: {e}"
+                );
+                out.errors += 1;
+            }
+        }
+        s.assert_untouched(&at);
+        let now = settled(&g);
+        let diff = leaks(&base, &now);
+        if !diff.is_empty() {
+            // Counted and reported at the end; the next run is measured from here.
+            out.leaks += 1;
+            println!("LEAK {at}: the backends did not return to their baseline: {diff:?}");
+            base = now;
+        }
+    }
+    // The group still works, on fresh data.
+    let fresh = shards(&g, seed ^ 0x9e37_79b9_7f4a_7c15);
+    let outs = run(c, &g, &fresh).unwrap_or_else(|e| panic!("{ctx}: after the sweep: {e}"));
+    check(c, &g, &fresh, &outs, &format!("{ctx}, after the sweep"));
+    out
+}
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_millis() as u64)
+}
+
+/// Whether `d` works (a panic when `required` and it does not; the sweep left out is said).
+fn works(d: Device, required: bool) -> bool {
+    match Tensor::from_vec(vec![1u8], [1], d).and_then(|t| t.to_vec::<u8>()) {
+        Ok(_) => true,
+        Err(e) if required => panic!("{d} is required (REQUIRE_*=1) but does not work: {e}"),
+        Err(e) => {
+            println!("the sweeps with {d} are left out: {e}");
+            false
+        }
+    }
+}
+
+#[test]
+fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were() {
+    let started = std::sync::Arc::new(AtomicU64::new(0));
+    let watch = started.clone();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let t = watch.load(Ordering::Acquire);
+            if t != 0 && epoch_ms().saturating_sub(t) > HANG.as_millis() as u64 {
+                eprintln!("a run with an injected failure hung for {HANG:?}");
+                std::process::exit(101);
+            }
+        }
+    });
+    let (cpu, vk, cuda0, cuda1) = (Device::Cpu, Device::Vulkan(0), Device::Cuda(0), Device::Cuda(1));
+    let mut groups: Vec<(&str, Vec<Device>)> = vec![("cpu x4", (0..4).map(cpu).collect())];
+    let vulkan = works(vk, vulkan_required());
+    if vulkan {
+        groups.push(("vulkan+cpu x2", vec![vk, cpu(0), cpu(1)]));
+        groups.push(("cpu x2+vulkan", vec![cpu(0), cpu(1), vk]));
+    }
+    // CUDA where there is one (the GPU machine; `COLLECTIVES_CUDA_DEVICES=0,0` makes two virtual
+    // devices of one GPU): CUDA peers, and CUDA with host and Vulkan members (the staged chain).
+    if works(cuda0, cuda_required()) {
+        if works(cuda1, false) {
+            groups.push(("cuda x2", vec![cuda0, cuda1]));
+            groups.push(("cuda x2+cpu", vec![cuda0, cuda1, cpu(0)]));
+        }
+        if vulkan {
+            groups.push(("cuda+cpu+vulkan", vec![cuda0, cpu(0), vk]));
+        }
+    }
+    let seed = fresh_seed();
+    println!("seed {seed}");
+    let t0 = Instant::now();
+    let mut total = Sweep::default();
+    for (kind, devices) in &groups {
+        let g = DeviceGroup::new(devices.clone()).expect("distinct devices");
+        println!("{kind}: figures watched: {:?}", settled(&g).keys().collect::<Vec<_>>());
+        for &(c, algo) in CASES {
+            let s = sweep(kind, devices, c, algo, seed, &started);
+            println!(
+                "{kind:>14} {:>22}: {:>3} failpoints, {:>3} calls failed, {:>3} errors returned, {} leaks",
+                format!("{c:?} ({algo})"),
+                s.calls,
+                s.failed,
+                s.errors,
+                s.leaks
+            );
+            total.calls += s.calls;
+            total.failed += s.failed;
+            total.errors += s.errors;
+            total.leaks += s.leaks;
+        }
+    }
+    println!(
+        "total: {} calls failed, {} errors returned, {} leaks ({:.1} s)",
+        total.failed,
+        total.errors,
+        total.leaks,
+        t0.elapsed().as_secs_f64()
+    );
+    assert_eq!(total.leaks, 0, "runs that left the backends off their baseline (the LEAK lines above)");
+    assert_eq!(total.errors, total.failed, "every injected failure is the error returned");
+}
