@@ -3,8 +3,9 @@
 //! with it, is run once counting the failpoints it
 //! passes (N: backend allocations, copies, kernel launches, submissions), then N more times with
 //! hit k failing, for every k in 1..=N. Each of those runs must return the injected error (no
-//! panic, no hang), leave its inputs as they were, and leave every backend figure (live buffers,
-//! pooled bytes, command buffers, descriptor pools, pipelines) as before; the group must then
+//! panic, no hang), leave its inputs as they were, and leave every backend figure (live buffers
+//! and allocations, work in flight, command buffers, descriptor pools, pipelines) as before —
+//! the pools of freed buffers may keep what a run freed ([`is_pool_size`]); the group must then
 //! compute the right answer on fresh data.
 //!
 //! The failpoint state is process-wide (the executor issues each device's queue on a thread of
@@ -177,11 +178,20 @@ fn settled(g: &DeviceGroup) -> BTreeMap<String, u64> {
     failpoint::resources()
 }
 
-/// The figures that differ between `base` and `now`.
+/// Whether figure `name` is the size of a pool or cache of freed buffers. Those are not compared:
+/// they keep freed buffers for reuse (each bounded by its limit), and which sizes a run leaves
+/// parked depends on thread timing (on the 16-core GPU machine a CPU ring parked one more host
+/// buffer after a failed run than after a good one; dropping CUDA buffers parks them in the
+/// device's reuse pool). A buffer that is never given back shows in the live counts instead.
+fn is_pool_size(name: &str) -> bool {
+    name.ends_with("pool bytes") || name.ends_with("cache bytes")
+}
+
+/// The figures (other than pool sizes) that differ between `base` and `now`.
 fn leaks(base: &BTreeMap<String, u64>, now: &BTreeMap<String, u64>) -> Vec<String> {
     let keys: std::collections::BTreeSet<&String> = base.keys().chain(now.keys()).collect();
     keys.into_iter()
-        .filter(|k| base.get(*k) != now.get(*k))
+        .filter(|k| !is_pool_size(k) && base.get(*k) != now.get(*k))
         .map(|k| format!("{k}: {:?} -> {:?}", base.get(k), now.get(k)))
         .collect()
 }

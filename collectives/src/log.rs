@@ -6,10 +6,11 @@
 //! not what was expected, the log says what ran. It is off by default, and costs one relaxed load
 //! per site then.
 //!
-//! - `COLLECTIVES_LOG=info`: each collective call's algorithm (and whether the group set it or
-//!   the automatic choice made it), and each CUDA ↔ Vulkan pair's bridge with the reason;
-//! - `COLLECTIVES_LOG=debug`: also every realize — its steps by action, its cross-device copies
-//!   by pair with their bytes, and its wall time.
+//! - `COLLECTIVES_LOG=info`: the first call of each collective that runs a given algorithm on a
+//!   given group (with its size, and whether the group set the algorithm or the automatic choice
+//!   made it), and each CUDA ↔ Vulkan pair's bridge with the reason;
+//! - `COLLECTIVES_LOG=debug`: also every call's algorithm and every realize — its steps by
+//!   action, its cross-device copies by pair with their bytes, and its wall time.
 //!
 //! ```
 //! use collectives::log::{LogLevel, log_level};
@@ -69,6 +70,14 @@ pub fn log_level() -> LogLevel {
 /// Whether messages of `level` are logged.
 pub(crate) fn enabled(level: LogLevel) -> bool {
     level != LogLevel::Off && log_level() >= level
+}
+
+/// Whether `key` is logged for the first time in this process (the `info` level says a decision
+/// once, not on every call).
+pub(crate) fn first_time(key: String) -> bool {
+    static SEEN: OnceLock<std::sync::Mutex<std::collections::HashSet<String>>> = OnceLock::new();
+    let mut seen = SEEN.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    seen.insert(key)
 }
 
 /// Writes one message of `level` on stderr.

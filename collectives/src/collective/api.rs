@@ -185,9 +185,15 @@ impl DeviceGroup {
     /// error.
     fn pick(&self, kind: CollectiveKind, bytes: usize, nccl_ok: bool) -> Result<Algorithm> {
         let algo = self.pick_algorithm(kind, bytes, nccl_ok)?;
-        let why = if self.algorithm() == Algorithm::Auto { "chosen" } else { "the group's setting" };
-        let members = self.member_list();
-        log!(LogLevel::Info, "{} on [{members}], {bytes} B per shard: {algo} ({why})", kind.name());
+        if crate::log::enabled(LogLevel::Info) {
+            let why = if self.algorithm() == Algorithm::Auto { "chosen" } else { "the group's setting" };
+            let (op, members) = (kind.name(), self.member_list());
+            let level = match crate::log::first_time(format!("{op} [{members}] {algo}")) {
+                true => LogLevel::Info,
+                false => LogLevel::Debug,
+            };
+            log!(level, "{op} on [{members}], {bytes} B per shard: {algo} ({why})");
+        }
         Ok(algo)
     }
 

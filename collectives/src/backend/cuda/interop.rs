@@ -98,6 +98,7 @@ pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr) -> Result<Ar
     let alloc = alloc_of(src, "device bridge")?;
     let stream = dev.copy_out.clone();
     await_on(&stream, src, dev.device)?;
+    crate::failpoint::hit(dev.device, "cuda copy")?;
     dev.bind()?;
     // SAFETY: `src`'s allocation holds its bytes and is kept alive through `note_use`; `dst` as
     // the caller guarantees.
@@ -124,6 +125,7 @@ pub(crate) unsafe fn copy_from_mapped(
     let stream = dev.copy_in.clone();
     let bytes = len * dtype.size();
     let alloc = dev.alloc(bytes, &stream)?;
+    crate::failpoint::hit(dev.device, "cuda copy")?;
     dev.bind()?;
     // SAFETY: the new allocation holds `bytes`; `src` as the caller guarantees.
     unsafe { driver::dtod_async(alloc.ptr(), src, bytes, stream.cu_stream()) }

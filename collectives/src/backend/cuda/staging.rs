@@ -239,6 +239,7 @@ impl CudaEnd<'_> {
         if spans.iter().all(|s| s.len == 0) {
             return Ok(None);
         }
+        crate::failpoint::hit(self.dev.device, "cuda copy")?;
         self.dev.bind()?;
         let out = match spans.iter().try_for_each(|s| copy(self, s)) {
             Ok(()) => self.issued(),

@@ -200,16 +200,21 @@ fn bridge_export(vk: Device, bytes: usize) -> Result<crate::backend::vulkan::exp
     crate::backend::vulkan::export::export(vk, bytes)
 }
 
-/// The bridge between CUDA device `cu` and Vulkan device `vk` ([`choose_bridge`] on their UUIDs).
+/// The bridge between CUDA device `cu` and Vulkan device `vk` ([`choose_bridge`] on their UUIDs),
+/// decided once per pair.
 pub(super) fn choice(cu: Device, vk: Device) -> Bridge {
-    let cuda = cuda::uuid(cu).map_err(|e| e.to_string()).and_then(|u| {
-        cuda::driver::interop_status()
-            .clone()
-            .map(|()| u)
-            .map_err(|e| format!("CUDA cannot import memory: {e}"))
-    });
-    let vulkan = crate::backend::vulkan::export::uuid(vk).map_err(|e| e.to_string());
-    choose_bridge(bridge_forced_host(), cuda, vulkan)
+    static CHOICES: OnceLock<Mutex<HashMap<(Device, Device), Bridge>>> = OnceLock::new();
+    let mut made = CHOICES.get_or_init(Default::default).lock();
+    made.entry((cu, vk))
+        .or_insert_with(|| {
+            let cuda = cuda::uuid(cu).map_err(|e| e.to_string()).and_then(|u| {
+                let import = cuda::driver::interop_status().clone();
+                import.map(|()| u).map_err(|e| format!("CUDA cannot import memory: {e}"))
+            });
+            let vulkan = crate::backend::vulkan::export::uuid(vk).map_err(|e| e.to_string());
+            choose_bridge(bridge_forced_host(), cuda, vulkan)
+        })
+        .clone()
 }
 
 impl Drop for Ring {
@@ -263,12 +268,9 @@ pub(super) fn transport(from: Device, to: Device) -> std::result::Result<StagedT
     entry(from, to).map(|r| r.lock().transport())
 }
 
-/// Whether the pair moves data through a device ring (made here if the pair is one GPU);
-/// never makes a host ring.
+/// Whether the pair is one GPU whose memory the two devices share ([`Bridge::Device`]); makes
+/// no ring (most of its moves go direct, [`super::direct`], and the ring is made on first use).
 pub(super) fn on_device(from: Device, to: Device) -> bool {
     let (cu, vk) = if matches!(from, Device::Cuda(_)) { (from, to) } else { (to, from) };
-    if choice(cu, vk) != Bridge::Device {
-        return false;
-    }
-    matches!(transport(from, to), Ok(StagedTransport::Device { .. }))
+    choice(cu, vk) == Bridge::Device
 }
