@@ -86,7 +86,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         output::write_json(p, &command, group.devices(), &rows)?;
     }
     if let Some(p) = &args.svg {
-        output::write_svg(p, &rows)?;
+        output::write_svg(p, group.devices(), &rows)?;
     }
     let wrong: i64 = rows.iter().map(|r| r.wrong.max(0)).sum();
     if wrong > 0 {

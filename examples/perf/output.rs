@@ -65,24 +65,27 @@ pub fn write_json(path: &Path, command: &str, devices: &[Device], rows: &[Row]) 
     std::fs::write(path, serde_json::to_string_pretty(&doc)?)
 }
 
-/// Bus bandwidth against size, one line per (op, dtype, algorithm).
-pub fn write_svg(path: &Path, rows: &[Row]) -> Result<(), Box<dyn std::error::Error>> {
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = vec![];
-    for r in rows {
-        let key = format!("{} {} {}", r.op, r.dtype, r.algorithm);
-        let point = ((r.size as f64).log2(), r.busbw_gbps);
-        match series.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(point),
-            None => series.push((key, vec![point])),
-        }
+/// Draws bus bandwidth against size as an SVG at `path`: one line per op, dtype and algorithm in
+/// distinguishable colours, the memcpy floor (where `--floor` measured it) dashed in the same
+/// colour, titled with the devices and dtypes, the legend beside the plot.
+pub fn write_svg(path: &Path, devices: &[Device], rows: &[Row]) -> Result<(), Box<dyn std::error::Error>> {
+    if rows.is_empty() {
+        return Ok(());
     }
+    let series = svg_series(rows);
     let xmin = rows.iter().map(|r| (r.size as f64).log2()).fold(f64::INFINITY, f64::min);
     let xmax = rows.iter().map(|r| (r.size as f64).log2()).fold(f64::NEG_INFINITY, f64::max);
-    let ymax = rows.iter().map(|r| r.busbw_gbps).fold(0.0, f64::max) * 1.1 + 1e-9;
-    let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
+    let ymax =
+        series.iter().flat_map(|s| s.1.iter().chain(&s.2)).map(|p| p.1).fold(0.0, f64::max) * 1.1 + 1e-9;
+    let root = SVGBackend::new(path, (1100, 560)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption("bus bandwidth", ("sans-serif", 22))
+    let (plot, legend) = root.split_horizontally(820);
+    let mut dtypes: Vec<&str> = rows.iter().map(|r| r.dtype.as_str()).collect();
+    dtypes.dedup();
+    let names: Vec<String> = devices.iter().map(ToString::to_string).collect();
+    let title = format!("bus bandwidth: [{}], {}", names.join(", "), dtypes.join(", "));
+    let mut chart = ChartBuilder::on(&plot)
+        .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(56)
@@ -93,17 +96,45 @@ pub fn write_svg(path: &Path, rows: &[Row]) -> Result<(), Box<dyn std::error::Er
         .y_desc("busbw (GB/s)")
         .x_label_formatter(&|x| human(2f64.powf(*x) as usize))
         .draw()?;
-    for (i, (name, pts)) in series.into_iter().enumerate() {
+    for (i, (name, pts, floor)) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
-        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+        chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        chart.draw_series(DashedLineSeries::new(floor.clone(), 6, 4, color.stroke_width(1)))?;
+        let y = 40 + 22 * i as i32;
+        legend.draw(&PathElement::new(vec![(10, y), (34, y)], color.stroke_width(2)))?;
+        legend.draw(&Text::new(name.clone(), (40, y - 7), ("sans-serif", 14)))?;
+        if !floor.is_empty() {
+            let y = y + 11;
+            legend.draw(&PathElement::new(vec![(10, y), (34, y)], color.stroke_width(1)))?;
+            legend.draw(&Text::new("  its memcpy floor", (40, y - 7), ("sans-serif", 12)))?;
+        }
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
     root.present()?;
     Ok(())
+}
+
+/// The SVG's series: name (`op dtype algorithm`), its (log2 size, busbw) points, and the floor's
+/// points (the busbw the call would have at the memcpy floor's time), where measured.
+type Series = (String, Vec<(f64, f64)>, Vec<(f64, f64)>);
+
+fn svg_series(rows: &[Row]) -> Vec<Series> {
+    let mut series: Vec<Series> = vec![];
+    for r in rows {
+        let key = format!("{} {} {}", r.op, r.dtype, r.algorithm);
+        let x = (r.size as f64).log2();
+        let floor = r.floor_us.filter(|&f| f > 0.0).map(|f| (x, r.busbw_gbps * r.time_us / f));
+        let i = match series.iter().position(|s| s.0 == key) {
+            Some(i) => i,
+            None => {
+                series.push((key, vec![], vec![]));
+                series.len() - 1
+            }
+        };
+        series[i].1.push((x, r.busbw_gbps));
+        series[i].2.extend(floor);
+    }
+    series
 }
 
 /// `1K`, `16M`, `1G`.

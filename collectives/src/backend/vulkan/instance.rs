@@ -21,7 +21,9 @@ pub(super) struct Instance {
     _entry: ash::Entry,
     pub raw: ash::Instance,
     messenger: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
-    /// Usable physical devices, in enumeration order: index n is `Vulkan(n)`.
+    /// Usable physical devices, hardware before software (lavapipe), each in enumeration order:
+    /// index n is `Vulkan(n)`, so `Vulkan(0)` (the typed group's `Vulkan`) is a GPU where there is
+    /// one.
     pub devices: Vec<Physical>,
 }
 
@@ -99,6 +101,8 @@ fn create() -> std::result::Result<Instance, String> {
             Err(why) => skipped.push(why),
         }
     }
+    // Stable: the driver's order within hardware and within software devices.
+    inst.devices.sort_by_key(|p| p.software);
     if inst.devices.is_empty() {
         let why =
             if skipped.is_empty() { "the driver reports no devices".to_string() } else { skipped.join("; ") };
