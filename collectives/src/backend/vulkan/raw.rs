@@ -255,16 +255,11 @@ pub(super) unsafe fn create_host_import_buffer(
     dev: &ash::Device,
     size: u64,
 ) -> ash::prelude::VkResult<vk::Buffer> {
-    let mut external = vk::ExternalMemoryBufferCreateInfo::default()
-        .handle_types(vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT);
     let usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
-    let info = vk::BufferCreateInfo::default()
-        .size(size)
-        .usage(usage)
-        .sharing_mode(vk::SharingMode::EXCLUSIVE)
-        .push_next(&mut external);
-    // SAFETY: the caller guarantees `dev` is live with the extension; `info` is valid.
-    unsafe { dev.create_buffer(&info, None) }
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        create_external_buffer(dev, size, usage, vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT)
+    }
 }
 
 /// Imports the `size` bytes of host memory at `ptr` as device memory of a type in `type_bits`
@@ -308,11 +303,24 @@ pub(super) unsafe fn create_export_buffer(
     dev: &ash::Device,
     size: u64,
 ) -> ash::prelude::VkResult<vk::Buffer> {
-    let mut external = vk::ExternalMemoryBufferCreateInfo::default()
-        .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
     let usage = vk::BufferUsageFlags::STORAGE_BUFFER
         | vk::BufferUsageFlags::TRANSFER_SRC
         | vk::BufferUsageFlags::TRANSFER_DST;
+    // SAFETY: as the caller guarantees.
+    unsafe { create_external_buffer(dev, size, usage, vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD) }
+}
+
+/// A buffer of `size` bytes for `usage` whose memory is of the external handle type `handle`.
+///
+/// # Safety
+/// `dev` is live with the extension of `handle` enabled.
+unsafe fn create_external_buffer(
+    dev: &ash::Device,
+    size: u64,
+    usage: vk::BufferUsageFlags,
+    handle: vk::ExternalMemoryHandleTypeFlags,
+) -> ash::prelude::VkResult<vk::Buffer> {
+    let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
     let info = vk::BufferCreateInfo::default()
         .size(size)
         .usage(usage)
