@@ -44,6 +44,8 @@ pub(super) struct Gpu {
     pub memory: vk::PhysicalDeviceMemoryProperties,
     /// Whether the device is a software rasterizer (lavapipe): no GPU to share memory with.
     pub software: bool,
+    /// Whether the device is an NVIDIA GPU, which a CUDA device may also drive.
+    pub nvidia: bool,
 }
 
 impl Gpu {
@@ -98,14 +100,15 @@ impl Gpu {
             uuid: phys.uuid,
             memory,
             software: phys.software,
+            nvidia: phys.nvidia,
         }))
     }
 
     /// Whether large tensor buffers get exportable memory of their own, which CUDA maps to copy
-    /// straight into and out of them: a hardware device that exports memory (a CUDA device of
-    /// the same GPU may exist; lavapipe has none).
+    /// straight into and out of them: an NVIDIA GPU that exports memory (a CUDA device of the
+    /// same GPU may exist; other vendors' GPUs and lavapipe keep gpu-allocator's blocks).
     pub fn shares_memory(&self) -> bool {
-        self.export_fd.is_some() && !self.software
+        self.export_fd.is_some() && !self.software && self.nvidia
     }
 
     /// Blocks until submission `value` has completed; reports device loss and validation errors.

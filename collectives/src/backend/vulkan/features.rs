@@ -78,6 +78,8 @@ pub(super) struct Physical {
     /// Whether the device exports memory as a POSIX file descriptor (`VK_KHR_external_memory_fd`),
     /// which another API of the same GPU imports (the CUDA ↔ Vulkan device bridge).
     pub export_fd: bool,
+    /// Whether the device is an NVIDIA GPU (`vendorID` 0x10DE), the only kind CUDA also drives.
+    pub nvidia: bool,
 }
 
 /// Probes `pd`: `Err` with the reason when the backend cannot use it (Vulkan below 1.2, no
@@ -134,8 +136,23 @@ pub(super) fn probe(
     let export_fd = has_extension(instance, pd, ash::khr::external_memory_fd::NAME);
     let uuid = id.device_uuid;
     let family = family as u32;
-    Ok(Physical { handle: pd, name, software, family, features, limits, host_import, uuid, export_fd })
+    let nvidia = p.vendor_id == NVIDIA;
+    Ok(Physical {
+        handle: pd,
+        name,
+        software,
+        family,
+        features,
+        limits,
+        host_import,
+        uuid,
+        export_fd,
+        nvidia,
+    })
 }
+
+/// NVIDIA's PCI vendor id.
+const NVIDIA: u32 = 0x10de;
 
 /// Whether `pd` offers the device extension `name`.
 fn has_extension(instance: &ash::Instance, pd: vk::PhysicalDevice, name: &std::ffi::CStr) -> bool {

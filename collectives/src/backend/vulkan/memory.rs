@@ -9,12 +9,11 @@ use std::sync::Arc;
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+use parking_lot::Mutex;
 
 use super::cache::{self, Backing, POOL_MIN_BYTES, Parked};
 use super::device::Gpu;
 use super::raw;
-use parking_lot::Mutex;
-
 use crate::backend::{Fence, HostMem};
 use crate::error::{Error, Result};
 
