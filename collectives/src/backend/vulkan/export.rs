@@ -151,10 +151,10 @@ impl SharedBuf {
         Ok(v)
     }
 
-    /// Records `fence` as the last CUDA copy of the memory (waited for before the buffer is
-    /// parked or freed).
+    /// Records `fence`, a CUDA copy of the memory (waited for, with every other still running,
+    /// before the buffer is parked or freed).
     pub fn set_busy(&self, fence: Arc<dyn Fence>) -> Result<()> {
-        *self.shared()?.busy.lock() = Some(fence);
+        self.shared()?.note_copy(fence);
         Ok(())
     }
 

@@ -288,7 +288,7 @@ fn create_shared(gpu: &Gpu, size: u64) -> std::result::Result<Parked, String> {
     if let Err(e) = unsafe { gpu.raw.bind_buffer_memory(buffer, memory, 0) } {
         return fail(Some(memory), format!("vkBindBufferMemory: {e}"));
     }
-    let shared = Shared { memory, size: needs.size, view: Mutex::new(None), busy: Mutex::new(None) };
+    let shared = Shared { memory, size: needs.size, view: Mutex::new(None), busy: Mutex::new(Vec::new()) };
     Ok(Parked { buffer, alloc: Backing::Shared(shared), mapped: None, host_cached: false })
 }
 
@@ -314,15 +314,23 @@ pub(super) struct Shared {
     pub size: u64,
     /// CUDA's mapping of the memory; dropped before the memory is freed.
     pub view: Mutex<Option<Arc<dyn std::any::Any + Send + Sync>>>,
-    /// The last CUDA copy into or out of the memory, which holds no `Arc` of the buffer: waited
-    /// for before the buffer is parked or freed.
-    pub busy: Mutex<Option<Arc<dyn Fence>>>,
+    /// The CUDA copies into or out of the memory that may still run (they hold no `Arc` of the
+    /// buffer; two CUDA devices may read one buffer at once): waited for before the buffer is
+    /// parked or freed.
+    pub busy: Mutex<Vec<Arc<dyn Fence>>>,
 }
 
 impl Shared {
-    /// Waits for the last CUDA copy (an error is ignored: the copy is over either way).
+    /// Records `fence`, a CUDA copy of the memory, dropping those already complete.
+    pub fn note_copy(&self, fence: Arc<dyn Fence>) {
+        let mut busy = self.busy.lock();
+        busy.retain(|f| !f.is_complete());
+        busy.push(fence);
+    }
+
+    /// Waits for every CUDA copy recorded (an error is ignored: the copy is over either way).
     pub fn settle(&self) {
-        if let Some(f) = self.busy.lock().take() {
+        for f in std::mem::take(&mut *self.busy.lock()) {
             let _ = f.wait();
         }
     }
