@@ -52,9 +52,11 @@ pub enum StagedTransport {
         /// Chunks in the ring ([`STAGED_SLOTS_ENV`]).
         slots: usize,
     },
-    /// Chunk by chunk through a ring of the Vulkan device's own memory, exported to CUDA: the
-    /// two devices are one GPU (same UUID), so every chunk is copied device to device and no byte
-    /// crosses PCIe. Chosen for every size, where [`BRIDGE_ENV`] allows.
+    /// Through the GPU's own memory: the two devices are one GPU (same UUID), so no byte
+    /// crosses PCIe. A tensor whose Vulkan buffer has memory of its own (at least 1 MiB on an
+    /// NVIDIA GPU) moves by one CUDA copy into or out of it; any other chunk by chunk through a
+    /// ring of the Vulkan device's memory exported to CUDA, of this shape. Chains of at least
+    /// [`DEVICE_MIN_BYTES`] are fused; [`BRIDGE_ENV`] `=host` turns the bridge off.
     Device {
         /// Bytes per chunk ([`STAGED_CHUNK_ENV`]).
         chunk_bytes: usize,
