@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 /// host staging forced, an empty tensor, a Vulkan buffer without shared memory, or a pair whose
 /// memory sharing failed before).
 pub(super) fn transfer(src: &Buffer, to: Device) -> Option<Result<Buffer>> {
-    let (cu, vk) = if matches!(src.device, Device::Cuda(_)) { (src.device, to) } else { (to, src.device) };
+    let (cu, vk) = super::cuda_and_vulkan(src.device, to);
     if src.bytes() == 0 || ring::choice(cu, vk) != Bridge::Device || failed(cu, vk, None) {
         return None;
     }

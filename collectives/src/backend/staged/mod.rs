@@ -53,6 +53,12 @@ pub(crate) fn check_pair(from: Device, to: Device) -> Result<()> {
     })
 }
 
+/// The pair `from`, `to` (a CUDA and a Vulkan device, either way round) as (CUDA, Vulkan).
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+fn cuda_and_vulkan(from: Device, to: Device) -> (Device, Device) {
+    if matches!(from, Device::Cuda(_)) { (from, to) } else { (to, from) }
+}
+
 /// `src` (on a CUDA or Vulkan device) copied to `to` (a device of the other vendor) through the
 /// host: pipelined through the pair's ring where there is one, else as two whole hops.
 pub(crate) fn transfer(src: &Buffer, to: Device) -> Result<Buffer> {

@@ -235,7 +235,7 @@ fn entry(from: Device, to: Device) -> Entry {
     if let Some(e) = table.get(&(from, to)) {
         return e.clone();
     }
-    let (cu, vk) = if matches!(from, Device::Cuda(_)) { (from, to) } else { (to, from) };
+    let (cu, vk) = super::cuda_and_vulkan(from, to);
     let made = Ring::new(cu, vk);
     if let Err(e @ Error::OutOfMemory { .. }) = &made {
         return Err(e.to_string());
@@ -256,7 +256,7 @@ pub(super) fn transfer(src: &Buffer, to: Device) -> Option<Result<Buffer>> {
 /// that ring moves data.
 #[cfg(test)]
 pub(super) fn fresh_transfer(src: &Buffer, to: Device) -> Result<(StagedTransport, Buffer)> {
-    let (cu, vk) = if matches!(src.device, Device::Cuda(_)) { (src.device, to) } else { (to, src.device) };
+    let (cu, vk) = super::cuda_and_vulkan(src.device, to);
     let mut ring = Ring::new(cu, vk)?;
     let out = ring.run(src, to)?;
     out.wait()?;
@@ -271,6 +271,6 @@ pub(super) fn transport(from: Device, to: Device) -> std::result::Result<StagedT
 /// Whether the pair is one GPU whose memory the two devices share ([`Bridge::Device`]); makes
 /// no ring (most of its moves go direct, [`super::direct`], and the ring is made on first use).
 pub(super) fn on_device(from: Device, to: Device) -> bool {
-    let (cu, vk) = if matches!(from, Device::Cuda(_)) { (from, to) } else { (to, from) };
+    let (cu, vk) = super::cuda_and_vulkan(from, to);
     choice(cu, vk) == Bridge::Device
 }
