@@ -184,3 +184,37 @@ fn rank_zero_shards_reduce_and_broadcast() {
         }
     });
 }
+
+/// The star all_reduce of host devices is one call; with shards still to compute (here a
+/// product not yet run), the call is a step of the general schedule, not the direct path, and
+/// its results feed more work in the same realize. Every element of every member's result, and
+/// of the work after it, against the f64 reference; the inputs are unchanged.
+#[test]
+fn all_reduce_of_lazy_shards_inside_a_larger_graph() {
+    let mut r = rng(fresh_seed());
+    for n in [2, 3, 8] {
+        for dtype in DTYPES {
+            for op in all_ops(dtype, &mut r) {
+                let group = cpu_group(n).with_leader(Device::Cpu(n as u32 / 2)).expect("member");
+                let ctx = format!("n={n} {dtype} {op}");
+                let s = Shards::even(dtype, &[3, 7], group.devices(), range_for(op), &mut r);
+                let unit: Vec<Tensor> = group
+                    .devices()
+                    .iter()
+                    .map(|&d| collectives_tests::tensor(dtype, &[1.0; 21], [3, 7], d))
+                    .collect();
+                let lazy: Vec<Tensor> =
+                    s.tensors.iter().zip(&unit).map(|(x, u)| x.mul(u).expect(&ctx)).collect();
+                assert!(lazy.iter().all(|t| !t.is_realized()), "{ctx}");
+                let got = group.all_reduce(&lazy, op).expect(&ctx);
+                let after = got[0].maximum(&got[n - 1]).expect(&ctx);
+                collectives::realize(&[got.clone(), vec![after.clone()]].concat()).expect(&ctx);
+                for (i, (t, &d)) in got.iter().zip(group.devices()).enumerate() {
+                    check_reduced(t, d, op, &s.slices(), &format!("{ctx} result {i}"));
+                }
+                check_reduced(&after, Device::Cpu(0), op, &s.slices(), &format!("{ctx} after"));
+                s.assert_untouched(&ctx);
+            }
+        }
+    }
+}

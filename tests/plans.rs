@@ -3,8 +3,6 @@
 //! bytes per hop are the shard's bytes; the algorithm shown is `choose(..)` unless overridden per
 //! group or per call; `Display` of a group and of a plan names routes and algorithm.
 
-use std::collections::HashSet;
-
 use collectives::collective::{PlannedHop, RING_MIN_BYTES, choose, nccl_available};
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
@@ -258,11 +256,16 @@ fn display_names_members_leader_routes_and_algorithm() {
 fn realized_outputs_have_nothing_left_to_plan() {
     let g = DeviceGroup::new(vec![CPU0, Device::Cpu(1), Device::Cpu(2)]).unwrap();
     let out = g.all_reduce(&shards(&g), ReduceOp::Max).unwrap();
+    // A host group's all_reduce is one call, planned once for its three parts.
     let before = Plan::of(&out);
-    // The leader reads the other host shards in place; the result hops out twice.
-    assert_eq!(before.hops.len(), 2, "{before}");
-    let seen: HashSet<(Device, Device)> = before.hops.iter().map(|h| (h.from, h.to)).collect();
-    assert_eq!(seen.len(), 2, "each hop once: {before}");
+    assert_eq!((before.hops.len(), before.kernels.len()), (0, 1), "{before}");
+    collectives::realize(&out).unwrap();
+    assert_eq!(Plan::of(&out), Plan::default());
+    assert!(out.iter().all(|t| t.to_vec::<f32>().unwrap() == vec![2.5; 64]));
+    // The ring's graph of hops and reduces: nothing left once it ran.
+    let out = g.using(Algorithm::Ring).all_reduce(&shards(&g), ReduceOp::Max).unwrap();
+    let before = Plan::of(&out);
+    assert_eq!(before.hops.len(), 6, "two hops per member: {before}");
     collectives::realize(&out).unwrap();
     assert_eq!(Plan::of(&out), Plan::default());
     assert!(out.iter().all(|t| t.to_vec::<f32>().unwrap() == vec![2.5; 64]));
@@ -286,4 +289,27 @@ fn staging_goes_through_cpu0_even_when_it_is_not_a_member() {
     let via = copy_to(&out[1], CUDA1);
     let reduced = copy_to(&via, CPU0);
     assert!(reduced.same_node(&out[0]) && reduced.device() == VK0);
+}
+
+#[test]
+fn a_host_star_all_reduce_is_one_call_on_the_leader() {
+    let cpus: Vec<Device> = (0..4).map(Device::Cpu).collect();
+    let g = DeviceGroup::new(cpus.clone()).unwrap().with_leader(Device::Cpu(2)).unwrap();
+    let plan = g.plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
+    assert_eq!(plan.algorithm, Some(Algorithm::Star));
+    assert!(plan.hops.is_empty(), "{plan}");
+    assert_eq!(plan.kernels.len(), 1, "{plan}");
+    let k = &plan.kernels[0];
+    assert_eq!(
+        (k.device, k.op.as_str(), k.inputs),
+        (Device::Cpu(2), "collective host all_reduce", 4),
+        "{plan}"
+    );
+    // The other algorithms, and groups with a device member, stay graphs of hops and reduces.
+    let one_shot = g.using(Algorithm::OneShot).plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
+    assert_eq!(one_shot.kernels.len(), 4, "{one_shot}");
+    assert!(one_shot.kernels.iter().all(|k| k.op.starts_with("reduce")), "{one_shot}");
+    let with_gpu = DeviceGroup::new(vec![CPU0, Device::Cpu(1), CUDA0]).unwrap();
+    let plan = with_gpu.plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
+    assert!(plan.kernels.iter().all(|k| !k.op.starts_with("collective")), "{plan}");
 }

@@ -38,6 +38,7 @@ impl DeviceGroup {
             Algorithm::Nccl => super::nccl::all_reduce(self, shards, op),
             Algorithm::Ring => self.ring_all_reduce(&mut hops, shards, op),
             Algorithm::OneShot => star::all_reduce_in_place(shards, op, self.devices()),
+            _ if super::call::host_star(self) => Ok(super::call::host_all_reduce(self, shards, op)),
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
                 star::broadcast(&mut hops, &r, self.devices())

@@ -33,6 +33,7 @@ mod group;
 
 mod algo;
 mod api;
+mod call;
 mod check;
 mod coalesced;
 mod nccl;

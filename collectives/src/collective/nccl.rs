@@ -7,26 +7,11 @@ use super::{DeviceGroup, ReduceOp};
 use crate::backend::nccl::{NcclCall as Call, clique_call};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::graph::{CollectiveCall, Op, Shape, Tensor};
+use crate::graph::{Shape, Tensor};
 
 /// The call's node over `inputs`, and one part per `(device, shape)` of `outs`.
 fn build(group: &DeviceGroup, call: Call, inputs: &[Tensor], outs: &[(Device, Shape)]) -> Vec<Tensor> {
-    let kernel = clique_call(group.devices().to_vec(), call);
-    let dtype = inputs[0].dtype();
-    let node = Tensor::new_node(
-        Op::Collective(CollectiveCall(kernel)),
-        inputs.to_vec(),
-        group.leader(),
-        dtype,
-        Shape::new(vec![0]),
-        None,
-    );
-    outs.iter()
-        .enumerate()
-        .map(|(index, (d, s))| {
-            Tensor::new_node(Op::Part { index }, vec![node.clone()], *d, dtype, s.clone(), None)
-        })
-        .collect()
+    super::call::nodes(group, clique_call(group.devices().to_vec(), call), inputs, outs)
 }
 
 fn everywhere(group: &DeviceGroup, shape: &Shape) -> Vec<(Device, Shape)> {

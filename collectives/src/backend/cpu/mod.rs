@@ -4,9 +4,12 @@
 //! buffers, so a copy between two of them is a real copy. Kernels are plain loops over typed
 //! slices ([`kernels`]), vectorized by the compiler and split across threads when large.
 
+mod call;
 pub(crate) mod kernels;
 mod num;
 mod stream;
+
+pub(crate) use call::HostAllReduce;
 
 use half::{bf16, f16};
 

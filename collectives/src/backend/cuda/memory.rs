@@ -21,11 +21,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaEvent, CudaStream};
 use parking_lot::Mutex;
 
 use super::driver;
+pub(crate) use super::event::{Event, record};
 use super::reuse::{Parked, Reuse};
 use crate::backend::{Buffer, Fence, Mem};
 use crate::device::Device;
@@ -42,7 +43,7 @@ pub(crate) struct DevAlloc {
     device: Device,
     home: Arc<CudaStream>,
     /// Uses on streams other than `home`, which the free must wait for.
-    readers: Mutex<Vec<Arc<CudaEvent>>>,
+    readers: Mutex<Vec<Arc<Event>>>,
     /// Where the memory goes when dropped: parked for reuse, or (without) freed.
     reuse: Option<Arc<Reuse>>,
 }
@@ -73,7 +74,7 @@ impl DevAlloc {
     }
 
     /// Records that work on `stream`, complete when `event` is, reads or writes this memory.
-    pub fn note_use(&self, stream: &CudaStream, event: &Arc<CudaEvent>) {
+    pub fn note_use(&self, stream: &CudaStream, event: &Arc<Event>) {
         if self.ptr == 0 || stream.cu_stream() == self.home.cu_stream() {
             return;
         }
@@ -126,7 +127,7 @@ const MAX_PAUSE: Duration = Duration::from_millis(1);
 
 /// Completion of work on a CUDA stream.
 pub(crate) struct CudaFence {
-    pub event: Arc<CudaEvent>,
+    pub event: Arc<Event>,
     /// The raw stream the event was recorded on (a waiter on the same stream need not wait).
     stream: usize,
     device: Device,
@@ -139,18 +140,13 @@ pub(crate) struct CudaFence {
 
 impl CudaFence {
     /// A fence for the work issued so far on `stream`.
-    pub fn new(event: Arc<CudaEvent>, stream: &CudaStream, device: Device) -> Self {
+    pub fn new(event: Arc<Event>, stream: &CudaStream, device: Device) -> Self {
         let stream = stream.cu_stream() as usize;
         CudaFence { event, stream, device, done: AtomicBool::new(false), watch: None }
     }
 
     /// As [`CudaFence::new`], for work that completes normally only as long as `watch` says so.
-    pub fn watched(
-        event: Arc<CudaEvent>,
-        stream: &CudaStream,
-        device: Device,
-        watch: Arc<dyn Watch>,
-    ) -> Self {
+    pub fn watched(event: Arc<Event>, stream: &CudaStream, device: Device, watch: Arc<dyn Watch>) -> Self {
         CudaFence { watch: Some(watch), ..CudaFence::new(event, stream, device) }
     }
 
@@ -223,14 +219,6 @@ impl Fence for CudaFence {
     }
 }
 
-/// Records an event on `stream` after the work issued so far.
-pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<CudaEvent>> {
-    crate::failpoint::hit(device, "cuda event record")?;
-    let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
-    let e = stream.record_event(Some(flags)).map_err(driver::err(device, "record event"))?;
-    Ok(Arc::new(e))
-}
-
 /// Makes `stream` wait until `buf`'s contents are valid: on the device for a CUDA fence, on the
 /// host for any other. A watched fence whose work failed is that failure's error.
 ///
@@ -264,7 +252,7 @@ pub(crate) fn device_buffer(
     dtype: DType,
     len: usize,
     alloc: Arc<DevAlloc>,
-    event: Arc<CudaEvent>,
+    event: Arc<Event>,
     stream: &CudaStream,
 ) -> Buffer {
     let fence = CudaFence::new(event, stream, alloc.device());

@@ -19,6 +19,7 @@
 mod copy;
 pub(crate) mod device;
 pub(crate) mod driver;
+pub(crate) mod event;
 mod interop;
 mod launch;
 pub(crate) mod memory;

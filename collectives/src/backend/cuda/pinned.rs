@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use cudarc::driver::{CudaContext, CudaEvent};
+use cudarc::driver::CudaContext;
+
+use super::event::Event;
 use parking_lot::Mutex;
 
 use super::driver;
@@ -30,7 +32,7 @@ pub(crate) struct PinnedBlock {
     cap: usize,
     ctx: Arc<CudaContext>,
     /// Device work (copies) that reads or writes the block.
-    pending: Mutex<Vec<Arc<CudaEvent>>>,
+    pending: Mutex<Vec<Arc<Event>>>,
 }
 
 // SAFETY: the block owns its allocation; the raw pointer is only dereferenced through `&self`
@@ -71,7 +73,7 @@ impl PinnedBlock {
     }
 
     /// Records device work (complete when `event` is) that uses the block.
-    pub fn note_use(&self, event: &Arc<CudaEvent>) {
+    pub fn note_use(&self, event: &Arc<Event>) {
         let mut p = self.pending.lock();
         p.retain(|e| !matches!(e.try_is_complete(), Ok(true)));
         p.push(event.clone());

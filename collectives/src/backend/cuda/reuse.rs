@@ -19,8 +19,10 @@
 
 use std::sync::Arc;
 
+use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaEvent, CudaStream};
+
+use super::event::Event;
 use parking_lot::Mutex;
 
 use super::driver;
@@ -40,7 +42,7 @@ pub(crate) struct Parked {
     /// The stream it was allocated on and is freed on.
     pub home: Arc<CudaStream>,
     /// Work on other streams that used it and may still be running.
-    pub readers: Vec<Arc<CudaEvent>>,
+    pub readers: Vec<Arc<Event>>,
 }
 
 impl Parked {

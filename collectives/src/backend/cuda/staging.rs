@@ -14,7 +14,9 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
+use cudarc::driver::{CudaContext, CudaStream};
+
+use super::event::Event;
 
 use super::device::{self, CudaDevice};
 use super::driver;
@@ -54,7 +56,7 @@ pub(crate) fn stage_in(
     stream: &CudaStream,
     len: usize,
     mut fill: impl FnMut(usize, &mut [u8]) -> Result<()>,
-) -> Result<Arc<CudaEvent>> {
+) -> Result<Arc<Event>> {
     let mut ring = dev.stage_in.lock();
     for (i, off) in (0..len).step_by(CHUNK).enumerate() {
         let n = CHUNK.min(len - off);
@@ -82,7 +84,7 @@ pub(crate) fn stage_out(
 ) -> Result<()> {
     let mut ring = dev.stage_out.lock();
     let chunks: Vec<usize> = (0..len).step_by(CHUNK).collect();
-    let mut events: Vec<Arc<CudaEvent>> = Vec::with_capacity(chunks.len());
+    let mut events: Vec<Arc<Event>> = Vec::with_capacity(chunks.len());
     for i in 0..=chunks.len() {
         if let Some(&off) = chunks.get(i) {
             let n = CHUNK.min(len - off);
@@ -179,7 +181,7 @@ pub(crate) struct CudaEnd<'r> {
     bytes: usize,
     stream: Arc<CudaStream>,
     ring: RingMem<'r>,
-    last: Option<Arc<CudaEvent>>,
+    last: Option<Arc<Event>>,
 }
 
 /// The end reading `src` (a CUDA buffer), on the device's download stream, which first waits for

@@ -17,8 +17,10 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUdeviceptr;
-use cudarc::driver::{CudaEvent, CudaStream};
+
+use crate::backend::cuda::event::Event;
 use cudarc::nccl::sys::{self, ncclResult_t};
 
 use super::watch::{OpWatch, Shared, async_state, spawn_watchdog};
@@ -69,7 +71,7 @@ pub(crate) fn unique_id() -> std::result::Result<[u8; 128], String> {
 /// A call just enqueued: its number and the event recorded after it.
 pub(crate) struct Issued {
     pub seq: u64,
-    pub event: Arc<CudaEvent>,
+    pub event: Arc<Event>,
 }
 
 /// This rank's NCCL communicator on its own stream of the backend's device, with a one-byte
@@ -172,7 +174,7 @@ impl RankComm {
     }
 
     /// Waits on the host for call `seq`, complete when `event` is, polling the communicator.
-    fn wait(&self, seq: u64, event: Arc<CudaEvent>, op: &'static str) -> Result<()> {
+    fn wait(&self, seq: u64, event: Arc<Event>, op: &'static str) -> Result<()> {
         CudaFence::watched(event, &self.stream, self.device(), self.watch(seq, op)).wait()
     }
 

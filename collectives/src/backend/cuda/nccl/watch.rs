@@ -26,6 +26,8 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaEvent;
+
+use crate::backend::cuda::event::Event;
 use cudarc::nccl::sys::{self, ncclResult_t};
 use parking_lot::{Mutex, MutexGuard};
 
@@ -37,7 +39,7 @@ use crate::error::{Error, Result};
 /// A call in flight: its number, its completion event and its deadline.
 pub(super) struct InFlight {
     pub seq: u64,
-    pub event: Arc<CudaEvent>,
+    pub event: Arc<Event>,
     pub deadline: Instant,
     pub op: &'static str,
 }
@@ -96,7 +98,7 @@ impl Shared {
     }
 
     /// Records call `op`, complete when `event` is, as in flight; returns its number.
-    pub fn push(&self, st: &mut State, op: &'static str, event: Arc<CudaEvent>) -> u64 {
+    pub fn push(&self, st: &mut State, op: &'static str, event: Arc<Event>) -> u64 {
         // A failed query is left to the next poll, which aborts on it.
         let _ = prune(st);
         let seq = st.next;

@@ -1,0 +1,77 @@
+//! Pooled CUDA events: each recorded point of a stream takes an event from its device's pool,
+//! and the event goes back to the pool when its last holder drops it.
+//!
+//! Every CUDA operation records an event (its output's fence, a staging slot's use, an NCCL
+//! call's completion), so creating and destroying one per operation put two driver calls on
+//! every operation of every collective. An event nobody holds any more can be recorded again: a
+//! stream wait already issued on it waits for the recording it saw (`cuStreamWaitEvent` captures
+//! the event's state when it is called), and no host thread can be waiting on it.
+
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaEvent, CudaStream};
+use parking_lot::Mutex;
+
+use super::driver;
+use crate::device::Device;
+use crate::error::Result;
+
+/// Free events a device's pool keeps; more are destroyed when given back.
+const POOL_MAX: usize = 1024;
+
+/// The free events of one device.
+#[derive(Default)]
+struct Pool {
+    free: Mutex<Vec<CudaEvent>>,
+}
+
+/// A recorded event of `device`'s pool.
+pub(crate) struct Event {
+    event: ManuallyDrop<CudaEvent>,
+    pool: Arc<Pool>,
+}
+
+impl Deref for Event {
+    type Target = CudaEvent;
+
+    fn deref(&self) -> &CudaEvent {
+        &self.event
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: `event` is taken once, here, and not used after.
+        let event = unsafe { ManuallyDrop::take(&mut self.event) };
+        let mut free = self.pool.free.lock();
+        if free.len() < POOL_MAX {
+            free.push(event);
+        }
+    }
+}
+
+/// `device`'s pool.
+fn pool(device: Device) -> Arc<Pool> {
+    static POOLS: OnceLock<Mutex<HashMap<Device, Arc<Pool>>>> = OnceLock::new();
+    POOLS.get_or_init(Default::default).lock().entry(device).or_default().clone()
+}
+
+/// Records an event on `stream` (of `device`) after the work issued so far.
+pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<Event>> {
+    crate::failpoint::hit(device, "cuda event record")?;
+    let pool = pool(device);
+    let reused = pool.free.lock().pop();
+    let event = match reused {
+        Some(e) => e,
+        None => stream
+            .context()
+            .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .map_err(driver::err(device, "create event"))?,
+    };
+    event.record(stream).map_err(driver::err(device, "record event"))?;
+    Ok(Arc::new(Event { event: ManuallyDrop::new(event), pool }))
+}
