@@ -112,6 +112,31 @@ fn all_gather_joins_uneven_shards_everywhere() {
     });
 }
 
+/// Shards still to compute (a cast to their own dtype, not yet run) and a non-first leader: the
+/// host group's all_gather call is then a step of the general schedule, not the direct path.
+#[test]
+fn all_gather_of_lazy_shards_with_any_leader() {
+    each_case(|c| {
+        let n = c.group.size();
+        let leader = Device::Cpu(c.rng.random_range(0..n as u32));
+        let group = c.group.with_leader(leader).expect("member");
+        let (shape, dim) = shape_and_dim(c.rng);
+        let shapes = uneven_shapes(&shape, dim, n, c.rng);
+        let s = Shards::of_shapes(c.dtype, &shapes, group.devices(), Range::General, c.rng);
+        let lazy: Vec<_> = s.tensors.iter().map(|t| t.cast(c.dtype).expect("cast")).collect();
+        let ctx = format!("{} leader {leader} shapes {shapes:?} dim {dim}", c.ctx);
+        assert!(lazy.iter().all(|t| !t.is_realized()), "{ctx}");
+        let got = group.all_gather(&lazy, dim).expect(&ctx);
+        collectives::realize(&got).expect(&ctx);
+        let total = shapes.iter().map(|s| s[dim]).sum();
+        let want = joined(&s, &shapes, dim);
+        for (t, &d) in got.iter().zip(group.devices()) {
+            check_exact(t, d, &with_dim(&shape, dim, total), &want, &ctx);
+        }
+        s.assert_untouched(&ctx);
+    });
+}
+
 #[test]
 fn all_gather_of_even_shards() {
     each_case(|c| {

@@ -292,7 +292,7 @@ fn staging_goes_through_cpu0_even_when_it_is_not_a_member() {
 }
 
 #[test]
-fn a_host_star_all_reduce_is_one_call_on_the_leader() {
+fn a_host_star_all_reduce_or_all_gather_is_one_call_on_the_leader() {
     let cpus: Vec<Device> = (0..4).map(Device::Cpu).collect();
     let g = DeviceGroup::new(cpus.clone()).unwrap().with_leader(Device::Cpu(2)).unwrap();
     let plan = g.plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
@@ -305,6 +305,10 @@ fn a_host_star_all_reduce_is_one_call_on_the_leader() {
         (Device::Cpu(2), "collective host all_reduce", 4),
         "{plan}"
     );
+    let gather = g.plan(CollectiveKind::AllGather, [16, 3], DType::F32).unwrap();
+    assert!(gather.hops.is_empty(), "{gather}");
+    let ks: Vec<_> = gather.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+    assert_eq!(ks, [(Device::Cpu(2), "collective host all_gather", 4)], "{gather}");
     // The other algorithms, and groups with a device member, stay graphs of hops and reduces.
     let one_shot = g.using(Algorithm::OneShot).plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
     assert_eq!(one_shot.kernels.len(), 4, "{one_shot}");

@@ -39,6 +39,12 @@ pub(crate) struct OutSpec {
 }
 
 impl Kernel {
+    /// The concat of inputs whose extents along `dim` are `mids`, into `out` (their join).
+    pub fn concat(out: &crate::graph::Shape, mids: Vec<usize>, dim: usize) -> Kernel {
+        let (outer, _, inner) = out.split_at_dim(dim);
+        Kernel::Concat { outer, mids, inner }
+    }
+
     /// A short name for messages.
     pub fn name(&self) -> &'static str {
         match self {

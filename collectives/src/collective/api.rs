@@ -96,6 +96,7 @@ impl DeviceGroup {
                 let have = ring::all_gather(&mut hops, self.devices(), shards)?;
                 have.iter().map(|row| join(row, dim)).collect()
             }
+            _ if super::call::host_star(self) => super::call::host_all_gather(self, shards, dim),
             _ => {
                 let cat = star::gather_to(&mut hops, shards, dim, self.leader())?;
                 star::broadcast(&mut hops, &cat, self.devices())

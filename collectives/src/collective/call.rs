@@ -1,5 +1,6 @@
 //! Collectives issued as one multi-device call: an `Op::Collective` node over the shards and one
-//! `Op::Part` node per output, the shape shared by NCCL calls and the host star.
+//! `Op::Part` node per output, the shape shared by NCCL calls and the host star (all_reduce and
+//! all_gather of a group of host devices).
 //!
 //! A realize whose targets are the parts of one call with its inputs in place issues the call
 //! directly, without the graph pass and the schedule (`exec/direct.rs`); that is why a call is
@@ -8,8 +9,10 @@
 use std::sync::Arc;
 
 use super::{DeviceGroup, ReduceOp};
-use crate::backend::cpu::HostAllReduce;
+use crate::backend::Kernel;
+use crate::backend::cpu::HostStar;
 use crate::device::Device;
+use crate::error::Result;
 use crate::graph::{CollectiveCall, MultiKernel, Op, Shape, Tensor};
 
 /// `kernel`'s node over `inputs` on `group`'s leader, and one part per `(device, shape)` of `outs`.
@@ -36,18 +39,38 @@ pub(crate) fn nodes(
         .collect()
 }
 
-/// Whether the star all_reduce of `group` runs as one host call: every member is a host device,
-/// and there are at least two (one member's all_reduce is its shard, or one scale).
+/// Whether the star collectives of `group` run as one host call: every member is a host device,
+/// and there are at least two (one member's result is its shard).
 pub(crate) fn host_star(group: &DeviceGroup) -> bool {
     group.size() >= 2 && group.devices().iter().all(|d| d.is_host())
 }
 
-/// The star all_reduce over host devices as one call (see `backend/cpu/call.rs`).
+/// `kernel` on the leader over `shards` into `out`, the result on every member, as one call (see
+/// `backend/cpu/call.rs`).
+fn host_call(
+    group: &DeviceGroup,
+    name: &'static str,
+    kernel: Kernel,
+    shards: &[Tensor],
+    out: &Shape,
+) -> Vec<Tensor> {
+    let devices = group.devices().to_vec();
+    let call = HostStar { name, devices, root: group.leader_index(), kernel, len: out.numel() };
+    let outs: Vec<(Device, Shape)> = group.devices().iter().map(|&d| (d, out.clone())).collect();
+    nodes(group, Arc::new(call), shards, &outs)
+}
+
+/// The star all_reduce over host devices as one call.
 pub(crate) fn host_all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
     let (kind, scale) = op.lower(shards.len());
-    let devices = group.devices().to_vec();
-    let kernel = HostAllReduce { devices, root: group.leader_index(), kind, scale };
-    let outs: Vec<(Device, Shape)> =
-        group.devices().iter().map(|&d| (d, shards[0].shape().clone())).collect();
-    nodes(group, Arc::new(kernel), shards, &outs)
+    host_call(group, "host all_reduce", Kernel::Reduce { kind, scale }, shards, shards[0].shape())
+}
+
+/// The star all_gather over host devices along `dim` as one call. The join's shape is checked as
+/// `Tensor::concat_on` checks it (same ranks and extents, a size that fits).
+pub(crate) fn host_all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
+    let joined = Tensor::concat_on(group.leader(), shards, dim)?;
+    let mids = shards.iter().map(|s| s.shape().dim(dim)).collect();
+    let kernel = Kernel::concat(joined.shape(), mids, dim);
+    Ok(host_call(group, "host all_gather", kernel, shards, joined.shape()))
 }

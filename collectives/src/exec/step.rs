@@ -120,9 +120,7 @@ fn lower(op: &Op, t: &Tensor) -> Result<Kernel> {
             Kernel::Slice { outer, in_mid, start: *start, len: *len, inner }
         }
         Op::Concat { dim } => {
-            let (outer, _, inner) = t.shape().split_at_dim(*dim);
-            let mids = t.inputs().iter().map(|i| i.shape().dim(*dim)).collect();
-            Kernel::Concat { outer, mids, inner }
+            Kernel::concat(t.shape(), t.inputs().iter().map(|i| i.shape().dim(*dim)).collect(), *dim)
         }
         Op::Input | Op::Copy { .. } | Op::Move { .. } | Op::Reshape | Op::Collective(_) | Op::Part { .. } => {
             return Err(Error::internal(op.name(), "lowered as a compute op, which it is not"));

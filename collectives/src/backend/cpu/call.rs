@@ -1,12 +1,14 @@
-//! The star all_reduce of a group of host devices as one multi-device call.
+//! The star collectives of a group of host devices as one multi-device call: all_reduce and
+//! all_gather.
 //!
-//! Every member is host memory, so the star's work — fold every shard on the leader, send the
-//! result to every member — is one pass of the CPU reduce kernel whose finished chunks are copied
-//! into each member's output while still in cache (the kernel's fan-out). The general path issues
-//! exactly that work too, but only after the graph pass and the schedule have found it; issued as
-//! one call (like an NCCL call), a realize whose shards are already on their devices takes the
-//! executor's direct path instead, and the bookkeeping that made most of a small all_reduce's
-//! time is gone (`bench/cpu-call`).
+//! Every member is host memory, so the star's work — one kernel on the leader over every shard
+//! (the fold of an all_reduce, the join of an all_gather), its result sent to every member — is
+//! one pass of that CPU kernel whose finished chunks are copied into each member's output while
+//! still in cache (the kernel's fan-out). The general path issues exactly that work too, but only
+//! after the graph pass and the schedule have found it; issued as one call (like an NCCL call),
+//! a realize whose shards are already on their devices takes the executor's direct path instead,
+//! and the bookkeeping that made most of a small collective's time is gone
+//! (`bench/gpu/13-fixed-cost`).
 //!
 //! ```
 //! use collectives::{Device, DeviceGroup, ReduceOp, Tensor, realize};
@@ -25,42 +27,41 @@ use super::CpuBackend;
 use crate::backend::{Backend, Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::graph::{MultiKernel, ReduceKind, Scale};
+use crate::graph::MultiKernel;
 
-/// A star all_reduce over host devices: `devices[root]` folds the inputs (one per device, in
-/// device order) and every device gets the result.
-pub(crate) struct HostAllReduce {
+/// A star collective over host devices: `devices[root]` runs `kernel` over the inputs (one per
+/// device, in device order) into `len` elements, and every device gets the result.
+pub(crate) struct HostStar {
+    /// What the call is, for plans and messages (`host all_reduce`).
+    pub name: &'static str,
     /// The members, in the order of the inputs and of the outputs.
     pub devices: Vec<Device>,
-    /// Index of the member that folds.
+    /// Index of the member that runs the kernel.
     pub root: usize,
-    /// The fold.
-    pub kind: ReduceKind,
-    /// A scale applied after the fold (`Avg`, `PreMulSum`).
-    pub scale: Option<Scale>,
+    /// The kernel: a reduce or a concat.
+    pub kernel: Kernel,
+    /// Elements of the result.
+    pub len: usize,
 }
 
-impl MultiKernel for HostAllReduce {
+impl MultiKernel for HostStar {
     fn name(&self) -> String {
-        "host all_reduce".into()
+        self.name.into()
     }
 
     fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
         let root = self.devices[self.root];
-        let first =
-            inputs.first().ok_or_else(|| Error::internal("host all_reduce", "a call with no inputs"))?;
-        let out = OutSpec { dtype: first.dtype, len: first.len };
-        let kernel = Kernel::Reduce { kind: self.kind, scale: self.scale };
-        kernel.check(root, inputs, out)?;
+        let first = inputs.first().ok_or_else(|| Error::internal(self.name, "a call with no inputs"))?;
+        let out = OutSpec { dtype: first.dtype, len: self.len };
+        self.kernel.check(root, inputs, out)?;
         let others: Vec<Device> = self.devices.iter().copied().filter(|&d| d != root).collect();
-        let (folded, copies) = CpuBackend::on(root)?.compute_fanout(&kernel, inputs, out, &others)?;
+        let (result, copies) = CpuBackend::on(root)?.compute_fanout(&self.kernel, inputs, out, &others)?;
         let mut copies = copies.into_iter();
-        let mut folded = Some(folded);
+        let mut result = Some(result);
         let mut outs = Vec::with_capacity(self.devices.len());
-        for (i, _) in self.devices.iter().enumerate() {
-            let next = if i == self.root { folded.take() } else { copies.next() };
-            let b =
-                next.ok_or_else(|| Error::internal("host all_reduce", "the kernel wrote too few copies"))?;
+        for i in 0..self.devices.len() {
+            let next = if i == self.root { result.take() } else { copies.next() };
+            let b = next.ok_or_else(|| Error::internal(self.name, "the kernel wrote too few copies"))?;
             outs.push(Arc::new(b));
         }
         Ok(outs)
