@@ -185,9 +185,9 @@ fn rank_zero_shards_reduce_and_broadcast() {
     });
 }
 
-/// The star all_reduce of host devices is one call; with shards still to compute (here a
-/// product not yet run), the call is a step of the general schedule, not the direct path, and
-/// its results feed more work in the same realize. Every element of every member's result, and
+/// The star all_reduce (and reduce_scatter) of host devices is one call; with shards still to
+/// compute (here a product not yet run), the call is a step of the general schedule, not the
+/// direct path, and its results feed more work in the same realize. Every element of every member's result, and
 /// of the work after it, against the f64 reference; the inputs are unchanged.
 #[test]
 fn all_reduce_of_lazy_shards_inside_a_larger_graph() {
@@ -208,6 +208,15 @@ fn all_reduce_of_lazy_shards_inside_a_larger_graph() {
                 assert!(lazy.iter().all(|t| !t.is_realized()), "{ctx}");
                 let got = group.all_reduce(&lazy, op).expect(&ctx);
                 let after = got[0].maximum(&got[n - 1]).expect(&ctx);
+                if n == 3 {
+                    // reduce_scatter of the same lazy shards along dim 0: part i on device i.
+                    let parts = group.reduce_scatter(&lazy, op, 0).expect(&ctx);
+                    for (i, (p, &d)) in parts.iter().zip(group.devices()).enumerate() {
+                        let mine: Vec<&[f64]> = s.vals.iter().map(|v| &v[i * 7..(i + 1) * 7]).collect();
+                        check_reduced(p, d, op, &mine, &format!("{ctx} reduce_scatter part {i}"));
+                        assert_eq!(p.shape().dims(), &[1, 7], "{ctx}");
+                    }
+                }
                 collectives::realize(&[got.clone(), vec![after.clone()]].concat()).expect(&ctx);
                 for (i, (t, &d)) in got.iter().zip(group.devices()).enumerate() {
                     check_reduced(t, d, op, &s.slices(), &format!("{ctx} result {i}"));

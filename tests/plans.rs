@@ -292,7 +292,7 @@ fn staging_goes_through_cpu0_even_when_it_is_not_a_member() {
 }
 
 #[test]
-fn a_host_star_all_reduce_or_all_gather_is_one_call_on_the_leader() {
+fn a_host_star_collective_is_one_call_on_the_leader() {
     let cpus: Vec<Device> = (0..4).map(Device::Cpu).collect();
     let g = DeviceGroup::new(cpus.clone()).unwrap().with_leader(Device::Cpu(2)).unwrap();
     let plan = g.plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
@@ -309,6 +309,10 @@ fn a_host_star_all_reduce_or_all_gather_is_one_call_on_the_leader() {
     assert!(gather.hops.is_empty(), "{gather}");
     let ks: Vec<_> = gather.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
     assert_eq!(ks, [(Device::Cpu(2), "collective host all_gather", 4)], "{gather}");
+    let scatter = g.plan(CollectiveKind::ReduceScatter, [16, 3], DType::F32).unwrap();
+    assert!(scatter.hops.is_empty(), "{scatter}");
+    let ks: Vec<_> = scatter.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+    assert_eq!(ks, [(Device::Cpu(2), "collective host reduce_scatter", 4)], "{scatter}");
     // The other algorithms, and groups with a device member, stay graphs of hops and reduces.
     let one_shot = g.using(Algorithm::OneShot).plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
     assert_eq!(one_shot.kernels.len(), 4, "{one_shot}");

@@ -39,6 +39,12 @@ pub(crate) struct OutSpec {
 }
 
 impl Kernel {
+    /// Elements `start..start + len` along `dim` of an input shaped `input`.
+    pub fn slice(input: &crate::graph::Shape, dim: usize, start: usize, len: usize) -> Kernel {
+        let (outer, in_mid, inner) = input.split_at_dim(dim);
+        Kernel::Slice { outer, in_mid, start, len, inner }
+    }
+
     /// The concat of inputs whose extents along `dim` are `mids`, into `out` (their join).
     pub fn concat(out: &crate::graph::Shape, mids: Vec<usize>, dim: usize) -> Kernel {
         let (outer, _, inner) = out.split_at_dim(dim);

@@ -141,6 +141,31 @@ mod tests {
         limit(None);
     }
 
+    proptest::proptest! {
+        /// Any run of keeps and takes does what a plain list does: take hands back the newest
+        /// buffer of its key, keep displaces the oldest buffers of all until the new one fits.
+        #[test]
+        fn keeps_and_takes_match_a_plain_list(ops in proptest::collection::vec((0u8..4, 1usize..40, proptest::bool::ANY), 1..200)) {
+            let mut s = Shelf::new(100);
+            let mut model: Vec<(u8, usize, u32)> = vec![]; // (key, size, id), oldest first
+            for (id, &(key, size, is_keep)) in ops.iter().enumerate() {
+                let id = id as u32;
+                if is_keep {
+                    let mut gone = vec![];
+                    while model.iter().map(|m| m.1).sum::<usize>() + size > 100 && !model.is_empty() {
+                        gone.push(model.remove(0).2);
+                    }
+                    model.push((key, size, id));
+                    proptest::prop_assert_eq!(s.keep(key, size, id), Ok(gone));
+                } else {
+                    let want = model.iter().rposition(|m| m.0 == key).map(|i| model.remove(i).2);
+                    proptest::prop_assert_eq!(s.take(key), want);
+                }
+                proptest::prop_assert_eq!(s.bytes(), model.iter().map(|m| m.1).sum::<usize>());
+            }
+        }
+    }
+
     #[test]
     fn take_hands_back_the_newest_and_drain_empties() {
         let mut s = Shelf::new(100);

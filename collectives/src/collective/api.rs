@@ -123,6 +123,9 @@ impl DeviceGroup {
                 let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
                 ring::reduce_scatter(&mut hops, self.devices(), &parts, op)
             }
+            _ if super::call::host_star(self) => {
+                Ok(super::call::host_reduce_scatter(self, shards, op, dim, part))
+            }
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
                 star::scatter(&mut hops, &r, dim, &vec![part; n], self.devices())

@@ -1,6 +1,6 @@
 //! Collectives issued as one multi-device call: an `Op::Collective` node over the shards and one
-//! `Op::Part` node per output, the shape shared by NCCL calls and the host star (all_reduce and
-//! all_gather of a group of host devices).
+//! `Op::Part` node per output, the shape shared by NCCL calls and the host star (all_reduce,
+//! all_gather and reduce_scatter of a group of host devices).
 //!
 //! A realize whose targets are the parts of one call with its inputs in place issues the call
 //! directly, without the graph pass and the schedule (`exec/direct.rs`); that is why a call is
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::{DeviceGroup, ReduceOp};
 use crate::backend::Kernel;
-use crate::backend::cpu::HostStar;
+use crate::backend::cpu::{HostReduceScatter, HostStar};
 use crate::device::Device;
 use crate::error::Result;
 use crate::graph::{CollectiveCall, MultiKernel, Op, Shape, Tensor};
@@ -73,4 +73,29 @@ pub(crate) fn host_all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize
     let mids = shards.iter().map(|s| s.shape().dim(dim)).collect();
     let kernel = Kernel::concat(joined.shape(), mids, dim);
     Ok(host_call(group, "host all_gather", kernel, shards, joined.shape()))
+}
+
+/// The star reduce_scatter over host devices along `dim` as one call: part i (`part` long along
+/// `dim`) of the fold on device i.
+pub(crate) fn host_reduce_scatter(
+    group: &DeviceGroup,
+    shards: &[Tensor],
+    op: ReduceOp,
+    dim: usize,
+    part: usize,
+) -> Vec<Tensor> {
+    let (kind, scale) = op.lower(shards.len());
+    let whole = shards[0].shape();
+    let out = whole.with_dim(dim, part);
+    let parts = (0..group.size()).map(|i| Kernel::slice(whole, dim, i * part, part)).collect();
+    let call = HostReduceScatter {
+        devices: group.devices().to_vec(),
+        root: group.leader_index(),
+        fold: Kernel::Reduce { kind, scale },
+        len: whole.numel(),
+        parts,
+        part_len: out.numel(),
+    };
+    let outs: Vec<(Device, Shape)> = group.devices().iter().map(|&d| (d, out.clone())).collect();
+    nodes(group, Arc::new(call), shards, &outs)
 }

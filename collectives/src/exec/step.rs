@@ -115,10 +115,7 @@ fn lower(op: &Op, t: &Tensor) -> Result<Kernel> {
         Op::Reduce { kind, scale } => Kernel::Reduce { kind: *kind, scale: *scale },
         Op::Scale(s) => Kernel::Scale(*s),
         Op::Cast(_) => Kernel::Cast,
-        Op::Slice { dim, start, len } => {
-            let (outer, in_mid, inner) = t.inputs()[0].shape().split_at_dim(*dim);
-            Kernel::Slice { outer, in_mid, start: *start, len: *len, inner }
-        }
+        Op::Slice { dim, start, len } => Kernel::slice(t.inputs()[0].shape(), *dim, *start, *len),
         Op::Concat { dim } => {
             Kernel::concat(t.shape(), t.inputs().iter().map(|i| i.shape().dim(*dim)).collect(), *dim)
         }

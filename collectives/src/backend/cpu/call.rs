@@ -1,10 +1,11 @@
-//! The star collectives of a group of host devices as one multi-device call: all_reduce and
-//! all_gather.
+//! The star collectives of a group of host devices as one multi-device call: all_reduce,
+//! all_gather and reduce_scatter.
 //!
 //! Every member is host memory, so the star's work — one kernel on the leader over every shard
 //! (the fold of an all_reduce, the join of an all_gather), its result sent to every member — is
 //! one pass of that CPU kernel whose finished chunks are copied into each member's output while
-//! still in cache (the kernel's fan-out). The general path issues exactly that work too, but only
+//! still in cache (the kernel's fan-out); a reduce_scatter's fold is cut into each member's part
+//! instead. The general path issues exactly that work too, but only
 //! after the graph pass and the schedule have found it; issued as one call (like an NCCL call),
 //! a realize whose shards are already on their devices takes the executor's direct path instead,
 //! and the bookkeeping that made most of a small collective's time is gone
@@ -65,5 +66,43 @@ impl MultiKernel for HostStar {
             outs.push(Arc::new(b));
         }
         Ok(outs)
+    }
+}
+
+/// A star reduce_scatter over host devices: `devices[root]` folds the inputs with `fold` into
+/// `len` elements, and device i gets `parts[i]` of the fold (a slice kernel, `part_len` elements).
+pub(crate) struct HostReduceScatter {
+    /// The members, in the order of the inputs and of the outputs.
+    pub devices: Vec<Device>,
+    /// Index of the member that folds.
+    pub root: usize,
+    /// The fold: a reduce.
+    pub fold: Kernel,
+    /// Elements of the fold.
+    pub len: usize,
+    /// Each member's part of the fold: slice kernels.
+    pub parts: Vec<Kernel>,
+    /// Elements of each part.
+    pub part_len: usize,
+}
+
+impl MultiKernel for HostReduceScatter {
+    fn name(&self) -> String {
+        "host reduce_scatter".into()
+    }
+
+    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+        let root = self.devices[self.root];
+        let first =
+            inputs.first().ok_or_else(|| Error::internal("host reduce_scatter", "a call with no inputs"))?;
+        let (dtype, full) = (first.dtype, OutSpec { dtype: first.dtype, len: self.len });
+        self.fold.check(root, inputs, full)?;
+        let folded = CpuBackend::on(root)?.compute(&self.fold, inputs, full)?;
+        let part = OutSpec { dtype, len: self.part_len };
+        let cut = |(&d, k): (&Device, &Kernel)| -> Result<Arc<Buffer>> {
+            k.check(d, &[&folded], part)?;
+            Ok(Arc::new(CpuBackend::on(d)?.compute(k, &[&folded], part)?))
+        };
+        self.devices.iter().zip(&self.parts).map(cut).collect()
     }
 }
