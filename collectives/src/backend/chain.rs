@@ -120,6 +120,15 @@ pub(crate) enum Bridge {
     Host(String),
 }
 
+impl std::fmt::Display for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bridge::Device => f.write_str("device (one GPU: CUDA and Vulkan share its memory)"),
+            Bridge::Host(why) => write!(f, "host ({why})"),
+        }
+    }
+}
+
 /// The bridge for a pair, from each side's UUID (or why that side cannot share memory: no
 /// export extension, no import entry points) and whether host staging is forced.
 pub(crate) fn choose_bridge(

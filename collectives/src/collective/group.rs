@@ -26,7 +26,9 @@ impl DeviceGroup {
     /// Checks that every member can run now: its backend is built, its driver loads and the
     /// device exists (each is opened, once per process). Errors with the first member that
     /// cannot, as [`Error::DeviceUnavailable`] (whose message says what to install) or
-    /// [`Error::BackendNotBuilt`].
+    /// [`Error::BackendNotBuilt`]. Then decides the bridge of every CUDA ↔ Vulkan pair (through
+    /// the GPU's memory where both are one GPU, else the host; otherwise decided at the pair's
+    /// first move), which the group's listing (`Display`) shows from then on.
     ///
     /// ```
     /// use collectives::{Device, DeviceGroup, Error};
@@ -37,7 +39,13 @@ impl DeviceGroup {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn validate(&self) -> Result<()> {
-        self.devices.iter().try_for_each(|&d| crate::discover::check(d))
+        self.devices.iter().try_for_each(|&d| crate::discover::check(d))?;
+        for (i, &a) in self.devices.iter().enumerate() {
+            for &b in &self.devices[i + 1..] {
+                crate::backend::staged::decide_bridge(a, b);
+            }
+        }
+        Ok(())
     }
 
     /// The same group with `leader` as its leader. Errors with [`Error::LeaderNotMember`].

@@ -78,14 +78,27 @@ pub struct DeviceGroup {
     algorithm: Algorithm,
 }
 
+/// The bridge of a CUDA ↔ Vulkan pair for the group's listing: the one decided (by a move
+/// between them or by [`DeviceGroup::validate`]), or when it will be; nothing for other pairs.
+fn bridge_note(from: Device, to: Device) -> String {
+    if !from.needs_staging(to) {
+        return String::new();
+    }
+    match crate::backend::staged::decided_bridge(from, to) {
+        Some(b) => format!(", bridge: {b}"),
+        None => ", bridge: decided at the first move between them, or by validate()".into(),
+    }
+}
+
 impl fmt::Display for DeviceGroup {
-    /// The members, the leader, the algorithm setting and the route of every member pair.
+    /// The members, the leader, the algorithm setting and the route of every member pair; for a
+    /// CUDA ↔ Vulkan pair also its bridge (through the GPU's own memory, or the host).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "DeviceGroup of {} [{}]", self.size(), self.member_list())?;
         writeln!(f, "  leader: {}   algorithm: {}", self.leader(), self.algorithm)?;
         for &from in &self.devices {
             for &to in self.devices.iter().filter(|&&t| t != from) {
-                writeln!(f, "  {from} -> {to}: {}", self.route(from, to))?;
+                writeln!(f, "  {from} -> {to}: {}{}", self.route(from, to), bridge_note(from, to))?;
             }
         }
         Ok(())

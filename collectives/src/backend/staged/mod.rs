@@ -34,7 +34,7 @@ mod ring;
 mod tests;
 
 use super::Buffer;
-use super::chain::{StagedTransport, fusion_enabled};
+use super::chain::{Bridge, StagedTransport, fusion_enabled};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::route::STAGING_HOST;
@@ -58,6 +58,41 @@ pub(crate) fn check_pair(from: Device, to: Device) -> Result<()> {
 fn cuda_and_vulkan(from: Device, to: Device) -> (Device, Device) {
     if matches!(from, Device::Cuda(_)) { (from, to) } else { (to, from) }
 }
+
+/// The bridge between a CUDA and a Vulkan device (`a` and `b`, either order) if this process has
+/// decided it — by a move between them or by [`decide_bridge`]; decides nothing. `None` for any
+/// other pair and for a pair not decided yet.
+pub(crate) fn decided_bridge(a: Device, b: Device) -> Option<Bridge> {
+    if !a.needs_staging(b) {
+        return None;
+    }
+    #[cfg(all(feature = "cuda", feature = "vulkan"))]
+    {
+        let (cu, vk) = cuda_and_vulkan(a, b);
+        ring::decided(cu, vk)
+    }
+    #[cfg(not(all(feature = "cuda", feature = "vulkan")))]
+    Some(Bridge::Host(BOTH_BACKENDS.into()))
+}
+
+/// Decides the bridge between a CUDA and a Vulkan device (`a` and `b`, either order) now, as
+/// their first move would: both drivers are asked for the GPU's UUID. `None` for any other pair.
+pub(crate) fn decide_bridge(a: Device, b: Device) -> Option<Bridge> {
+    if !a.needs_staging(b) {
+        return None;
+    }
+    #[cfg(all(feature = "cuda", feature = "vulkan"))]
+    {
+        let (cu, vk) = cuda_and_vulkan(a, b);
+        Some(ring::choice(cu, vk))
+    }
+    #[cfg(not(all(feature = "cuda", feature = "vulkan")))]
+    Some(Bridge::Host(BOTH_BACKENDS.into()))
+}
+
+/// Why a build without both GPU backends has only the host between them.
+#[cfg(not(all(feature = "cuda", feature = "vulkan")))]
+const BOTH_BACKENDS: &str = "built without both the cuda and vulkan features";
 
 /// `src` (on a CUDA or Vulkan device) copied to `to` (a device of the other vendor) through the
 /// host: pipelined through the pair's ring where there is one, else as two whole hops.
@@ -98,5 +133,5 @@ pub(crate) fn transport(from: Device, to: Device) -> Result<StagedTransport> {
     #[cfg(all(feature = "cuda", feature = "vulkan"))]
     return Ok(ring::transport(from, to).unwrap_or_else(|reason| StagedTransport::TwoHops { reason }));
     #[cfg(not(all(feature = "cuda", feature = "vulkan")))]
-    Ok(StagedTransport::TwoHops { reason: "built without both the cuda and vulkan features".to_string() })
+    Ok(StagedTransport::TwoHops { reason: BOTH_BACKENDS.to_string() })
 }

@@ -200,10 +200,18 @@ fn bridge_export(vk: Device, bytes: usize) -> Result<crate::backend::vulkan::exp
     crate::backend::vulkan::export::export(vk, bytes)
 }
 
+/// The bridge of each CUDA / Vulkan pair decided so far.
+static CHOICES: OnceLock<Mutex<HashMap<(Device, Device), Bridge>>> = OnceLock::new();
+
+/// The bridge between CUDA device `cu` and Vulkan device `vk` if [`choice`] has decided it;
+/// decides nothing.
+pub(super) fn decided(cu: Device, vk: Device) -> Option<Bridge> {
+    CHOICES.get()?.lock().get(&(cu, vk)).cloned()
+}
+
 /// The bridge between CUDA device `cu` and Vulkan device `vk` ([`choose_bridge`] on their UUIDs),
 /// decided once per pair.
 pub(super) fn choice(cu: Device, vk: Device) -> Bridge {
-    static CHOICES: OnceLock<Mutex<HashMap<(Device, Device), Bridge>>> = OnceLock::new();
     let mut made = CHOICES.get_or_init(Default::default).lock();
     made.entry((cu, vk))
         .or_insert_with(|| {

@@ -442,3 +442,55 @@ fn a_failed_share_falls_back_and_every_byte_still_arrives() {
     back.wait().unwrap();
     check(&back, "back to CUDA");
 }
+
+/// The line `a -> b: ...` of `g`'s listing.
+fn listed(g: &crate::collective::DeviceGroup, a: Device, b: Device) -> String {
+    let head = format!("{a} -> {b}:");
+    let text = g.to_string();
+    text.lines()
+        .find(|l| l.trim_start().starts_with(&head))
+        .unwrap_or_else(|| panic!("no {head} in {text}"))
+        .to_string()
+}
+
+/// A group lists each CUDA ↔ Vulkan pair's bridge once it is decided, whichever order decided
+/// it. `cuda:13` exists on no machine this runs on, so the bridge is the host everywhere.
+#[test]
+fn a_group_lists_each_cuda_vulkan_pair_with_its_bridge_once_decided() {
+    let (cu, vk, cpu) = (Device::Cuda(13), Device::Vulkan(0), Device::Cpu(0));
+    let g = crate::collective::DeviceGroup::new(vec![cpu, cu, vk]).unwrap();
+    assert_eq!(decided_bridge(cu, vk), None);
+    assert!(
+        listed(&g, cu, vk).ends_with(", bridge: decided at the first move between them, or by validate()")
+    );
+    let b = decide_bridge(vk, cu).expect("a CUDA / Vulkan pair");
+    assert!(matches!(&b, Bridge::Host(why) if !why.is_empty()), "{b:?}");
+    assert_eq!(decided_bridge(cu, vk).as_ref(), Some(&b));
+    for (x, y) in [(cu, vk), (vk, cu)] {
+        assert!(listed(&g, x, y).ends_with(&format!("staged via cpu:0, bridge: {b}")), "{g}");
+    }
+    assert!(listed(&g, cpu, cu).ends_with(": direct") && listed(&g, vk, cpu).ends_with(": direct"), "{g}");
+    assert_eq!((decide_bridge(cpu, vk), decided_bridge(cu, Device::Cuda(14))), (None, None));
+}
+
+/// Where `cuda:0` and `vulkan:0` are both present, `validate` decides their bridge: the device
+/// where they are one GPU (unless `COLLECTIVES_BRIDGE=host`), else the host.
+#[test]
+fn validate_decides_the_bridge_of_a_present_pair() {
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let g = crate::collective::DeviceGroup::new(vec![cu, vk]).unwrap();
+    if let Err(e) = g.validate() {
+        println!("skipped: needs cuda:0 and vulkan:0 ({e})");
+        return;
+    }
+    let b = decided_bridge(cu, vk).expect("validate decided it");
+    println!("{g}");
+    assert!(listed(&g, cu, vk).ends_with(&format!("bridge: {b}")), "{g}");
+    let same_gpu = crate::backend::cuda::uuid(cu).ok() == crate::backend::vulkan::export::uuid(vk).ok();
+    if same_gpu
+        && !crate::backend::chain::bridge_forced_host()
+        && crate::backend::cuda::driver::interop_status().is_ok()
+    {
+        assert_eq!(b, Bridge::Device, "{g}");
+    }
+}
