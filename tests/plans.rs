@@ -109,6 +109,30 @@ fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
 }
 
 #[test]
+fn a_plan_names_each_cuda_vulkan_move_with_its_bridge() {
+    let g = mixed();
+    let b = 64 * 4;
+    let plan = g.plan(CollectiveKind::AllReduce, [64], DType::F32).unwrap();
+    // vulkan:0's shard to the leader, and the result back: each two hops through cpu:0.
+    let mut moves: Vec<_> = plan.bridges.iter().map(|m| (m.from, m.to, m.bytes)).collect();
+    moves.sort();
+    assert_eq!(moves, [(CUDA0, VK0, b), (VK0, CUDA0, b)], "{plan}");
+    for m in &plan.bridges {
+        // Planning decides nothing; a bridge is named once a move or validate() decided it.
+        let named = m.bridge.as_deref().is_none_or(|x| x.starts_with("device (") || x.starts_with("host ("));
+        assert!(named, "{plan}");
+        assert!(
+            plan.to_string().contains(&format!("  bridge {} -> {}  {b} bytes: ", m.from, m.to)),
+            "{plan}"
+        );
+    }
+    // Host and same-vendor hops are no bridges.
+    let cuda_cpu = DeviceGroup::new(vec![CUDA0, CUDA1, CPU0]).unwrap();
+    let plan = cuda_cpu.plan(CollectiveKind::AllGather, [8, 3], DType::BF16).unwrap();
+    assert!(!plan.hops.is_empty() && plan.bridges.is_empty(), "{plan}");
+}
+
+#[test]
 fn no_plan_has_a_direct_cross_vendor_hop() {
     use CollectiveKind::*;
     for leader in [CUDA0, CUDA1, VK0, CPU0] {

@@ -47,7 +47,7 @@ pub use crate::graph::ReduceOp;
 pub use crate::route::Route;
 pub use algo::{Algorithm, CollectiveKind, RING_MIN_BYTES, choose, choose_native, nccl_available};
 pub(crate) use check::check_dim;
-pub use plan::{Plan, PlannedHop, PlannedKernel};
+pub use plan::{Plan, PlannedBridge, PlannedHop, PlannedKernel};
 
 use crate::device::Device;
 

@@ -1,5 +1,5 @@
-//! Plans: what a collective will do — algorithm, hops with their routes and bytes, kernels —
-//! read off the graph it builds, before anything runs.
+//! Plans: what a collective will do — algorithm, hops with their routes and bytes, kernels, and
+//! the bridge of each CUDA ↔ Vulkan move — read off the graph it builds, before anything runs.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -34,6 +34,24 @@ pub struct PlannedKernel {
     pub bytes: usize,
 }
 
+/// One CUDA ↔ Vulkan move the plan makes: its two copies through the host are among the plan's
+/// hops; where both devices are one GPU and the move has at least
+/// [`DEVICE_MIN_BYTES`](crate::exec::DEVICE_MIN_BYTES), they run as one copy through the GPU's
+/// memory instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedBridge {
+    /// The CUDA or Vulkan device the data leaves.
+    pub from: Device,
+    /// The device of the other vendor it reaches.
+    pub to: Device,
+    /// Bytes moved.
+    pub bytes: usize,
+    /// The pair's bridge — `device (...)` or `host (why)` — once this process has decided it
+    /// (at the pair's first move, or by [`DeviceGroup::validate`]); `None` before. Planning
+    /// decides nothing: it touches no device.
+    pub bridge: Option<String>,
+}
+
 /// What running some lazy tensors will do: every copy and every kernel (each list in the order the
 /// executor issues them).
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -44,6 +62,8 @@ pub struct Plan {
     pub hops: Vec<PlannedHop>,
     /// The kernels.
     pub kernels: Vec<PlannedKernel>,
+    /// The CUDA ↔ Vulkan moves, each also two of `hops`, with their bridges.
+    pub bridges: Vec<PlannedBridge>,
 }
 
 impl Plan {
@@ -80,6 +100,7 @@ impl Plan {
                 if from != *to {
                     self.hops.push(PlannedHop { from, to: *to, bytes: t.nbytes() });
                 }
+                self.record_bridge(t, *to);
             }
             Op::Reshape | Op::Part { .. } => {}
             op => self.kernels.push(PlannedKernel {
@@ -88,6 +109,21 @@ impl Plan {
                 inputs: t.inputs().len(),
                 bytes: t.nbytes(),
             }),
+        }
+    }
+
+    /// Records the CUDA ↔ Vulkan move that copy `t` (to `to`) ends: a copy from a host copy of a
+    /// tensor on a device of the other vendor.
+    fn record_bridge(&mut self, t: &Tensor, to: Device) {
+        let host = &t.inputs()[0];
+        let Some(src) = host.inputs().first().filter(|_| host.op().is_transfer() && host.device().is_host())
+        else {
+            return;
+        };
+        let from = src.device();
+        if from.needs_staging(to) {
+            let bridge = crate::backend::staged::decided_bridge(from, to).map(|b| b.to_string());
+            self.bridges.push(PlannedBridge { from, to, bytes: t.nbytes(), bridge });
         }
     }
 
@@ -114,6 +150,11 @@ impl fmt::Display for Plan {
         }
         for k in &self.kernels {
             writeln!(f, "  kernel {} on {} ({} inputs, {} bytes out)", k.op, k.device, k.inputs, k.bytes)?;
+        }
+        for b in &self.bridges {
+            let how =
+                b.bridge.as_deref().unwrap_or("decided at the first move between them, or by validate()");
+            writeln!(f, "  bridge {} -> {}  {} bytes: {how}", b.from, b.to, b.bytes)?;
         }
         Ok(())
     }
