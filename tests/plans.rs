@@ -132,6 +132,27 @@ fn a_plan_names_each_cuda_vulkan_move_with_its_bridge() {
     assert!(!plan.hops.is_empty() && plan.bridges.is_empty(), "{plan}");
 }
 
+/// A move whose first hop (to the host) already ran is a host → device copy, not a bridge.
+#[test]
+fn a_move_whose_first_hop_ran_is_no_bridge() {
+    if !collectives::available_devices().contains(&VK0) {
+        assert!(!collectives_tests::vulkan_required(), "REQUIRE_VULKAN=1 but {VK0} is missing");
+        println!("skipped: needs {VK0}");
+        return;
+    }
+    let on_host = Tensor::from_vec(vec![1.5f32; 8], [8], VK0).unwrap().copy_to_device(CPU0).unwrap();
+    let to_cuda = on_host.copy_to_device(CUDA0).unwrap();
+    let before = Plan::of(std::slice::from_ref(&to_cuda));
+    assert_eq!(
+        before.bridges.iter().map(|m| (m.from, m.to, m.bytes)).collect::<Vec<_>>(),
+        [(VK0, CUDA0, 32)]
+    );
+    on_host.realize().unwrap(); // runs the first hop
+    assert_eq!(on_host.to_vec::<f32>().unwrap(), vec![1.5; 8]);
+    let after = Plan::of(&[to_cuda]);
+    assert_eq!((hops(&after), after.bridges.len()), (vec![(CPU0, CUDA0, 32)], 0), "{after}");
+}
+
 #[test]
 fn no_plan_has_a_direct_cross_vendor_hop() {
     use CollectiveKind::*;

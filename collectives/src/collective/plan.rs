@@ -112,12 +112,12 @@ impl Plan {
         }
     }
 
-    /// Records the CUDA ↔ Vulkan move that copy `t` (to `to`) ends: a copy from a host copy of a
-    /// tensor on a device of the other vendor.
+    /// Records the CUDA ↔ Vulkan move that copy `t` (to `to`) ends: a copy from a host copy, not
+    /// run yet, of a tensor on a device of the other vendor.
     fn record_bridge(&mut self, t: &Tensor, to: Device) {
         let host = &t.inputs()[0];
-        let Some(src) = host.inputs().first().filter(|_| host.op().is_transfer() && host.device().is_host())
-        else {
+        let pending = host.op().is_transfer() && host.device().is_host() && !host.is_realized();
+        let Some(src) = host.inputs().first().filter(|_| pending) else {
             return;
         };
         let from = src.device();
