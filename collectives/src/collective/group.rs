@@ -26,9 +26,10 @@ impl DeviceGroup {
     /// Checks that every member can run now: its backend is built, its driver loads and the
     /// device exists (each is opened, once per process). Errors with the first member that
     /// cannot, as [`Error::DeviceUnavailable`] (whose message says what to install) or
-    /// [`Error::BackendNotBuilt`]. Then decides the bridge of every CUDA ↔ Vulkan pair (through
-    /// the GPU's memory where both are one GPU, else the host; otherwise decided at the pair's
-    /// first move), which the group's listing (`Display`) shows from then on.
+    /// [`Error::BackendNotBuilt`]. Then decides the bridge of every CUDA ↔ Vulkan pair of the
+    /// group — through the GPU's memory where both are one GPU, else the host; without
+    /// `validate`, at the pair's first move — which the group's listing (`Display`) and its
+    /// [`Plan`](super::Plan)s show from then on.
     ///
     /// ```
     /// use collectives::{Device, DeviceGroup, Error};

@@ -35,9 +35,9 @@ pub struct PlannedKernel {
 }
 
 /// One CUDA ↔ Vulkan move the plan makes: its two copies through the host are among the plan's
-/// hops; where both devices are one GPU and the move has at least
-/// [`DEVICE_MIN_BYTES`](crate::exec::DEVICE_MIN_BYTES), they run as one copy through the GPU's
-/// memory instead.
+/// hops. Where both devices are one GPU, the move has at least
+/// [`DEVICE_MIN_BYTES`](crate::exec::DEVICE_MIN_BYTES) and nothing else reads its host copy, the
+/// two run as one copy through the GPU's memory instead (see [`crate::exec::StagedTransport`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlannedBridge {
     /// The CUDA or Vulkan device the data leaves.

@@ -5,11 +5,10 @@
 //! (the fold of an all_reduce, the join of an all_gather), its result sent to every member — is
 //! one pass of that CPU kernel whose finished chunks are copied into each member's output while
 //! still in cache (the kernel's fan-out); a reduce_scatter's fold is cut into each member's part
-//! instead. The general path issues exactly that work too, but only
-//! after the graph pass and the schedule have found it; issued as one call (like an NCCL call),
-//! a realize whose shards are already on their devices takes the executor's direct path instead,
-//! and the bookkeeping that made most of a small collective's time is gone
-//! (`bench/gpu/13-fixed-cost`).
+//! instead. The general path issues exactly that work too, but only after the graph pass and the
+//! schedule have found it. Issued as one call (like an NCCL call), a realize whose shards are
+//! already on their devices takes the executor's direct path, and the bookkeeping that made most
+//! of a small collective's time is gone (`bench/gpu/13-fixed-cost`).
 //!
 //! ```
 //! use collectives::{Device, DeviceGroup, ReduceOp, Tensor, realize};
