@@ -39,6 +39,11 @@ pub(crate) fn nodes(
         .collect()
 }
 
+/// One output of `shape` on every member of `group`.
+pub(crate) fn everywhere(group: &DeviceGroup, shape: &Shape) -> Vec<(Device, Shape)> {
+    group.devices().iter().map(|&d| (d, shape.clone())).collect()
+}
+
 /// Whether the star collectives of `group` run as one host call: every member is a host device,
 /// and there are at least two (one member's result is its shard).
 pub(crate) fn host_star(group: &DeviceGroup) -> bool {
@@ -56,8 +61,7 @@ fn host_call(
 ) -> Vec<Tensor> {
     let devices = group.devices().to_vec();
     let call = HostStar { name, devices, root: group.leader_index(), kernel, len: out.numel() };
-    let outs: Vec<(Device, Shape)> = group.devices().iter().map(|&d| (d, out.clone())).collect();
-    nodes(group, Arc::new(call), shards, &outs)
+    nodes(group, Arc::new(call), shards, &everywhere(group, out))
 }
 
 /// The star all_reduce over host devices as one call.
@@ -96,6 +100,5 @@ pub(crate) fn host_reduce_scatter(
         parts,
         part_len: out.numel(),
     };
-    let outs: Vec<(Device, Shape)> = group.devices().iter().map(|&d| (d, out.clone())).collect();
-    nodes(group, Arc::new(call), shards, &outs)
+    nodes(group, Arc::new(call), shards, &everywhere(group, &out))
 }

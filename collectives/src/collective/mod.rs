@@ -86,7 +86,7 @@ fn bridge_note(from: Device, to: Device) -> String {
     }
     match crate::backend::staged::decided_bridge(from, to) {
         Some(b) => format!(", bridge: {b}"),
-        None => ", bridge: decided at the first move between them, or by validate()".into(),
+        None => format!(", bridge: {}", plan::UNDECIDED_BRIDGE),
     }
 }
 

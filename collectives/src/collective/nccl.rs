@@ -3,6 +3,7 @@
 //! runs, and one `Op::Part` node per output taking that device's buffer. Building the nodes
 //! touches no device; the communicators are made on first use (once per set of devices).
 
+use super::call::everywhere;
 use super::{DeviceGroup, ReduceOp};
 use crate::backend::nccl::{NcclCall as Call, clique_call};
 use crate::device::Device;
@@ -12,10 +13,6 @@ use crate::graph::{Shape, Tensor};
 /// The call's node over `inputs`, and one part per `(device, shape)` of `outs`.
 fn build(group: &DeviceGroup, call: Call, inputs: &[Tensor], outs: &[(Device, Shape)]) -> Vec<Tensor> {
     super::call::nodes(group, clique_call(group.devices().to_vec(), call), inputs, outs)
-}
-
-fn everywhere(group: &DeviceGroup, shape: &Shape) -> Vec<(Device, Shape)> {
-    group.devices().iter().map(|&d| (d, shape.clone())).collect()
 }
 
 pub(crate) fn reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Result<Tensor> {

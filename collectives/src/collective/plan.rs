@@ -34,6 +34,9 @@ pub struct PlannedKernel {
     pub bytes: usize,
 }
 
+/// What a listing or a plan says of a CUDA ↔ Vulkan bridge not decided yet.
+pub(crate) const UNDECIDED_BRIDGE: &str = "decided at the first move between them, or by validate()";
+
 /// One CUDA ↔ Vulkan move the plan makes: its two copies through the host are among the plan's
 /// hops. Where both devices are one GPU, the move has at least
 /// [`DEVICE_MIN_BYTES`](crate::exec::DEVICE_MIN_BYTES) and nothing else reads its host copy, the
@@ -152,8 +155,7 @@ impl fmt::Display for Plan {
             writeln!(f, "  kernel {} on {} ({} inputs, {} bytes out)", k.op, k.device, k.inputs, k.bytes)?;
         }
         for b in &self.bridges {
-            let how =
-                b.bridge.as_deref().unwrap_or("decided at the first move between them, or by validate()");
+            let how = b.bridge.as_deref().unwrap_or(UNDECIDED_BRIDGE);
             writeln!(f, "  bridge {} -> {}  {} bytes: {how}", b.from, b.to, b.bytes)?;
         }
         Ok(())

@@ -29,6 +29,13 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::graph::MultiKernel;
 
+/// An output of `len` elements of the inputs' dtype (an internal error without inputs: the
+/// collectives check their shards first).
+fn spec(call: &'static str, inputs: &[&Buffer], len: usize) -> Result<OutSpec> {
+    let first = inputs.first().ok_or_else(|| Error::internal(call, "a call with no inputs"))?;
+    Ok(OutSpec { dtype: first.dtype, len })
+}
+
 /// A star collective over host devices: `devices[root]` runs `kernel` over the inputs (one per
 /// device, in device order) into `len` elements, and every device gets the result.
 pub(crate) struct HostStar {
@@ -51,8 +58,7 @@ impl MultiKernel for HostStar {
 
     fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
         let root = self.devices[self.root];
-        let first = inputs.first().ok_or_else(|| Error::internal(self.name, "a call with no inputs"))?;
-        let out = OutSpec { dtype: first.dtype, len: self.len };
+        let out = spec(self.name, inputs, self.len)?;
         self.kernel.check(root, inputs, out)?;
         let others: Vec<Device> = self.devices.iter().copied().filter(|&d| d != root).collect();
         let (result, copies) = CpuBackend::on(root)?.compute_fanout(&self.kernel, inputs, out, &others)?;
@@ -92,12 +98,10 @@ impl MultiKernel for HostReduceScatter {
 
     fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
         let root = self.devices[self.root];
-        let first =
-            inputs.first().ok_or_else(|| Error::internal("host reduce_scatter", "a call with no inputs"))?;
-        let (dtype, full) = (first.dtype, OutSpec { dtype: first.dtype, len: self.len });
+        let full = spec("host reduce_scatter", inputs, self.len)?;
         self.fold.check(root, inputs, full)?;
         let folded = CpuBackend::on(root)?.compute(&self.fold, inputs, full)?;
-        let part = OutSpec { dtype, len: self.part_len };
+        let part = OutSpec { len: self.part_len, ..full };
         let cut = |(&d, k): (&Device, &Kernel)| -> Result<Arc<Buffer>> {
             k.check(d, &[&folded], part)?;
             Ok(Arc::new(CpuBackend::on(d)?.compute(k, &[&folded], part)?))

@@ -63,31 +63,30 @@ fn cuda_and_vulkan(from: Device, to: Device) -> (Device, Device) {
 /// decided it — by a move between them or by [`decide_bridge`]; decides nothing. `None` for any
 /// other pair and for a pair not decided yet.
 pub(crate) fn decided_bridge(a: Device, b: Device) -> Option<Bridge> {
-    if !a.needs_staging(b) {
-        return None;
-    }
-    #[cfg(all(feature = "cuda", feature = "vulkan"))]
-    {
-        let (cu, vk) = cuda_and_vulkan(a, b);
-        ring::decided(cu, vk)
-    }
-    #[cfg(not(all(feature = "cuda", feature = "vulkan")))]
-    Some(Bridge::Host(BOTH_BACKENDS.into()))
+    bridge(a, b, false)
 }
 
 /// Decides the bridge between a CUDA and a Vulkan device (`a` and `b`, either order) now, as
 /// their first move would: both drivers are asked for the GPU's UUID. `None` for any other pair.
 pub(crate) fn decide_bridge(a: Device, b: Device) -> Option<Bridge> {
+    bridge(a, b, true)
+}
+
+/// The pair's bridge, deciding it first if `decide`.
+fn bridge(a: Device, b: Device, decide: bool) -> Option<Bridge> {
     if !a.needs_staging(b) {
         return None;
     }
     #[cfg(all(feature = "cuda", feature = "vulkan"))]
     {
         let (cu, vk) = cuda_and_vulkan(a, b);
-        Some(ring::choice(cu, vk))
+        if decide { Some(ring::choice(cu, vk)) } else { ring::decided(cu, vk) }
     }
     #[cfg(not(all(feature = "cuda", feature = "vulkan")))]
-    Some(Bridge::Host(BOTH_BACKENDS.into()))
+    {
+        let _ = decide;
+        Some(Bridge::Host(BOTH_BACKENDS.into()))
+    }
 }
 
 /// Why a build without both GPU backends has only the host between them.
