@@ -1,8 +1,10 @@
 //! The native CUDA path on groups of 2, 3, 4 and 8 CUDA devices — virtual devices of one GPU
 //! (`COLLECTIVES_CUDA_DEVICES=0,0,0,0,0,0,0,0`) on a one-GPU machine — against f64 references:
 //! the one-shot all_reduce (every member reads every shard in place) with every op and dtype at
-//! sizes 1, 7 and 65537, its results bitwise identical on every member, and the automatic choice
-//! taking it where NCCL cannot run. The one-shot checks also run on virtual host devices.
+//! sizes 1, 7 and 65537, its results bitwise identical on every member; the one-shot
+//! reduce_scatter, all_gather (uneven shards) and broadcast (every root), each one multi-device
+//! call, along outer and inner dims; and the automatic choice taking them where NCCL cannot run.
+//! The one-shot checks also run on virtual host devices.
 //!
 //! Skipped (and says so) without CUDA devices, and for group sizes the machine does not list;
 //! `REQUIRE_CUDA=1` makes a missing CUDA driver a failure.
@@ -10,10 +12,14 @@
 #[path = "cuda_common/mod.rs"]
 mod cuda_common;
 
-use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup};
-use collectives_tests::collective::{DTYPES, Shards, all_ops, check_reduced, cpu_group, range_for};
-use collectives_tests::{fresh_seed, rng, values};
+use collectives::{Algorithm, CollectiveKind, DType, DeviceGroup};
+use collectives_tests::collective::{
+    DTYPES, Shards, all_ops, check_exact, check_reduced, cpu_group, op_tol, range_for, ref_concat,
+    ref_narrow, ref_op, with_dim,
+};
+use collectives_tests::{Range, check_all, fresh_seed, random, rng, tensor, values};
 use cuda_common::cuda_devices;
+use rand::rngs::StdRng;
 
 const SIZES: [usize; 4] = [2, 3, 4, 8];
 
@@ -75,18 +81,111 @@ fn one_shot_on(groups: Vec<DeviceGroup>) {
 }
 
 #[test]
-fn the_automatic_choice_takes_one_shot_where_nccl_cannot_run() {
-    for g in groups() {
-        let plan = g.plan(CollectiveKind::AllReduce, [1024], DType::F32).expect("plan");
-        let physical: Vec<Device> = g.devices().to_vec();
-        let nccl = plan.algorithm == Some(Algorithm::Nccl);
-        assert!(
-            nccl || plan.algorithm == Some(Algorithm::OneShot),
-            "{physical:?}: a small all_reduce on CUDA devices runs NCCL or one-shot\n{plan}"
-        );
-        if !nccl {
-            assert!(plan.hops.is_empty(), "one-shot moves nothing\n{plan}");
+fn one_shot_reduce_scatter_all_gather_and_broadcast() {
+    others_on(groups());
+}
+
+/// The same on virtual host devices, where the one-shot of these collectives is the host star.
+#[test]
+#[cfg_attr(not(feature = "slow"), ignore = "slow: run with --features slow")]
+fn one_shot_reduce_scatter_all_gather_and_broadcast_on_host_devices() {
+    others_on(SIZES.iter().map(|&n| cpu_group(n)).collect());
+}
+
+fn others_on(groups: Vec<DeviceGroup>) {
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    for g in groups {
+        let g = g.with_algorithm(Algorithm::OneShot);
+        for dtype in DTYPES {
+            let ctx = format!("seed {seed} n={} {dtype}", g.size());
+            for op in all_ops(dtype, &mut r) {
+                reduce_scatter(&g, dtype, op, &mut r, &format!("{ctx} {op}"));
+            }
+            all_gather(&g, dtype, &mut r, &ctx);
+            broadcast(&g, dtype, &mut r, &ctx);
         }
-        println!("{} devices: {:?}", g.size(), plan.algorithm);
+    }
+}
+
+/// Parts of 1, 7 and 65537 elements along dim 0 (the call), and of 2 columns along dim 1 (no
+/// contiguous parts: the star).
+fn reduce_scatter(g: &DeviceGroup, dtype: DType, op: collectives::ReduceOp, r: &mut StdRng, ctx: &str) {
+    let n = g.size();
+    for (shape, dim) in [(vec![n], 0), (vec![n * 7, 1], 0), (vec![n * 65537], 0), (vec![3, n * 2], 1)] {
+        let ctx = format!("{ctx} reduce_scatter {shape:?} along {dim}");
+        let s = Shards::even(dtype, &shape, g.devices(), range_for(op), r);
+        let out = g.reduce_scatter(&s.tensors, op, dim).expect(&ctx);
+        let want = ref_op(dtype, op, &s.slices());
+        let tol = op_tol(dtype, op, &s.slices(), &want);
+        let part = shape[dim] / n;
+        for (i, (t, &d)) in out.iter().zip(g.devices()).enumerate() {
+            assert_eq!((t.device(), t.shape().dims()), (d, with_dim(&shape, dim, part).as_slice()), "{ctx}");
+            let want = ref_narrow(&want, &shape, dim, i * part, part);
+            let tol = ref_narrow(&tol, &shape, dim, i * part, part);
+            check_all(&values(t), &want, |k| tol[k], &format!("{ctx}: part {i}"));
+        }
+        s.assert_untouched(&ctx);
+    }
+}
+
+/// Uneven shards (shard i has 1 + 7i rows, or 65537 elements for the last), joined along dim 0
+/// and along dim 1.
+fn all_gather(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
+    let n = g.size();
+    let rows = |i: usize| if i + 1 == n { 65537 } else { 1 + 7 * i };
+    for dim in [0, 1] {
+        let shapes: Vec<Vec<usize>> = (0..n).map(|i| with_dim(&[2, 2], dim, rows(i))).collect();
+        let ctx = format!("{ctx} all_gather along {dim}");
+        let s = Shards::of_shapes(dtype, &shapes, g.devices(), Range::General, r);
+        let out = g.all_gather(&s.tensors, dim).expect(&ctx);
+        let parts: Vec<(&[f64], &[usize])> =
+            s.vals.iter().zip(&shapes).map(|(v, sh)| (&v[..], &sh[..])).collect();
+        let want = ref_concat(&parts, dim);
+        let joined = with_dim(&[2, 2], dim, (0..n).map(rows).sum());
+        for (t, &d) in out.iter().zip(g.devices()) {
+            check_exact(t, d, &joined, &want, &format!("{ctx}: on {d}"));
+        }
+    }
+}
+
+/// 1, 7 and 65537 elements from every root.
+fn broadcast(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
+    for len in [1usize, 7, 65537] {
+        for (root, &from) in g.devices().iter().enumerate() {
+            let ctx = format!("{ctx} broadcast {len} from {from}");
+            let vals = random(dtype, len, Range::General, r);
+            let t = tensor(dtype, &vals, [len], from);
+            let out = g.broadcast(&t).expect(&ctx);
+            assert!(out[root].same_node(&t), "{ctx}: the root's entry is its tensor");
+            for (o, &d) in out.iter().zip(g.devices()) {
+                check_exact(o, d, &[len], &vals, &format!("{ctx}: on {d}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_automatic_choice_takes_one_shot_where_nccl_cannot_run() {
+    use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
+    for g in groups() {
+        for kind in [AllReduce, ReduceScatter, AllGather, Broadcast] {
+            let plan = g.plan(kind, [1024 * g.size()], DType::F32).expect("plan");
+            let nccl = plan.algorithm == Some(Algorithm::Nccl);
+            // A small all_gather takes the one-shot on two devices only (`choose_without_nccl`).
+            let one_shot = kind != AllGather || g.size() == 2;
+            let want = if one_shot { Algorithm::OneShot } else { Algorithm::Star };
+            assert!(
+                nccl || plan.algorithm == Some(want),
+                "{:?}: a small {kind:?} on CUDA devices runs NCCL or {want}\n{plan}",
+                g.devices()
+            );
+            if !nccl && one_shot {
+                assert!(plan.hops.is_empty(), "one-shot moves nothing\n{plan}");
+                let call = format!("collective cuda {}", kind.name());
+                assert!(plan.kernels.iter().all(|k| k.op == call), "one call\n{plan}");
+            }
+            println!("{} devices, {kind:?}: {:?}", g.size(), plan.algorithm);
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! bytes per hop are the shard's bytes; the algorithm shown is `choose(..)` unless overridden per
 //! group or per call; `Display` of a group and of a plan names routes and algorithm.
 
-use collectives::collective::{PlannedHop, RING_MIN_BYTES, choose, nccl_available};
+use collectives::collective::{PlannedHop, RING_MIN_BYTES, choose, choose_without_nccl, nccl_available};
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
 const CUDA0: Device = Device::Cuda(0);
@@ -182,16 +182,21 @@ fn a_cuda_plan_reads_peers_in_place() {
 }
 
 #[test]
-fn a_one_shot_all_reduce_is_one_kernel_per_member_and_no_hop() {
+fn a_one_shot_collective_of_cuda_devices_is_one_call_and_no_hop() {
     let devices = [CUDA0, CUDA1, Device::Cuda(2)];
     let g = DeviceGroup::new(devices.to_vec()).unwrap().with_algorithm(Algorithm::OneShot);
-    let plan = g.plan(CollectiveKind::AllReduce, [1000], DType::BF16).unwrap();
-    assert_eq!(plan.algorithm, Some(Algorithm::OneShot));
-    assert!(plan.hops.is_empty(), "{plan}");
-    let mut on: Vec<Device> = plan.kernels.iter().map(|k| k.device).collect();
-    on.sort();
-    assert_eq!(on, devices, "{plan}");
-    assert!(plan.kernels.iter().all(|k| k.inputs == 3 && k.bytes == 2000), "{plan}");
+    for (kind, name, inputs) in [
+        (CollectiveKind::AllReduce, "collective cuda all_reduce", 3),
+        (CollectiveKind::ReduceScatter, "collective cuda reduce_scatter", 3),
+        (CollectiveKind::AllGather, "collective cuda all_gather", 3),
+        (CollectiveKind::Broadcast, "collective cuda broadcast", 1),
+    ] {
+        let plan = g.plan(kind, [999], DType::BF16).unwrap();
+        assert_eq!(plan.algorithm, Some(Algorithm::OneShot), "{plan}");
+        assert!(plan.hops.is_empty(), "{plan}");
+        let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+        assert_eq!(ks, [(CUDA0, name, inputs)], "{plan}");
+    }
 }
 
 #[test]
@@ -233,15 +238,47 @@ fn choose_is_the_documented_expression() {
     assert_eq!(choose(AR, &[cuda(0), vk(0), vk(1)], big * 8), Algorithm::Star, "mixed vendors");
     let cpus: Vec<Device> = (0..8).map(cpu).collect();
     assert_eq!(choose(AR, &cpus, big * 8), Algorithm::Star, "virtual CPU devices");
-    let cudas = [cuda(0), cuda(1), cuda(2)];
-    let want = if nccl_available() { Algorithm::Nccl } else { Algorithm::Ring };
-    assert_eq!(choose(AR, &cudas, big), want);
     assert_eq!(choose(AR, &[cuda(0)], big), Algorithm::Star, "one device");
-    let bcast = if nccl_available() { Algorithm::Nccl } else { Algorithm::Ring };
-    assert_eq!(choose(CollectiveKind::Broadcast, &cudas, big), bcast);
+    // Where NCCL runs (its collectives, two or more CUDA devices each on a GPU of its own), NCCL;
+    // otherwise (virtual devices, no libnccl) `choose_without_nccl`, whatever this machine has.
+    let cudas = [cuda(0), cuda(1), cuda(2)];
     let two = [cuda(0), cuda(1)];
-    assert_eq!(choose(CollectiveKind::Broadcast, &two, big), Algorithm::Star, "one peer copy");
+    for kind in [
+        AR,
+        CollectiveKind::Reduce,
+        CollectiveKind::Broadcast,
+        CollectiveKind::AllGather,
+        CollectiveKind::ReduceScatter,
+    ] {
+        for (devs, bytes) in [(&cudas[..], big), (&cudas[..], big - 1), (&two[..], big * 8)] {
+            let (got, native) = (choose(kind, devs, bytes), choose_without_nccl(kind, devs, bytes));
+            let nccl_ok = kind != CollectiveKind::Broadcast || devs.len() > 2;
+            assert!(
+                got == native || (nccl_ok && nccl_available() && got == Algorithm::Nccl),
+                "{kind:?} {got}"
+            );
+        }
+    }
     assert_eq!(choose(CollectiveKind::AllToAll, &cudas, big), Algorithm::Ring, "no NCCL form");
+    assert_eq!(choose(CollectiveKind::Broadcast, &two, big), Algorithm::OneShot, "one peer copy");
+    // Without NCCL: the one-shot where each member pulls its share, the ring for a large
+    // all_reduce on three or more.
+    for kind in [CollectiveKind::Broadcast, CollectiveKind::AllGather, CollectiveKind::ReduceScatter] {
+        for devs in [&cudas[..], &two[..]] {
+            assert_eq!(choose_without_nccl(kind, devs, big), Algorithm::OneShot, "{kind:?}");
+        }
+    }
+    let gather = |devs: &[Device], bytes| choose_without_nccl(CollectiveKind::AllGather, devs, bytes);
+    assert_eq!(gather(&cudas, big - 1), Algorithm::Star, "n² small copies");
+    assert_eq!(gather(&two, 1), Algorithm::OneShot, "two devices");
+    assert_eq!(choose_without_nccl(CollectiveKind::ReduceScatter, &cudas, 1), Algorithm::OneShot);
+    assert_eq!(choose_without_nccl(CollectiveKind::Broadcast, &cudas, 1), Algorithm::OneShot);
+    assert_eq!(choose_without_nccl(AR, &cudas, big), Algorithm::Ring, "large on three");
+    assert_eq!(choose_without_nccl(AR, &cudas, big - 1), Algorithm::OneShot, "small on three");
+    assert_eq!(choose_without_nccl(AR, &two, big * 8), Algorithm::OneShot, "two devices");
+    assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &cudas, big), Algorithm::Ring, "no one-shot form");
+    assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &two, big), Algorithm::Star, "no one-shot form");
+    assert_eq!(choose_without_nccl(AR, &[cuda(0)], big), Algorithm::Star, "one device");
 }
 
 #[test]

@@ -74,10 +74,14 @@ pub enum Algorithm {
     Ring,
     /// NCCL group calls (all-CUDA groups with libnccl present).
     Nccl,
-    /// `all_reduce` in one step: every member reads every shard in place and folds them itself,
-    /// in one fixed order, so every member's result is bitwise identical and nothing hops. For
-    /// members that read each other's memory (CUDA peers, virtual CUDA devices of one GPU);
-    /// other members get copies first. The other collectives run the star for it.
+    /// One step: every member pulls what it needs from its peers' memory in place. `all_reduce`:
+    /// every member folds every shard itself, in one fixed order, so every member's result is
+    /// bitwise identical and nothing hops. On a group of CUDA devices (peers, or virtual devices
+    /// of one GPU) it is one multi-device call, and `reduce_scatter` (each member folds its part
+    /// of every shard, along an outermost `dim`), `all_gather` (each member places every shard in
+    /// its output) and `broadcast` (each member copies the root's tensor) take it too. Members
+    /// that cannot read each other's memory get copies first; the other collectives, and other
+    /// groups, run the star for it.
     OneShot,
 }
 
@@ -123,24 +127,47 @@ pub const RING_MIN_BYTES: usize = 1 << 20;
 /// - NCCL when every member is a CUDA device on a GPU of its own, there are two or more, libnccl
 ///   loads and the collective has an NCCL form — except a broadcast between two GPUs, which one
 ///   peer copy on the copy engine does faster than NCCL's kernel (measured on 2×H200: `bench/`);
-/// - an `all_reduce` over two or more CUDA devices that NCCL cannot take (virtual devices of one
-///   GPU, no libnccl): [`Algorithm::OneShot`] for two devices, or below [`RING_MIN_BYTES`] per
-///   shard (one kernel per member reading its peers, against the ring's 2(n-1) dependent steps);
-/// - otherwise [`choose_native`].
+/// - otherwise [`choose_without_nccl`].
 ///
 /// Where NCCL can run, it is kept until the native kernels are measured faster against it on
 /// two GPUs.
 pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorithm {
-    let all_cuda = !devices.is_empty() && devices.iter().all(|d| matches!(d, Device::Cuda(_)));
     let n = devices.len();
     let nccl_form = kind.has_nccl_form() && !(kind == CollectiveKind::Broadcast && n == 2);
-    if n >= 2 && all_cuda && nccl_form && crate::backend::nccl_usable(devices) {
+    if n >= 2 && all_cuda(devices) && nccl_form && crate::backend::nccl_usable(devices) {
         Algorithm::Nccl
-    } else if n >= 2 && all_cuda && kind == CollectiveKind::AllReduce && (n == 2 || bytes < RING_MIN_BYTES) {
-        Algorithm::OneShot
     } else {
-        choose_native(devices, bytes)
+        choose_without_nccl(kind, devices, bytes)
     }
+}
+
+/// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call
+/// NCCL has no form for):
+///
+/// - on two or more CUDA devices, [`Algorithm::OneShot`] — every member pulls what it needs from
+///   its peers in one step, one multi-device call:
+///   - for reduce_scatter and broadcast, always (each member reads only its share, as in a ring,
+///     without the ring's dependent steps);
+///   - for an all_reduce of two devices or below [`RING_MIN_BYTES`] per shard (each member reads
+///     every shard, against the ring's 2(n-1) dependent steps);
+///   - for an all_gather of two devices or from [`RING_MIN_BYTES`] per shard: each member issues
+///     one copy per shard, n² in all, which costs more than the star's 2n below that on eight
+///     virtual devices of one H200 (`bench/gpu/14-native-calls`);
+/// - otherwise [`choose_native`].
+pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorithm {
+    let n = devices.len();
+    let one_shot = match kind {
+        CollectiveKind::AllReduce => n == 2 || bytes < RING_MIN_BYTES,
+        CollectiveKind::AllGather => n == 2 || bytes >= RING_MIN_BYTES,
+        CollectiveKind::ReduceScatter | CollectiveKind::Broadcast => true,
+        _ => false,
+    };
+    if n >= 2 && all_cuda(devices) && one_shot { Algorithm::OneShot } else { choose_native(devices, bytes) }
+}
+
+/// Whether every one of `devices` (at least one) is a CUDA device.
+fn all_cuda(devices: &[Device]) -> bool {
+    !devices.is_empty() && devices.iter().all(|d| matches!(d, Device::Cuda(_)))
 }
 
 /// [`choose`] without NCCL (calls that have no NCCL form, or no libnccl):

@@ -2,7 +2,7 @@
 //! algorithm (star, ring or NCCL) building the lazy result.
 
 use super::check::{Count, Shapes, check_dim, even_part};
-use super::{Algorithm, CollectiveKind, DeviceGroup, ReduceOp, choose_native, ring, star};
+use super::{Algorithm, CollectiveKind, DeviceGroup, ReduceOp, call, choose_without_nccl, ring, star};
 use crate::error::{Error, Result};
 use crate::graph::Tensor;
 use crate::log::{LogLevel, log};
@@ -37,8 +37,10 @@ impl DeviceGroup {
         match self.pick(CollectiveKind::AllReduce, shards[0].nbytes(), true)? {
             Algorithm::Nccl => super::nccl::all_reduce(self, shards, op),
             Algorithm::Ring => self.ring_all_reduce(&mut hops, shards, op),
+            #[cfg(feature = "cuda")]
+            Algorithm::OneShot if call::cuda_native(self) => Ok(call::cuda_all_reduce(self, shards, op)),
             Algorithm::OneShot => star::all_reduce_in_place(shards, op, self.devices()),
-            _ if super::call::host_star(self) => Ok(super::call::host_all_reduce(self, shards, op)),
+            _ if call::host_star(self) => Ok(call::host_all_reduce(self, shards, op)),
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
                 star::broadcast(&mut hops, &r, self.devices())
@@ -72,6 +74,8 @@ impl DeviceGroup {
         match self.pick(CollectiveKind::Broadcast, t.nbytes(), true)? {
             Algorithm::Nccl => super::nccl::broadcast(self, t, root),
             Algorithm::Ring => ring::broadcast(&mut hops, t, self.devices(), root),
+            #[cfg(feature = "cuda")]
+            Algorithm::OneShot if call::cuda_native(self) => Ok(call::cuda_broadcast(self, t, root)),
             _ => star::broadcast(&mut hops, t, self.devices()),
         }
     }
@@ -96,7 +100,9 @@ impl DeviceGroup {
                 let have = ring::all_gather(&mut hops, self.devices(), shards)?;
                 have.iter().map(|row| join(row, dim)).collect()
             }
-            _ if super::call::host_star(self) => super::call::host_all_gather(self, shards, dim),
+            #[cfg(feature = "cuda")]
+            Algorithm::OneShot if call::cuda_native(self) => call::cuda_all_gather(self, shards, dim),
+            _ if call::host_star(self) => call::host_all_gather(self, shards, dim),
             _ => {
                 let cat = star::gather_to(&mut hops, shards, dim, self.leader())?;
                 star::broadcast(&mut hops, &cat, self.devices())
@@ -123,9 +129,11 @@ impl DeviceGroup {
                 let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
                 ring::reduce_scatter(&mut hops, self.devices(), &parts, op)
             }
-            _ if super::call::host_star(self) => {
-                Ok(super::call::host_reduce_scatter(self, shards, op, dim, part))
+            #[cfg(feature = "cuda")]
+            Algorithm::OneShot if call::cuda_native(self) && contiguous_along(&shards[0], dim) => {
+                Ok(call::cuda_reduce_scatter(self, shards, op, dim, part))
             }
+            _ if call::host_star(self) => Ok(call::host_reduce_scatter(self, shards, op, dim, part)),
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
                 star::scatter(&mut hops, &r, dim, &vec![part; n], self.devices())
@@ -221,7 +229,7 @@ impl DeviceGroup {
             let msg = "this call has no NCCL form (uneven shards, or a dim that is not outermost); use Auto, Star or Ring".into();
             return Err(Error::InvalidArgument { what: op, msg });
         }
-        Ok(choose_native(self.devices(), bytes))
+        Ok(choose_without_nccl(kind, self.devices(), bytes))
     }
 }
 

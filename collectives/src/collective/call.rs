@@ -102,3 +102,77 @@ pub(crate) fn host_reduce_scatter(
     };
     nodes(group, Arc::new(call), shards, &everywhere(group, &out))
 }
+
+/// Whether the collectives of `group` can run as native CUDA calls (`backend/cuda/call.rs`):
+/// two or more members, all CUDA devices.
+pub(crate) fn cuda_native(group: &DeviceGroup) -> bool {
+    cfg!(feature = "cuda")
+        && group.size() >= 2
+        && group.devices().iter().all(|d| matches!(d, Device::Cuda(_)))
+}
+
+#[cfg(feature = "cuda")]
+mod cuda {
+    use std::sync::Arc;
+
+    use super::{DeviceGroup, ReduceOp, everywhere, nodes};
+    use crate::backend::Kernel;
+    use crate::backend::cuda::{CudaCall, Pull};
+    use crate::device::Device;
+    use crate::error::Result;
+    use crate::graph::{Shape, Tensor};
+
+    /// `pull` on every member of `group` over `inputs`, one output per `(device, shape)` of `outs`.
+    fn call(group: &DeviceGroup, pull: Pull, inputs: &[Tensor], outs: &[(Device, Shape)]) -> Vec<Tensor> {
+        let call = CudaCall { devices: group.devices().to_vec(), pull };
+        nodes(group, Arc::new(call), inputs, outs)
+    }
+
+    /// The one-shot all_reduce as one call: every member folds every shard.
+    pub(crate) fn all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
+        let (kind, scale) = op.lower(shards.len());
+        let pull = Pull::AllReduce { fold: Kernel::Reduce { kind, scale }, len: shards[0].numel() };
+        call(group, pull, shards, &everywhere(group, shards[0].shape()))
+    }
+
+    /// The reduce_scatter along `dim` as one call: member i folds its part (`part` long along
+    /// `dim`) of every shard. `dim` must cut the shards into contiguous parts.
+    pub(crate) fn reduce_scatter(
+        group: &DeviceGroup,
+        shards: &[Tensor],
+        op: ReduceOp,
+        dim: usize,
+        part: usize,
+    ) -> Vec<Tensor> {
+        let (kind, scale) = op.lower(shards.len());
+        let out = shards[0].shape().with_dim(dim, part);
+        let pull = Pull::ReduceScatter { fold: Kernel::Reduce { kind, scale }, part: out.numel() };
+        call(group, pull, shards, &everywhere(group, &out))
+    }
+
+    /// The all_gather along `dim` as one call: every member places every shard in its output. The
+    /// join's shape is checked as `Tensor::concat_on` checks it.
+    pub(crate) fn all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
+        let joined = Tensor::concat_on(group.leader(), shards, dim)?;
+        let mids = shards.iter().map(|s| s.shape().dim(dim)).collect();
+        let pull = Pull::AllGather { join: Kernel::concat(joined.shape(), mids, dim), len: joined.numel() };
+        Ok(call(group, pull, shards, &everywhere(group, joined.shape())))
+    }
+
+    /// The broadcast of `t` from member `root` as one call: every other member copies it. Entry
+    /// `root` of the result is `t` itself.
+    pub(crate) fn broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Vec<Tensor> {
+        let others = group.devices().iter().enumerate().filter(|&(i, _)| i != root);
+        let outs: Vec<_> = others.map(|(_, &d)| (d, t.shape().clone())).collect();
+        let pull = Pull::Broadcast { root };
+        let mut got = call(group, pull, std::slice::from_ref(t), &outs);
+        got.insert(root, t.clone());
+        got
+    }
+}
+
+#[cfg(feature = "cuda")]
+pub(crate) use cuda::{
+    all_gather as cuda_all_gather, all_reduce as cuda_all_reduce, broadcast as cuda_broadcast,
+    reduce_scatter as cuda_reduce_scatter,
+};

@@ -101,6 +101,19 @@ fn lanes(d: DType) -> u64 {
 /// Runs `kernel` on `inputs` (on `dev` or on other CUDA devices, read in place) into a new buffer
 /// shaped by `out`.
 pub(crate) fn compute(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer> {
+    compute_from(dev, kernel, inputs, 0, out)
+}
+
+/// [`compute`] with every input read from element `start` on (a window of each input: the part of
+/// a native reduce_scatter a member folds). The caller has checked that every input holds
+/// `start` plus what the kernel reads.
+pub(crate) fn compute_from(
+    dev: &CudaDevice,
+    kernel: &Kernel,
+    inputs: &[&Buffer],
+    start: usize,
+    out: OutSpec,
+) -> Result<Buffer> {
     let copied = peer_inputs(dev, inputs)?;
     let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
     let stream = &dev.compute;
@@ -110,8 +123,9 @@ pub(crate) fn compute(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out
     }
     let dst = dev.alloc(out.len * out.dtype.size(), stream)?;
     let l = Launcher { dev, stream };
-    let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr()).collect();
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
+    let skip = (start * in_dtype.size()) as u64;
+    let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr() + skip).collect();
     run(&l, kernel, &ptrs, in_dtype, &dst, out)?;
     let event = record(stream, dev.device)?;
     for a in allocs {

@@ -5,7 +5,8 @@
 //! owning types with `Drop` — [`device::CudaDevice`] (context, streams, pool, kernels),
 //! [`memory::DevAlloc`] (stream-ordered device memory, parked for reuse by [`reuse`]),
 //! [`pinned::PinnedBlock`] (pooled pinned host memory) — and the operations: [`launch`]
-//! (kernels), [`copy`] (htod, dtoh, dtod, peer),
+//! (kernels), [`copy`] (htod, dtoh, dtod, peer), [`call`] (the native collectives of an
+//! all-CUDA group, each one multi-device call),
 //! [`staging`] (chunked double-buffered transfers, and the CUDA end of the staged CUDA ↔ Vulkan
 //! chain), [`nccl`] (the one NCCL layer: cliques for all-CUDA groups, the rank of `NcclComm`).
 //!
@@ -16,6 +17,7 @@
 //! Kernels are CUDA C++ (`kernels.cu`), compiled by NVRTC once per group and architecture, and
 //! match the CPU backend's semantics exactly (see the comment at the top of `kernels.cu`).
 
+mod call;
 mod copy;
 pub(crate) mod device;
 pub(crate) mod driver;
@@ -39,6 +41,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
+pub(crate) use call::{CudaCall, Pull};
 // The CUDA half of the staged CUDA ↔ Vulkan chain.
 pub(crate) use interop::{ImportedMem, copy_from_mapped, copy_to_mapped, uuid};
 pub(crate) use staging::{Registered, RingMem, dest_end, source_end};
