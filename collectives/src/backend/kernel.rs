@@ -72,8 +72,8 @@ impl Kernel {
             return Err(broken(format!("an input lives on {}, which it cannot read", b.device)));
         }
         let want = self.input_lens(inputs.len(), out.len).map_err(&broken)?;
-        let lens: Vec<usize> = inputs.iter().map(|b| b.len).collect();
-        if lens != want {
+        if !want.fit(inputs) {
+            let (lens, want) = (inputs.iter().map(|b| b.len).collect::<Vec<_>>(), want.list());
             return Err(broken(format!("input lengths {lens:?}, expected {want:?} for {self:?}")));
         }
         let dtype_ok = |b: &&&Buffer| matches!(self, Kernel::Cast) || b.dtype == out.dtype;
@@ -85,30 +85,62 @@ impl Kernel {
 
     /// The length of each input the kernel reads to write `out` elements, given `k` inputs (a
     /// reduce takes any number from one).
-    fn input_lens(&self, k: usize, out: usize) -> std::result::Result<Vec<usize>, String> {
+    fn input_lens(&self, k: usize, out: usize) -> std::result::Result<Lens, String> {
         let prod =
             |xs: &[usize]| xs.iter().try_fold(1usize, |a, &x| a.checked_mul(x)).ok_or("size overflows");
+        let same = |len, count| Lens::Same { len, count };
         Ok(match self {
-            Kernel::Binary(_) => vec![out; 2],
+            Kernel::Binary(_) => same(out, 2),
             Kernel::Reduce { .. } if k == 0 => return Err("a reduce of no inputs".into()),
-            Kernel::Reduce { .. } => vec![out; k],
-            Kernel::Scale(_) | Kernel::Cast => vec![out],
+            Kernel::Reduce { .. } => same(out, k),
+            Kernel::Scale(_) | Kernel::Cast => same(out, 1),
             Kernel::Slice { outer, in_mid, start, len, inner } => {
                 if start.checked_add(*len).is_none_or(|e| e > *in_mid)
                     || prod(&[*outer, *len, *inner])? != out
                 {
                     return Err(format!("{self:?} does not make {out} elements"));
                 }
-                vec![prod(&[*outer, *in_mid, *inner])?]
+                same(prod(&[*outer, *in_mid, *inner])?, 1)
             }
             Kernel::Concat { outer, mids, inner } => {
                 let total = mids.iter().try_fold(0usize, |a, &m| a.checked_add(m)).ok_or("size overflows")?;
                 if prod(&[*outer, total, *inner])? != out {
                     return Err(format!("{self:?} does not make {out} elements"));
                 }
-                mids.iter().map(|&m| prod(&[*outer, m, *inner])).collect::<std::result::Result<_, _>>()?
+                Lens::Each(
+                    mids.iter()
+                        .map(|&m| prod(&[*outer, m, *inner]))
+                        .collect::<std::result::Result<_, _>>()?,
+                )
             }
         })
+    }
+}
+
+/// The input lengths a kernel reads: `count` inputs of `len` elements each, or one length per
+/// input (a concat). Checked without allocating, as every kernel step checks it.
+enum Lens {
+    Same { len: usize, count: usize },
+    Each(Vec<usize>),
+}
+
+impl Lens {
+    /// Whether `inputs` have exactly these lengths.
+    fn fit(&self, inputs: &[&Buffer]) -> bool {
+        match self {
+            Lens::Same { len, count } => inputs.len() == *count && inputs.iter().all(|b| b.len == *len),
+            Lens::Each(lens) => {
+                inputs.len() == lens.len() && inputs.iter().zip(lens).all(|(b, &l)| b.len == l)
+            }
+        }
+    }
+
+    /// The lengths, one per input (for messages).
+    fn list(&self) -> Vec<usize> {
+        match self {
+            Lens::Same { len, count } => vec![*len; *count],
+            Lens::Each(lens) => lens.clone(),
+        }
     }
 }
 

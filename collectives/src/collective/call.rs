@@ -50,6 +50,20 @@ pub(crate) fn host_star(group: &DeviceGroup) -> bool {
     group.size() >= 2 && group.devices().iter().all(|d| d.is_host())
 }
 
+/// The fold of `op` over `k` shards, as a kernel.
+fn fold(op: ReduceOp, k: usize) -> Kernel {
+    let (kind, scale) = op.lower(k);
+    Kernel::Reduce { kind, scale }
+}
+
+/// The join of `shards` along `dim`: its shape and its concat kernel. The shape is checked as
+/// `Tensor::concat_on` checks it (same ranks and extents, a size that fits).
+fn join(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<(Shape, Kernel)> {
+    let joined = Tensor::concat_on(group.leader(), shards, dim)?;
+    let mids = shards.iter().map(|s| s.shape().dim(dim)).collect();
+    Ok((joined.shape().clone(), Kernel::concat(joined.shape(), mids, dim)))
+}
+
 /// `kernel` on the leader over `shards` into `out`, the result on every member, as one call (see
 /// `backend/cpu/call.rs`).
 fn host_call(
@@ -66,17 +80,13 @@ fn host_call(
 
 /// The star all_reduce over host devices as one call.
 pub(crate) fn host_all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
-    let (kind, scale) = op.lower(shards.len());
-    host_call(group, "host all_reduce", Kernel::Reduce { kind, scale }, shards, shards[0].shape())
+    host_call(group, "host all_reduce", fold(op, shards.len()), shards, shards[0].shape())
 }
 
-/// The star all_gather over host devices along `dim` as one call. The join's shape is checked as
-/// `Tensor::concat_on` checks it (same ranks and extents, a size that fits).
+/// The star all_gather over host devices along `dim` as one call.
 pub(crate) fn host_all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
-    let joined = Tensor::concat_on(group.leader(), shards, dim)?;
-    let mids = shards.iter().map(|s| s.shape().dim(dim)).collect();
-    let kernel = Kernel::concat(joined.shape(), mids, dim);
-    Ok(host_call(group, "host all_gather", kernel, shards, joined.shape()))
+    let (joined, kernel) = join(group, shards, dim)?;
+    Ok(host_call(group, "host all_gather", kernel, shards, &joined))
 }
 
 /// The star reduce_scatter over host devices along `dim` as one call: part i (`part` long along
@@ -88,14 +98,13 @@ pub(crate) fn host_reduce_scatter(
     dim: usize,
     part: usize,
 ) -> Vec<Tensor> {
-    let (kind, scale) = op.lower(shards.len());
     let whole = shards[0].shape();
     let out = whole.with_dim(dim, part);
     let parts = (0..group.size()).map(|i| Kernel::slice(whole, dim, i * part, part)).collect();
     let call = HostReduceScatter {
         devices: group.devices().to_vec(),
         root: group.leader_index(),
-        fold: Kernel::Reduce { kind, scale },
+        fold: fold(op, shards.len()),
         len: whole.numel(),
         parts,
         part_len: out.numel(),
@@ -115,8 +124,7 @@ pub(crate) fn cuda_native(group: &DeviceGroup) -> bool {
 mod cuda {
     use std::sync::Arc;
 
-    use super::{DeviceGroup, ReduceOp, everywhere, nodes};
-    use crate::backend::Kernel;
+    use super::{DeviceGroup, ReduceOp, everywhere, fold, join, nodes};
     use crate::backend::cuda::{CudaCall, Pull};
     use crate::device::Device;
     use crate::error::Result;
@@ -130,8 +138,7 @@ mod cuda {
 
     /// The one-shot all_reduce as one call: every member folds every shard.
     pub(crate) fn all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
-        let (kind, scale) = op.lower(shards.len());
-        let pull = Pull::AllReduce { fold: Kernel::Reduce { kind, scale }, len: shards[0].numel() };
+        let pull = Pull::AllReduce { fold: fold(op, shards.len()), len: shards[0].numel() };
         call(group, pull, shards, &everywhere(group, shards[0].shape()))
     }
 
@@ -144,19 +151,16 @@ mod cuda {
         dim: usize,
         part: usize,
     ) -> Vec<Tensor> {
-        let (kind, scale) = op.lower(shards.len());
         let out = shards[0].shape().with_dim(dim, part);
-        let pull = Pull::ReduceScatter { fold: Kernel::Reduce { kind, scale }, part: out.numel() };
+        let pull = Pull::ReduceScatter { fold: fold(op, shards.len()), part: out.numel() };
         call(group, pull, shards, &everywhere(group, &out))
     }
 
-    /// The all_gather along `dim` as one call: every member places every shard in its output. The
-    /// join's shape is checked as `Tensor::concat_on` checks it.
+    /// The all_gather along `dim` as one call: every member places every shard in its output.
     pub(crate) fn all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
-        let joined = Tensor::concat_on(group.leader(), shards, dim)?;
-        let mids = shards.iter().map(|s| s.shape().dim(dim)).collect();
-        let pull = Pull::AllGather { join: Kernel::concat(joined.shape(), mids, dim), len: joined.numel() };
-        Ok(call(group, pull, shards, &everywhere(group, joined.shape())))
+        let (joined, join) = join(group, shards, dim)?;
+        let pull = Pull::AllGather { join, len: joined.numel() };
+        Ok(call(group, pull, shards, &everywhere(group, &joined)))
     }
 
     /// The broadcast of `t` from member `root` as one call: every other member copies it. Entry

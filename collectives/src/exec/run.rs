@@ -81,8 +81,9 @@ impl Shared<'_> {
             drop(inputs);
             let mut st = self.state.lock();
             match out {
-                Ok(written) => {
-                    for (s, b) in written {
+                Ok((own, fused)) => {
+                    self.finish(&mut st, i, own);
+                    for (s, b) in fused {
                         self.finish(&mut st, s, b);
                     }
                 }

@@ -12,12 +12,15 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::graph::{Op, Tensor};
 
-/// Issues step `i` of `sched` on its queue, given its inputs' buffers; returns every step it
-/// wrote with its buffer (the step itself, and the copies a host kernel writes).
-pub(crate) fn issue(sched: &Schedule, i: usize, inputs: &[Arc<Buffer>]) -> Result<Vec<(usize, Arc<Buffer>)>> {
+/// What issuing one step wrote: the step's own buffer, and the steps fused into it with theirs
+/// (the copies a host kernel writes; none for every other action, and no allocation then).
+pub(crate) type Written = (Arc<Buffer>, Vec<(usize, Arc<Buffer>)>);
+
+/// Issues step `i` of `sched` on its queue, given its inputs' buffers; returns what it wrote.
+pub(crate) fn issue(sched: &Schedule, i: usize, inputs: &[Arc<Buffer>]) -> Result<Written> {
     let step = &sched.steps[i];
     let t = &step.tensor;
-    let one = |b: Arc<Buffer>| Ok(vec![(i, b)]);
+    let one = |b: Arc<Buffer>| Ok((b, Vec::new()));
     match &step.action {
         Action::Upload => one(upload(t)?),
         Action::Alias { take } => one(release_source(t, *take, inputs[0].clone())),
@@ -27,7 +30,7 @@ pub(crate) fn issue(sched: &Schedule, i: usize, inputs: &[Arc<Buffer>]) -> Resul
         Action::Kernel { fanout } => {
             let to: Vec<Device> = fanout.iter().map(|&c| sched.steps[c].tensor.device()).collect();
             let (first, copies) = kernel(t, inputs, &to)?;
-            Ok(std::iter::once((i, first)).chain(fanout.iter().copied().zip(copies)).collect())
+            Ok((first, fanout.iter().copied().zip(copies).collect()))
         }
         Action::Ready(_) | Action::Fused => {
             Err(Error::internal("issue", "a step no queue issues was issued"))
