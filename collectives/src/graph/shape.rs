@@ -2,23 +2,17 @@
 
 use std::fmt;
 
-use smallvec::SmallVec;
-
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
-/// Dimensions kept inline (no allocation) in a [`Shape`]: every graph node owns one, and a
-/// collective call builds one node per member.
-const INLINE_DIMS: usize = 4;
-
 /// The dimensions of a tensor, outermost first; elements are stored row-major and contiguous.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
-pub struct Shape(SmallVec<[usize; INLINE_DIMS]>);
+pub struct Shape(Vec<usize>);
 
 impl Shape {
     /// A shape from its dimensions.
     pub fn new(dims: impl Into<Vec<usize>>) -> Self {
-        Shape::from(dims.into())
+        Shape(dims.into())
     }
 
     /// The dimensions.
@@ -100,19 +94,19 @@ impl fmt::Display for Shape {
 
 impl<const N: usize> From<[usize; N]> for Shape {
     fn from(d: [usize; N]) -> Self {
-        Shape(SmallVec::from_slice(&d))
+        Shape(d.to_vec())
     }
 }
 
 impl From<&[usize]> for Shape {
     fn from(d: &[usize]) -> Self {
-        Shape(SmallVec::from_slice(d))
+        Shape(d.to_vec())
     }
 }
 
 impl From<Vec<usize>> for Shape {
     fn from(d: Vec<usize>) -> Self {
-        Shape(SmallVec::from_vec(d))
+        Shape(d)
     }
 }
 
@@ -124,6 +118,6 @@ impl From<&Shape> for Shape {
 
 impl From<usize> for Shape {
     fn from(n: usize) -> Self {
-        Shape(SmallVec::from_slice(&[n]))
+        Shape(vec![n])
     }
 }
