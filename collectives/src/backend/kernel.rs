@@ -67,14 +67,34 @@ impl Kernel {
     /// readable from `device`, their count, each one's length exactly what the kernel reads, and
     /// their dtype (the output's, except a cast's).
     pub fn check(&self, device: Device, inputs: &[&Buffer], out: OutSpec) -> Result<()> {
+        self.check_reads(device, inputs, None, out)
+    }
+
+    /// [`Kernel::check`] for a kernel that reads each input from element `start` on (a window
+    /// of a longer input, as each member of a native reduce_scatter folds its part): every input
+    /// holds at least `start` plus what the kernel reads (checked arithmetic).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // used by the CUDA calls and tests
+    pub fn check_from(&self, device: Device, inputs: &[&Buffer], start: usize, out: OutSpec) -> Result<()> {
+        self.check_reads(device, inputs, Some(start), out)
+    }
+
+    /// The contract, with each input read whole (`None`) or from `start` on.
+    fn check_reads(
+        &self,
+        device: Device,
+        inputs: &[&Buffer],
+        start: Option<usize>,
+        out: OutSpec,
+    ) -> Result<()> {
         let broken = |what: String| Error::internal(format!("{} kernel on {device}", self.name()), what);
         if let Some(b) = inputs.iter().find(|b| !crate::route::readable(device, b.device)) {
             return Err(broken(format!("an input lives on {}, which it cannot read", b.device)));
         }
         let want = self.input_lens(inputs.len(), out.len).map_err(&broken)?;
-        if !want.fit(inputs) {
+        if !want.fit(inputs, start) {
             let (lens, want) = (inputs.iter().map(|b| b.len).collect::<Vec<_>>(), want.list());
-            return Err(broken(format!("input lengths {lens:?}, expected {want:?} for {self:?}")));
+            let from = start.map_or(String::new(), |s| format!(" from element {s}"));
+            return Err(broken(format!("input lengths {lens:?}, expected {want:?}{from} for {self:?}")));
         }
         let dtype_ok = |b: &&&Buffer| matches!(self, Kernel::Cast) || b.dtype == out.dtype;
         if let Some(b) = inputs.iter().find(|b| !dtype_ok(b)) {
@@ -125,12 +145,17 @@ enum Lens {
 }
 
 impl Lens {
-    /// Whether `inputs` have exactly these lengths.
-    fn fit(&self, inputs: &[&Buffer]) -> bool {
+    /// Whether `inputs` have exactly these lengths, or (read from `start`) hold at least `start`
+    /// plus these lengths.
+    fn fit(&self, inputs: &[&Buffer], start: Option<usize>) -> bool {
+        let holds = |b: &Buffer, want: usize| match start {
+            None => b.len == want,
+            Some(s) => s.checked_add(want).is_some_and(|end| end <= b.len),
+        };
         match self {
-            Lens::Same { len, count } => inputs.len() == *count && inputs.iter().all(|b| b.len == *len),
+            Lens::Same { len, count } => inputs.len() == *count && inputs.iter().all(|b| holds(b, *len)),
             Lens::Each(lens) => {
-                inputs.len() == lens.len() && inputs.iter().zip(lens).all(|(b, &l)| b.len == l)
+                inputs.len() == lens.len() && inputs.iter().zip(lens).all(|(b, &l)| holds(b, l))
             }
         }
     }
@@ -160,6 +185,19 @@ mod tests {
 
     fn broken(k: &Kernel, inputs: &[&Buffer], o: OutSpec) -> bool {
         matches!(k.check(DEV, inputs, o), Err(Error::Internal { .. }))
+    }
+
+    #[test]
+    fn a_window_must_lie_inside_every_input() {
+        let reduce = Kernel::Reduce { kind: crate::graph::ReduceKind::Sum, scale: None };
+        let (a, b) = (buf(12), buf(12));
+        let from = |start| reduce.check_from(DEV, &[&a, &b], start, out(4));
+        assert!(from(0).is_ok() && from(8).is_ok(), "the first and the last part");
+        assert!(matches!(from(9), Err(Error::Internal { .. })), "past the end");
+        assert!(matches!(from(usize::MAX), Err(Error::Internal { .. })), "an overflowing start");
+        let short = buf(10);
+        assert!(reduce.check_from(DEV, &[&a, &short], 8, out(4)).is_err(), "one input too short");
+        assert!(reduce.check(DEV, &[&a, &b], out(4)).is_err(), "a whole read stays exact");
     }
 
     #[test]

@@ -112,14 +112,6 @@ pub(crate) fn host_reduce_scatter(
     nodes(group, Arc::new(call), shards, &everywhere(group, &out))
 }
 
-/// Whether the collectives of `group` can run as native CUDA calls (`backend/cuda/call.rs`):
-/// two or more members, all CUDA devices.
-pub(crate) fn cuda_native(group: &DeviceGroup) -> bool {
-    cfg!(feature = "cuda")
-        && group.size() >= 2
-        && group.devices().iter().all(|d| matches!(d, Device::Cuda(_)))
-}
-
 #[cfg(feature = "cuda")]
 mod cuda {
     use std::sync::Arc;
@@ -129,6 +121,12 @@ mod cuda {
     use crate::device::Device;
     use crate::error::Result;
     use crate::graph::{Shape, Tensor};
+
+    /// Whether the collectives of `group` can run as native CUDA calls (`backend/cuda/call.rs`):
+    /// two or more members, all CUDA devices.
+    pub(crate) fn native(group: &DeviceGroup) -> bool {
+        group.size() >= 2 && group.devices().iter().all(|d| matches!(d, Device::Cuda(_)))
+    }
 
     /// `pull` on every member of `group` over `inputs`, one output per `(device, shape)` of `outs`.
     fn call(group: &DeviceGroup, pull: Pull, inputs: &[Tensor], outs: &[(Device, Shape)]) -> Vec<Tensor> {
@@ -178,5 +176,5 @@ mod cuda {
 #[cfg(feature = "cuda")]
 pub(crate) use cuda::{
     all_gather as cuda_all_gather, all_reduce as cuda_all_reduce, broadcast as cuda_broadcast,
-    reduce_scatter as cuda_reduce_scatter,
+    native as cuda_native, reduce_scatter as cuda_reduce_scatter,
 };

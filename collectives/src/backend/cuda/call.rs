@@ -78,10 +78,11 @@ impl MultiKernel for CudaCall {
         for (i, &d) in self.devices.iter().enumerate() {
             let dev = member(d)?;
             let out = match &self.pull {
-                Pull::AllReduce { fold, len } => kernel(&dev, fold, inputs, OutSpec { dtype, len: *len })?,
+                Pull::AllReduce { fold: k, len } | Pull::AllGather { join: k, len } => {
+                    kernel(&dev, k, inputs, OutSpec { dtype, len: *len })?
+                }
                 Pull::ReduceScatter { fold, part } => window(&dev, fold, inputs, i, *part)?,
-                Pull::AllGather { join, len } => kernel(&dev, join, inputs, OutSpec { dtype, len: *len })?,
-                Pull::Broadcast { root, .. } if i == *root => continue,
+                Pull::Broadcast { root } if i == *root => continue,
                 Pull::Broadcast { root } => super::copy::dtod(&*member(self.devices[*root])?, inputs[0], d)?,
             };
             outs.push(Arc::new(out));
@@ -104,22 +105,13 @@ fn kernel(dev: &CudaDevice, k: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Res
     launch::compute(dev, k, inputs, out)
 }
 
-/// Member `i`'s part (`part` elements from `i * part`) of `fold` (a reduce) over `inputs`, read
-/// where they lie. The contract of a reduce over windows, checked as [`Kernel::check`] checks a
-/// whole reduce: every input readable, of one dtype, holding the window (checked arithmetic).
+/// Member `i`'s part (`part` elements from `i * part`) of `fold` over `inputs`, read where they
+/// lie, the kernel contract checked for that window first.
 fn window(dev: &CudaDevice, fold: &Kernel, inputs: &[&Buffer], i: usize, part: usize) -> Result<Buffer> {
-    let broken = |what: String| Error::internal(format!("reduce_scatter on {}", dev.device), what);
-    if !matches!(fold, Kernel::Reduce { .. }) {
-        return Err(broken(format!("a {} kernel is no fold", fold.name())));
-    }
-    let end = i.checked_mul(part).and_then(|s| s.checked_add(part));
-    let dtype = inputs[0].dtype;
-    let fits = |b: &&&Buffer| {
-        end.is_some_and(|e| e <= b.len) && b.dtype == dtype && crate::route::readable(dev.device, b.device)
-    };
-    if let Some(b) = inputs.iter().find(|b| !fits(b)) {
-        let msg = format!("part {i} of {part} elements of a {} x {} input on {}", b.len, b.dtype, b.device);
-        return Err(broken(msg));
-    }
-    launch::compute_from(dev, fold, inputs, i * part, OutSpec { dtype, len: part })
+    let out = OutSpec { dtype: inputs[0].dtype, len: part };
+    let start = i.checked_mul(part).ok_or_else(|| {
+        Error::internal(format!("reduce_scatter on {}", dev.device), format!("part {i} of {part} overflows"))
+    })?;
+    fold.check_from(dev.device, inputs, start, out)?;
+    launch::compute_from(dev, fold, inputs, start, out)
 }
