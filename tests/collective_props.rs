@@ -110,7 +110,7 @@ fn cases() -> impl Strategy<Value = Case> {
         any::<prop::sample::Index>(),
         prop::sample::select(DTYPES.to_vec()),
         0usize..6,
-        prop::sample::select([&ALGORITHMS[..], &[Algorithm::OneShot]].concat()),
+        prop::sample::select([&ALGORITHMS[..], &[Algorithm::OneShot, Algorithm::TwoShot]].concat()),
         any::<u64>(),
     )
         .prop_map(|(devices, shape, dim, dtype, op, algo, seed)| Case {

@@ -1,7 +1,9 @@
 //! The native CUDA path on groups of 2, 3, 4 and 8 CUDA devices — virtual devices of one GPU
 //! (`COLLECTIVES_CUDA_DEVICES=0,0,0,0,0,0,0,0`) on a one-GPU machine — against f64 references:
 //! the one-shot all_reduce (every member reads every shard in place) with every op and dtype at
-//! sizes 1, 7 and 65537, its results bitwise identical on every member; the one-shot
+//! sizes 1, 7 and 65537, its results bitwise identical on every member; the two-shot all_reduce
+//! (each member folds its part, then copies the others') the same way, at sizes that leave
+//! members without a part and at one that gives every member an uneven one; the one-shot
 //! reduce_scatter, all_gather (uneven shards) and broadcast (every root), each one multi-device
 //! call, along outer and inner dims; and the automatic choice taking them where NCCL cannot run.
 //! The one-shot checks also run on virtual host devices.
@@ -12,6 +14,7 @@
 #[path = "cuda_common/mod.rs"]
 mod cuda_common;
 
+use collectives::collective::TWO_SHOT_MIN_BYTES;
 use collectives::{Algorithm, CollectiveKind, DType, DeviceGroup};
 use collectives_tests::collective::{
     DTYPES, Shards, all_ops, check_exact, check_reduced, cpu_group, op_tol, range_for, ref_concat,
@@ -47,7 +50,14 @@ fn same_bits(a: &[f64], b: &[f64]) -> bool {
 
 #[test]
 fn one_shot_all_reduce_every_op_dtype_and_size() {
-    one_shot_on(groups());
+    all_reduce_on(groups(), Algorithm::OneShot);
+}
+
+/// 1 and 7 elements leave members without a part; 65537 gives each of 8 members one, the last
+/// shorter, in every dtype.
+#[test]
+fn two_shot_all_reduce_every_op_dtype_and_size() {
+    all_reduce_on(groups(), Algorithm::TwoShot);
 }
 
 /// The same on virtual host devices (which read each other in place too), so every machine runs
@@ -55,18 +65,18 @@ fn one_shot_all_reduce_every_op_dtype_and_size() {
 #[test]
 #[cfg_attr(not(feature = "slow"), ignore = "slow: run with --features slow")]
 fn one_shot_all_reduce_on_host_devices() {
-    one_shot_on(SIZES.iter().map(|&n| cpu_group(n)).collect());
+    all_reduce_on(SIZES.iter().map(|&n| cpu_group(n)).collect(), Algorithm::OneShot);
 }
 
-fn one_shot_on(groups: Vec<DeviceGroup>) {
+fn all_reduce_on(groups: Vec<DeviceGroup>, algo: Algorithm) {
     let seed = fresh_seed();
     let mut r = rng(seed);
     for g in groups {
-        let g = g.with_algorithm(Algorithm::OneShot);
+        let g = g.with_algorithm(algo);
         for dtype in DTYPES {
             for op in all_ops(dtype, &mut r) {
                 for len in [1usize, 7, 65537] {
-                    let ctx = format!("seed {seed} n={} {dtype} {op} len {len}", g.size());
+                    let ctx = format!("seed {seed} {algo} n={} {dtype} {op} len {len}", g.size());
                     let s = Shards::even(dtype, &[len], g.devices(), range_for(op), &mut r);
                     let out = g.all_reduce(&s.tensors, op).expect(&ctx);
                     let first = values(&out[0]);
@@ -74,6 +84,7 @@ fn one_shot_on(groups: Vec<DeviceGroup>) {
                         check_reduced(t, d, op, &s.slices(), &ctx);
                         assert!(same_bits(&values(t), &first), "{ctx}: {d} differs from {}", g.devices()[0]);
                     }
+                    s.assert_untouched(&ctx);
                 }
             }
         }
@@ -187,5 +198,13 @@ fn the_automatic_choice_takes_one_shot_where_nccl_cannot_run() {
             }
             println!("{} devices, {kind:?}: {:?}", g.size(), plan.algorithm);
         }
+        let numel = TWO_SHOT_MIN_BYTES / 4;
+        let plan = g.plan(CollectiveKind::AllReduce, [numel], DType::F32).expect("plan");
+        let want = Algorithm::TwoShot;
+        assert!(
+            plan.algorithm == Some(Algorithm::Nccl) || plan.algorithm == Some(want),
+            "{:?}: a large all_reduce runs NCCL or {want}\n{plan}",
+            g.devices()
+        );
     }
 }

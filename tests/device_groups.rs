@@ -221,7 +221,8 @@ fn cuda_groups_of_every_size() {
     let cuda: Vec<Device> =
         available_devices().into_iter().filter(|d| matches!(d, Device::Cuda(_))).collect();
     for n in [2, 3, 4, 8].into_iter().filter(|&n| n <= cuda.len()) {
-        let algos = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring, Algorithm::OneShot];
+        let algos =
+            [Algorithm::Auto, Algorithm::Star, Algorithm::Ring, Algorithm::OneShot, Algorithm::TwoShot];
         every_collective(&format!("cuda:0..{n}"), &cuda[..n], &algos);
     }
 }

@@ -46,11 +46,16 @@ enum Coll {
     BroadcastCoalesced,
 }
 
-/// Every collective with each algorithm it takes that runs on groups without CUDA.
+/// Every collective with each algorithm it takes (the one- and two-shot forms are one CUDA call
+/// on CUDA groups, the star or a host call elsewhere).
 const CASES: &[(Coll, Algorithm)] = &[
     (Coll::AllReduce, Algorithm::Star),
     (Coll::AllReduce, Algorithm::Ring),
     (Coll::AllReduce, Algorithm::OneShot),
+    (Coll::AllReduce, Algorithm::TwoShot),
+    (Coll::ReduceScatter, Algorithm::OneShot),
+    (Coll::AllGather, Algorithm::OneShot),
+    (Coll::Broadcast, Algorithm::OneShot),
     (Coll::Reduce, Algorithm::Star),
     (Coll::Reduce, Algorithm::Ring),
     (Coll::ReduceScatter, Algorithm::Star),

@@ -3,7 +3,9 @@
 //! bytes per hop are the shard's bytes; the algorithm shown is `choose(..)` unless overridden per
 //! group or per call; `Display` of a group and of a plan names routes and algorithm.
 
-use collectives::collective::{PlannedHop, RING_MIN_BYTES, choose, choose_without_nccl, nccl_available};
+use collectives::collective::{
+    PlannedHop, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES, choose, choose_without_nccl, nccl_available,
+};
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
 const CUDA0: Device = Device::Cuda(0);
@@ -182,7 +184,7 @@ fn a_cuda_plan_reads_peers_in_place() {
 }
 
 #[test]
-fn a_one_shot_collective_of_cuda_devices_is_one_call_and_no_hop() {
+fn a_one_or_two_shot_collective_of_cuda_devices_is_one_call_and_no_hop() {
     let devices = [CUDA0, CUDA1, Device::Cuda(2)];
     let g = DeviceGroup::new(devices.to_vec()).unwrap().with_algorithm(Algorithm::OneShot);
     for (kind, name, inputs) in [
@@ -197,6 +199,11 @@ fn a_one_shot_collective_of_cuda_devices_is_one_call_and_no_hop() {
         let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
         assert_eq!(ks, [(CUDA0, name, inputs)], "{plan}");
     }
+    let plan = g.using(Algorithm::TwoShot).plan(CollectiveKind::AllReduce, [999], DType::BF16).unwrap();
+    assert_eq!(plan.algorithm, Some(Algorithm::TwoShot), "{plan}");
+    assert!(plan.hops.is_empty(), "{plan}");
+    let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+    assert_eq!(ks, [(CUDA0, "collective cuda two-shot all_reduce", 3)], "{plan}");
 }
 
 #[test]
@@ -261,21 +268,23 @@ fn choose_is_the_documented_expression() {
     }
     assert_eq!(choose(CollectiveKind::AllToAll, &cudas, big), Algorithm::Ring, "no NCCL form");
     assert_eq!(choose(CollectiveKind::Broadcast, &two, big), Algorithm::OneShot, "one peer copy");
-    // Without NCCL: the one-shot where each member pulls its share, the ring for a large
-    // all_reduce on three or more.
+    // Without NCCL: the one-shot where each member pulls its share, the two-shot for a large
+    // all_reduce.
     for kind in [CollectiveKind::Broadcast, CollectiveKind::AllGather, CollectiveKind::ReduceScatter] {
         for devs in [&cudas[..], &two[..]] {
             assert_eq!(choose_without_nccl(kind, devs, big), Algorithm::OneShot, "{kind:?}");
         }
     }
     let gather = |devs: &[Device], bytes| choose_without_nccl(CollectiveKind::AllGather, devs, bytes);
-    assert_eq!(gather(&cudas, big - 1), Algorithm::Star, "n² small copies");
+    assert_eq!(gather(&cudas, big - 1), Algorithm::Star, "small on three");
     assert_eq!(gather(&two, 1), Algorithm::OneShot, "two devices");
     assert_eq!(choose_without_nccl(CollectiveKind::ReduceScatter, &cudas, 1), Algorithm::OneShot);
     assert_eq!(choose_without_nccl(CollectiveKind::Broadcast, &cudas, 1), Algorithm::OneShot);
-    assert_eq!(choose_without_nccl(AR, &cudas, big), Algorithm::Ring, "large on three");
-    assert_eq!(choose_without_nccl(AR, &cudas, big - 1), Algorithm::OneShot, "small on three");
-    assert_eq!(choose_without_nccl(AR, &two, big * 8), Algorithm::OneShot, "two devices");
+    let two_shot = TWO_SHOT_MIN_BYTES;
+    for devs in [&cudas[..], &two[..]] {
+        assert_eq!(choose_without_nccl(AR, devs, two_shot), Algorithm::TwoShot, "large");
+        assert_eq!(choose_without_nccl(AR, devs, two_shot - 1), Algorithm::OneShot, "small");
+    }
     assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &cudas, big), Algorithm::Ring, "no one-shot form");
     assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &two, big), Algorithm::Star, "no one-shot form");
     assert_eq!(choose_without_nccl(AR, &[cuda(0)], big), Algorithm::Star, "one device");

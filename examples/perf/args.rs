@@ -56,6 +56,11 @@ pub struct Args {
     /// Draw bus bandwidth against size as an SVG here.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Sample the host CPU during each row's runs (pprof, 4999 Hz) and write, into this folder,
+    /// a flame graph and a list of the hottest functions per row. Needs the `profile` feature
+    /// (`--features profile`); keep the binary's symbols (do not strip it).
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
 }
 
 /// Parses `4K`, `16M`, `1G` or a plain number of bytes.

@@ -18,6 +18,7 @@
 mod args;
 mod collect;
 mod output;
+mod profile;
 
 use std::time::Instant;
 
@@ -156,8 +157,12 @@ impl Sweep<'_> {
         collectives::realize(&shards)?; // uploads are not part of the collective
         self.bar.set_message(format!("{} {} {}", self.coll.name(), T::DTYPE, output::human(size)));
         let tick = || self.bar.inc(1);
+        let dir = self.args.profile.as_deref();
+        let profile = profile::Guard::start(dir)?;
         let (secs, outs) =
             time_runs(self.coll, g, &shards, self.redop, self.args.warmup, self.args.iters, &tick)?;
+        let name = format!("{}-{}-{}-{}-{size}", self.coll.name(), T::DTYPE, self.algo, n);
+        profile.finish(dir, &name)?;
         let wrong =
             if self.args.no_check { -1 } else { count_wrong(self.coll, g, host, &outs, self.redop)? as i64 };
         let memcpy_us = self.args.floor.then(|| memcpy_secs(size, self.args.iters) * 1e6);

@@ -83,6 +83,14 @@ pub enum Algorithm {
     /// that cannot read each other's memory get copies first; the other collectives, and other
     /// groups, run the star for it.
     OneShot,
+    /// `all_reduce` in two steps of one multi-device call, on a group of CUDA devices: member i
+    /// folds part i of every shard into its own output (a reduce_scatter in place), then, once
+    /// every part is folded (streams wait on the device, not the host), copies every other
+    /// member's part from that member's output. Each member reads about two shards' worth instead
+    /// of the one-shot's n, so it is the all_reduce for large messages on three or more devices;
+    /// every element is still folded once, so every member's result is bitwise identical. Every
+    /// other collective and group runs as for [`Algorithm::OneShot`].
+    TwoShot,
 }
 
 impl fmt::Display for Algorithm {
@@ -93,6 +101,7 @@ impl fmt::Display for Algorithm {
             Algorithm::Ring => "ring",
             Algorithm::Nccl => "nccl",
             Algorithm::OneShot => "oneshot",
+            Algorithm::TwoShot => "twoshot",
         })
     }
 }
@@ -107,10 +116,11 @@ impl std::str::FromStr for Algorithm {
             "ring" => Algorithm::Ring,
             "nccl" => Algorithm::Nccl,
             "oneshot" | "one-shot" => Algorithm::OneShot,
+            "twoshot" | "two-shot" => Algorithm::TwoShot,
             _ => {
                 return Err(crate::Error::InvalidArgument {
                     what: "algorithm",
-                    msg: format!("{s:?} is not one of auto, star, ring, nccl, oneshot"),
+                    msg: format!("{s:?} is not one of auto, star, ring, nccl, oneshot, twoshot"),
                 });
             }
         })
@@ -141,28 +151,40 @@ pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorit
     }
 }
 
+/// Bytes per shard from which [`choose_without_nccl`] takes the two-shot all_reduce on CUDA
+/// devices: below it the one-shot's single step costs less than its n-fold reads. Measured on
+/// 2, 4 and 8 virtual devices of one H200 (`bench/gpu/15-two-shot`): 16 MiB is the smallest size
+/// where the two-shot was faster on all three (at 4 MiB only on two).
+pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
+
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call
-/// NCCL has no form for):
+/// NCCL has no form for). On two or more CUDA devices, one multi-device call where one is
+/// measured faster:
 ///
-/// - on two or more CUDA devices, [`Algorithm::OneShot`] — every member pulls what it needs from
-///   its peers in one step, one multi-device call:
-///   - for reduce_scatter and broadcast, always (each member reads only its share, as in a ring,
-///     without the ring's dependent steps);
-///   - for an all_reduce of two devices or below [`RING_MIN_BYTES`] per shard (each member reads
-///     every shard, against the ring's 2(n-1) dependent steps);
-///   - for an all_gather of two devices or from [`RING_MIN_BYTES`] per shard: each member issues
-///     one copy per shard, n² in all, which costs more than the star's 2n below that on eight
-///     virtual devices of one H200 (`bench/gpu/14-native-calls`);
-/// - otherwise [`choose_native`].
+/// - all_reduce: [`Algorithm::TwoShot`] from [`TWO_SHOT_MIN_BYTES`] per shard (each member reads
+///   about two shards' worth), else [`Algorithm::OneShot`] (every member reads every shard, in
+///   one step);
+/// - reduce_scatter and broadcast: [`Algorithm::OneShot`], always (each member reads only its
+///   share, as in a ring, without the ring's dependent steps);
+/// - all_gather: [`Algorithm::OneShot`] on two devices or from [`RING_MIN_BYTES`] per shard. On
+///   eight virtual devices of one H200 the star was faster below that while each member issued
+///   one driver copy per shard (`bench/gpu/14-native-calls`); since each member's copies are one
+///   launch, the two are within 20 % of each other at every size there (`bench/gpu/15-two-shot`).
+///
+/// Everything else, and other groups: [`choose_native`].
 pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorithm {
     let n = devices.len();
-    let one_shot = match kind {
-        CollectiveKind::AllReduce => n == 2 || bytes < RING_MIN_BYTES,
-        CollectiveKind::AllGather => n == 2 || bytes >= RING_MIN_BYTES,
-        CollectiveKind::ReduceScatter | CollectiveKind::Broadcast => true,
-        _ => false,
-    };
-    if n >= 2 && all_cuda(devices) && one_shot { Algorithm::OneShot } else { choose_native(devices, bytes) }
+    if n < 2 || !all_cuda(devices) {
+        return choose_native(devices, bytes);
+    }
+    match kind {
+        CollectiveKind::AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
+        CollectiveKind::AllReduce | CollectiveKind::ReduceScatter | CollectiveKind::Broadcast => {
+            Algorithm::OneShot
+        }
+        CollectiveKind::AllGather if n == 2 || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
+        _ => choose_native(devices, bytes),
+    }
 }
 
 /// Whether every one of `devices` (at least one) is a CUDA device.

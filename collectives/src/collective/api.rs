@@ -39,7 +39,9 @@ impl DeviceGroup {
             Algorithm::Ring => self.ring_all_reduce(&mut hops, shards, op),
             #[cfg(feature = "cuda")]
             Algorithm::OneShot if call::cuda_native(self) => Ok(call::cuda_all_reduce(self, shards, op)),
-            Algorithm::OneShot => star::all_reduce_in_place(shards, op, self.devices()),
+            #[cfg(feature = "cuda")]
+            Algorithm::TwoShot if call::cuda_native(self) => Ok(call::cuda_two_shot(self, shards, op)),
+            Algorithm::OneShot | Algorithm::TwoShot => star::all_reduce_in_place(shards, op, self.devices()),
             _ if call::host_star(self) => Ok(call::host_all_reduce(self, shards, op)),
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
@@ -75,7 +77,9 @@ impl DeviceGroup {
             Algorithm::Nccl => super::nccl::broadcast(self, t, root),
             Algorithm::Ring => ring::broadcast(&mut hops, t, self.devices(), root),
             #[cfg(feature = "cuda")]
-            Algorithm::OneShot if call::cuda_native(self) => Ok(call::cuda_broadcast(self, t, root)),
+            Algorithm::OneShot | Algorithm::TwoShot if call::cuda_native(self) => {
+                Ok(call::cuda_broadcast(self, t, root))
+            }
             _ => star::broadcast(&mut hops, t, self.devices()),
         }
     }
@@ -101,7 +105,9 @@ impl DeviceGroup {
                 have.iter().map(|row| join(row, dim)).collect()
             }
             #[cfg(feature = "cuda")]
-            Algorithm::OneShot if call::cuda_native(self) => call::cuda_all_gather(self, shards, dim),
+            Algorithm::OneShot | Algorithm::TwoShot if call::cuda_native(self) => {
+                call::cuda_all_gather(self, shards, dim)
+            }
             _ if call::host_star(self) => call::host_all_gather(self, shards, dim),
             _ => {
                 let cat = star::gather_to(&mut hops, shards, dim, self.leader())?;
@@ -130,7 +136,9 @@ impl DeviceGroup {
                 ring::reduce_scatter(&mut hops, self.devices(), &parts, op)
             }
             #[cfg(feature = "cuda")]
-            Algorithm::OneShot if call::cuda_native(self) && contiguous_along(&shards[0], dim) => {
+            Algorithm::OneShot | Algorithm::TwoShot
+                if call::cuda_native(self) && contiguous_along(&shards[0], dim) =>
+            {
                 Ok(call::cuda_reduce_scatter(self, shards, op, dim, part))
             }
             _ if call::host_star(self) => Ok(call::host_reduce_scatter(self, shards, op, dim, part)),

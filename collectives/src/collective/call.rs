@@ -140,6 +140,13 @@ mod cuda {
         call(group, pull, shards, &everywhere(group, shards[0].shape()))
     }
 
+    /// The two-shot all_reduce as one call: member i folds part i of every shard into its output,
+    /// then copies the others' parts from their outputs.
+    pub(crate) fn two_shot(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
+        let pull = Pull::TwoShot { fold: fold(op, shards.len()), len: shards[0].numel() };
+        call(group, pull, shards, &everywhere(group, shards[0].shape()))
+    }
+
     /// The reduce_scatter along `dim` as one call: member i folds its part (`part` long along
     /// `dim`) of every shard. `dim` must cut the shards into contiguous parts.
     pub(crate) fn reduce_scatter(
@@ -176,5 +183,5 @@ mod cuda {
 #[cfg(feature = "cuda")]
 pub(crate) use cuda::{
     all_gather as cuda_all_gather, all_reduce as cuda_all_reduce, broadcast as cuda_broadcast,
-    native as cuda_native, reduce_scatter as cuda_reduce_scatter,
+    native as cuda_native, reduce_scatter as cuda_reduce_scatter, two_shot as cuda_two_shot,
 };

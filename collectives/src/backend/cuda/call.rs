@@ -31,7 +31,8 @@
 use std::sync::Arc;
 
 use super::device::{self, CudaDevice};
-use super::launch;
+use super::memory::{DevAlloc, Event, device_buffer, record};
+use super::{driver, launch};
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -42,6 +43,9 @@ use crate::graph::MultiKernel;
 pub(crate) enum Pull {
     /// Every member runs the reduce over every input (`len` elements each).
     AllReduce { fold: Kernel, len: usize },
+    /// Member i runs the reduce over its part of every input (see [`two_shot_part`]) into its
+    /// output, then copies every other member's part from that member's output.
+    TwoShot { fold: Kernel, len: usize },
     /// Member i runs the reduce over elements `[i * part, (i + 1) * part)` of every input.
     ReduceScatter { fold: Kernel, part: usize },
     /// Every member runs the concat (a placement of each input in its output, by copy).
@@ -64,6 +68,7 @@ impl MultiKernel for CudaCall {
     fn name(&self) -> String {
         let what = match self.pull {
             Pull::AllReduce { .. } => "all_reduce",
+            Pull::TwoShot { .. } => "two-shot all_reduce",
             Pull::ReduceScatter { .. } => "reduce_scatter",
             Pull::AllGather { .. } => "all_gather",
             Pull::Broadcast { .. } => "broadcast",
@@ -74,6 +79,9 @@ impl MultiKernel for CudaCall {
     fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
         let dtype =
             inputs.first().ok_or_else(|| Error::internal(self.name(), "a call with no inputs"))?.dtype;
+        if let Pull::TwoShot { fold, len } = &self.pull {
+            return self.two_shot(fold, inputs, OutSpec { dtype, len: *len });
+        }
         let mut outs = Vec::with_capacity(self.devices.len());
         for (i, &d) in self.devices.iter().enumerate() {
             let dev = member(d)?;
@@ -82,6 +90,7 @@ impl MultiKernel for CudaCall {
                     kernel(&dev, k, inputs, OutSpec { dtype, len: *len })?
                 }
                 Pull::ReduceScatter { fold, part } => window(&dev, fold, inputs, i, *part)?,
+                Pull::TwoShot { .. } => unreachable!("issued above"),
                 Pull::Broadcast { root } if i == *root => continue,
                 Pull::Broadcast { root } => super::copy::dtod(&*member(self.devices[*root])?, inputs[0], d)?,
             };
@@ -89,6 +98,96 @@ impl MultiKernel for CudaCall {
         }
         Ok(outs)
     }
+}
+
+impl CudaCall {
+    /// The two-shot all_reduce: every member folds its part into its output, then (each member's
+    /// stream waiting for every fold, on the device) gathers the others' parts.
+    fn two_shot(&self, fold: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Vec<Arc<Buffer>>> {
+        let n = self.devices.len();
+        let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
+        let bounds = |i: usize| two_shot_part(out.len, out.dtype.size(), n, i);
+        let mut folded = Vec::with_capacity(n);
+        for (i, dev) in devs.iter().enumerate() {
+            let dst = dev.alloc(out.len * out.dtype.size(), &dev.compute)?;
+            let (start, end) = bounds(i);
+            let part = OutSpec { len: end - start, ..out };
+            fold.check_from(dev.device, inputs, start, part)?;
+            let event = launch::compute_into(dev, fold, inputs, start, (&dst, start), part)?;
+            folded.push((dst, event));
+        }
+        let mut outs = Vec::with_capacity(n);
+        for (i, dev) in devs.iter().enumerate() {
+            let event = gather_parts(&devs, i, &folded, &bounds, out.dtype.size()).inspect_err(|_| {
+                let _ = dev.compute.synchronize();
+            })?;
+            outs.push(Arc::new(device_buffer(out.dtype, out.len, folded[i].0.clone(), event, &dev.compute)));
+        }
+        Ok(outs)
+    }
+}
+
+/// Elements `[start, end)` of `len` that member `i` of `n` folds in a two-shot all_reduce: parts
+/// of `len / n` rounded up to whole 256-byte blocks (so every part starts 16-byte aligned, for
+/// the kernels' vector paths), the last ones shorter or empty.
+pub(crate) fn two_shot_part(len: usize, size: usize, n: usize, i: usize) -> (usize, usize) {
+    let block = (256 / size.max(1)).max(1);
+    let part = len.div_ceil(n.max(1)).div_ceil(block) * block;
+    let start = i.saturating_mul(part).min(len);
+    (start, start.saturating_add(part).min(len))
+}
+
+/// Member `i`'s gather of a two-shot all_reduce: its compute stream waits for every member's fold,
+/// then copies each other member's part from that member's output into its own. Returns the event
+/// that completes member `i`'s output. On an error, copies already issued may still be running:
+/// the caller waits for the stream before the outputs are dropped.
+fn gather_parts(
+    devs: &[Arc<CudaDevice>],
+    i: usize,
+    folded: &[(Arc<DevAlloc>, Arc<Event>)],
+    bounds: &dyn Fn(usize) -> (usize, usize),
+    size: usize,
+) -> Result<Arc<Event>> {
+    let dev = &devs[i];
+    let stream = &dev.compute;
+    dev.bind()?;
+    let others = || folded.iter().enumerate().filter(move |&(j, _)| j != i);
+    for (_, (_, e)) in others() {
+        // SAFETY: the stream and the event are alive for the call.
+        unsafe { driver::stream_wait(stream.cu_stream(), e.cu_event()) }
+            .map_err(driver::err(dev.device, "wait on event"))?;
+    }
+    let mine = &folded[i].0;
+    let mut segs = Vec::with_capacity(folded.len());
+    for (j, (theirs, _)) in others() {
+        let (start, end) = bounds(j);
+        let at = (start * size) as u64;
+        segs.push((theirs.ptr() + at, mine.ptr() + at, ((end - start) * size) as u64));
+    }
+    // A kernel reads peers in place where it can (one GPU, or peers with access on), else the
+    // driver copies each part.
+    let mut in_place = true;
+    for other in devs {
+        in_place &= device::enable_peer(dev, other)?;
+    }
+    // Each segment is member j's part, inside both outputs (each a whole output) and disjoint
+    // from the others; `mine` is the output this stream completes, and each `theirs` notes this
+    // stream's use below, so both stay alive until the copies have run.
+    if in_place {
+        let l = launch::Launcher { dev, stream };
+        // SAFETY: as above, and this device's kernels read every peer in place.
+        unsafe { launch::copy_segments(&l, &segs) }?;
+    } else {
+        for (&(src, dst, bytes), (j, _)) in segs.iter().zip(others()) {
+            // SAFETY: as above.
+            unsafe { super::copy::peer_bytes((dev, dst), (&devs[j], src), bytes as usize, stream) }?;
+        }
+    }
+    let event = record(stream, dev.device)?;
+    for (_, (theirs, _)) in others() {
+        theirs.note_use(stream, &event);
+    }
+    Ok(event)
 }
 
 /// The CUDA device behind member `d`.
@@ -114,4 +213,29 @@ fn window(dev: &CudaDevice, fold: &Kernel, inputs: &[&Buffer], i: usize, part: u
     })?;
     fold.check_from(dev.device, inputs, start, out)?;
     launch::compute_from(dev, fold, inputs, start, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::two_shot_part;
+
+    /// The parts cover `[0, len)` in member order, without gaps or overlaps, and each starts on
+    /// a 256-byte boundary (so every pointer a fold gets keeps the vector paths' alignment).
+    #[test]
+    fn two_shot_parts_tile_the_tensor_on_aligned_bounds() {
+        for size in [1usize, 2, 4, 8] {
+            for n in [2usize, 3, 4, 7, 8] {
+                for len in [0usize, 1, 7, 63, 64, 65, 255, 256, 257, 1000, 65537, (1 << 20) + 3] {
+                    let mut at = 0;
+                    for i in 0..n {
+                        let (start, end) = two_shot_part(len, size, n, i);
+                        assert_eq!(start, at, "len {len} size {size} n {n} member {i}");
+                        assert!(end >= start && (start == len || (start * size) % 256 == 0));
+                        at = end;
+                    }
+                    assert_eq!(at, len, "len {len} size {size} n {n}: the parts cover it");
+                }
+            }
+        }
+    }
 }

@@ -6,6 +6,9 @@
 
 use std::sync::Arc;
 
+use cudarc::driver::CudaStream;
+use cudarc::driver::sys::CUdeviceptr;
+
 use super::device::{self, CudaDevice};
 use super::memory::{CudaFence, alloc_of, await_on, device_buffer, record};
 use super::pinned::{self, PinnedBlock, PinnedHost};
@@ -129,20 +132,34 @@ pub(crate) fn peer(from: &CudaDevice, to: &CudaDevice, src: &Buffer) -> Result<B
     let dst = to.alloc(bytes, stream)?;
     await_on(stream, src, to.device)?;
     if bytes > 0 {
-        to.bind()?;
-        // SAFETY: both allocations hold `bytes`, belong to the named contexts, and stay alive
-        // until the copy has run (the source through `note_use`).
-        unsafe {
-            driver::peer_async(
-                (dst.ptr(), to.ctx.cu_ctx()),
-                (alloc.ptr(), from.ctx.cu_ctx()),
-                bytes,
-                stream.cu_stream(),
-            )
-        }
-        .map_err(driver::err(to.device, format!("peer copy from {}", from.device)))?;
+        // SAFETY: both allocations hold `bytes` and stay alive until the copy has run (the
+        // source through `note_use`); `stream` is `to`'s.
+        unsafe { peer_bytes((to, dst.ptr()), (from, alloc.ptr()), bytes, stream) }?;
     }
     let event = record(stream, to.device)?;
     alloc.note_use(stream, &event);
     Ok(device_buffer(src.dtype, src.len, dst, event, stream))
+}
+
+/// Issues a copy of `bytes` from `src` (memory of `from`) to `dst` (memory of `to`) on `stream`,
+/// one of `to`'s: a device-to-device copy within one context (logical devices of one GPU share
+/// its context), a peer copy between two.
+///
+/// # Safety
+/// Both ranges are valid for `bytes` until the copy has run.
+pub(crate) unsafe fn peer_bytes(
+    (to, dst): (&CudaDevice, CUdeviceptr),
+    (from, src): (&CudaDevice, CUdeviceptr),
+    bytes: usize,
+    stream: &CudaStream,
+) -> Result<()> {
+    to.bind()?;
+    let err = driver::err(to.device, format!("peer copy from {}", from.device));
+    if to.ctx.cu_ctx() == from.ctx.cu_ctx() {
+        // SAFETY: as the caller guarantees; one context owns both pointers.
+        return unsafe { driver::dtod_async(dst, src, bytes, stream.cu_stream()) }.map_err(err);
+    }
+    // SAFETY: as the caller guarantees; each context owns its pointer.
+    unsafe { driver::peer_async((dst, to.ctx.cu_ctx()), (src, from.ctx.cu_ctx()), bytes, stream.cu_stream()) }
+        .map_err(err)
 }

@@ -1,6 +1,12 @@
 //! Pooled CUDA events: each recorded point of a stream takes an event from its device's pool,
 //! and the event goes back to the pool when its last holder drops it.
 //!
+//! An event remembers once its work is seen complete (by a query or a wait), and answers later
+//! queries and waits without the driver. A buffer's reader list is pruned by querying its
+//! readers, and a query costs about 1–2 µs: on eight virtual devices of one H200, those queries
+//! were half the host time of a 4 KiB all_reduce (`bench/gpu/15-event-queries`), though every
+//! one of them asked about work already waited for.
+//!
 //! Every CUDA operation records an event (its output's fence, a staging slot's use, an NCCL
 //! call's completion), so creating and destroying one per operation put two driver calls on
 //! every operation of every collective. An event nobody holds any more can be recorded again: a
@@ -10,10 +16,11 @@
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaStream};
+use cudarc::driver::{CudaEvent, CudaStream, DriverError};
 use parking_lot::Mutex;
 
 use super::driver;
@@ -33,6 +40,33 @@ struct Pool {
 pub(crate) struct Event {
     event: ManuallyDrop<CudaEvent>,
     pool: Arc<Pool>,
+    /// Set once the recorded work is seen complete.
+    done: AtomicBool,
+}
+
+impl Event {
+    /// Whether the recorded work is complete: known already, or asked of the driver. (Shadows
+    /// [`CudaEvent::try_is_complete`], so every query through an `Event` is remembered.)
+    pub fn try_is_complete(&self) -> std::result::Result<bool, DriverError> {
+        if self.done.load(Ordering::Acquire) {
+            return Ok(true);
+        }
+        let done = self.event.try_is_complete()?;
+        if done {
+            self.done.store(true, Ordering::Release);
+        }
+        Ok(done)
+    }
+
+    /// Blocks until the recorded work is complete, unless it is known to be. (Shadows
+    /// [`CudaEvent::synchronize`].)
+    pub fn synchronize(&self) -> std::result::Result<(), DriverError> {
+        if !self.done.load(Ordering::Acquire) {
+            self.event.synchronize()?;
+            self.done.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
 }
 
 impl Deref for Event {
@@ -73,5 +107,5 @@ pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<Event>> 
             .map_err(driver::err(device, "create event"))?,
     };
     event.record(stream).map_err(driver::err(device, "record event"))?;
-    Ok(Arc::new(Event { event: ManuallyDrop::new(event), pool }))
+    Ok(Arc::new(Event { event: ManuallyDrop::new(event), pool, done: AtomicBool::new(false) }))
 }

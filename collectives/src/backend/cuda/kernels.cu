@@ -319,8 +319,22 @@ __device__ void copy2d_body(const W* src, W* dst, u64 rows, u64 width, u64 spitc
     }
 }
 
+// Up to MAXK contiguous copies in one launch (lengths in units of W): the placements of a concat
+// along its outermost dim, and the gather step of a two-shot all_reduce. Every thread strides
+// over each segment in turn.
+struct Segs { u64 src[MAXK]; u64 dst[MAXK]; u64 len[MAXK]; };
+
+template <typename W>
+__device__ void copyseg_body(const Segs& s, int k) {
+    for (int j = 0; j < k; j++) {
+        const W* src = (const W*)s.src[j];
+        W* dst = (W*)s.dst[j];
+        for (u64 i = tid0(); i < s.len[j]; i += nthreads()) dst[i] = src[i];
+    }
+}
+
 // ---- extern "C" entry points: one per dtype (and op, pair or unit) ---------------------------
-// nvrtc.rs compiles this file in groups (binary, scale, cast, copy2d, and reduce per dtype), each
+// nvrtc.rs compiles this file in groups (binary, scale, cast, copy2d, copyseg, and reduce per dtype), each
 // by appending the lines that instantiate one group's entry points, so a program compiles only
 // the kernels it uses.
 
@@ -354,3 +368,5 @@ __device__ void copy2d_body(const W* src, W* dst, u64 rows, u64 width, u64 spitc
     extern "C" __global__ void copy2d_##N(const W* s, W* d, u64 rows, u64 width, u64 sp, u64 dp) { \
         copy2d_body<W>(s, d, rows, width, sp, dp);                                               \
     }
+
+#define COPYSEG(W, N) extern "C" __global__ void copyseg_##N(Segs s, int k) { copyseg_body<W>(s, k); }

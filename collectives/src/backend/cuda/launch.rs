@@ -14,7 +14,7 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
 use super::driver;
-use super::memory::{DevAlloc, alloc_of, await_on, device_buffer, record};
+use super::memory::{DevAlloc, Event, alloc_of, await_on, device_buffer, record};
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -114,6 +114,32 @@ pub(crate) fn compute_from(
     start: usize,
     out: OutSpec,
 ) -> Result<Buffer> {
+    let dst = dev.alloc(out.len * out.dtype.size(), &dev.compute)?;
+    let event = compute_into(dev, kernel, inputs, start, (&dst, 0), out)?;
+    Ok(device_buffer(out.dtype, out.len, dst, event, &dev.compute))
+}
+
+/// [`compute_from`] into `dst` from element `at` on (`out.len` elements of `dst`'s memory, which
+/// lives on `dev`), on the compute stream; returns the event that completes it. The part of a
+/// two-shot all_reduce a member folds goes straight into its place in the member's output.
+pub(crate) fn compute_into(
+    dev: &CudaDevice,
+    kernel: &Kernel,
+    inputs: &[&Buffer],
+    start: usize,
+    (dst, at): (&DevAlloc, usize),
+    out: OutSpec,
+) -> Result<Arc<Event>> {
+    let size = out.dtype.size();
+    let end = at.checked_add(out.len).and_then(|e| e.checked_mul(size));
+    if dst.device() != dev.device || end.is_none_or(|e| e > dst.bytes()) {
+        let what =
+            format!("elements {at}.. ({} of them) of {} bytes on {}", out.len, dst.bytes(), dst.device());
+        return Err(crate::error::Error::internal(
+            format!("{} kernel on {}", kernel.name(), dev.device),
+            what,
+        ));
+    }
     let copied = peer_inputs(dev, inputs)?;
     let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
     let stream = &dev.compute;
@@ -121,17 +147,16 @@ pub(crate) fn compute_from(
     for b in &inputs {
         await_on(stream, b, dev.device)?;
     }
-    let dst = dev.alloc(out.len * out.dtype.size(), stream)?;
     let l = Launcher { dev, stream };
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
     let skip = (start * in_dtype.size()) as u64;
     let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr() + skip).collect();
-    run(&l, kernel, &ptrs, in_dtype, &dst, out)?;
+    run(&l, kernel, &ptrs, in_dtype, dst.ptr() + (at * size) as u64, out)?;
     let event = record(stream, dev.device)?;
     for a in allocs {
         a.note_use(stream, &event);
     }
-    Ok(device_buffer(out.dtype, out.len, dst, event, stream))
+    Ok(event)
 }
 
 /// For each input on another CUDA device that `dev` cannot read in place (two GPUs without peer
@@ -140,7 +165,8 @@ fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Option<Buffer
     inputs
         .iter()
         .map(|b| match b.device {
-            Device::Cuda(n) if b.device != dev.device => {
+            // Logical devices of one GPU read each other in place (no table lookup needed).
+            Device::Cuda(n) if b.device != dev.device && super::virt::physical(n) != Ok(dev.physical) => {
                 let owner = super::device::get(n)?;
                 if super::device::enable_peer(dev, &owner)? {
                     Ok(None)
@@ -158,13 +184,13 @@ fn run(
     kernel: &Kernel,
     ins: &[CUdeviceptr],
     in_dtype: DType,
-    dst: &DevAlloc,
+    o: CUdeviceptr,
     out: OutSpec,
 ) -> Result<()> {
-    let (n, d, o) = (out.len as u64, out.dtype, dst.ptr());
-    // SAFETY (every arm): `check` verified each input holds what the kernel reads, `dst` holds
-    // `out.len` elements of `out.dtype`, and all stay alive until the compute stream has run
-    // (the caller notes the inputs' use; `dst` is the result).
+    let (n, d) = (out.len as u64, out.dtype);
+    // SAFETY (every arm): `check` verified each input holds what the kernel reads, `o` points at
+    // `out.len` elements of `out.dtype` (`compute_into` checked its memory holds them), and all
+    // stay alive until the compute stream has run (the caller notes the inputs' use).
     match kernel {
         Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), ins[0], ins[1], o, n) },
         Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n) },
@@ -179,6 +205,14 @@ fn run(
             let sz = (inner * d.size()) as u64;
             let (rows, w) = (*outer as u64, *len as u64 * sz);
             unsafe { copy2d(l, ins[0] + *start as u64 * sz, o, rows, w, *in_mid as u64 * sz, w) }
+        }
+        Kernel::Concat { outer: 1, mids, inner } => {
+            // One row each: every input is one contiguous placement, all in one launch.
+            let sz = (inner * d.size()) as u64;
+            let at = mids.iter().scan(0u64, |at, &m| Some((std::mem::replace(at, *at + m as u64 * sz), m)));
+            let segs: Vec<Seg> =
+                ins.iter().zip(at).map(|(&src, (at, m))| (src, o + at, m as u64 * sz)).collect();
+            unsafe { copy_segments(l, &segs) }
         }
         Kernel::Concat { outer, mids, inner } => {
             let sz = (inner * d.size()) as u64;
@@ -250,6 +284,44 @@ unsafe fn reduce(
         // SAFETY: as `run` guarantees; the accumulator holds `n` compute-type values and is
         // freed (stream-ordered) after these launches.
         unsafe { l.launch(&name, work, &mut args!(p, k, a, out, n, flags, kind_i, f, fi))? };
+    }
+    Ok(())
+}
+
+/// A contiguous copy: (source, destination, bytes).
+pub(crate) type Seg = (CUdeviceptr, CUdeviceptr, u64);
+
+/// The segments of one `copyseg` launch (`struct Segs` in `kernels.cu`), lengths in units.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Segs {
+    src: [CUdeviceptr; MAXK],
+    dst: [CUdeviceptr; MAXK],
+    len: [u64; MAXK],
+}
+
+/// Issues every copy of `segs` on the launcher's stream, [`MAXK`] per kernel launch, each launch
+/// in the widest unit that divides its pointers and lengths. Many small copies cost one launch
+/// instead of one driver copy each: on eight virtual devices of one H200 a 4 KiB
+/// `cuMemcpyDtoDAsync` took about 7 µs of host time (`bench/gpu/15-two-shot`).
+///
+/// # Safety
+/// Every source is readable and every destination writable for its length on this device (in
+/// place, or a peer's memory with access on) until the launch has run; no two overlap.
+pub(crate) unsafe fn copy_segments(l: &Launcher, segs: &[Seg]) -> Result<()> {
+    for chunk in segs.chunks(MAXK) {
+        let unit = [16u64, 8, 4, 2, 1]
+            .into_iter()
+            .find(|u| chunk.iter().all(|&(s, d, n)| s % u == 0 && d % u == 0 && n % u == 0))
+            .unwrap_or(1);
+        let mut p = Segs { src: [0; MAXK], dst: [0; MAXK], len: [0; MAXK] };
+        for (j, &(s, d, n)) in chunk.iter().enumerate() {
+            (p.src[j], p.dst[j], p.len[j]) = (s, d, n / unit);
+        }
+        let k = chunk.len() as i32;
+        let work = p.len.iter().copied().max().unwrap_or(0);
+        // SAFETY: as the caller guarantees; `Segs` matches the kernel's parameter.
+        unsafe { l.launch(&format!("copyseg_{unit}"), work, &mut args!(p, k))? };
     }
     Ok(())
 }

@@ -68,6 +68,11 @@ impl DevAlloc {
         self.ptr
     }
 
+    /// Its length in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// The device holding the memory.
     pub fn device(&self) -> Device {
         self.device

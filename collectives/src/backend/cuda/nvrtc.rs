@@ -64,6 +64,10 @@ fn entry_points(group: &str) -> Option<String> {
         "copy2d" => {
             "COPY2D(u8, 1) COPY2D(unsigned short, 2) COPY2D(u32, 4) COPY2D(u64, 8) COPY2D(w16, 16)".into()
         }
+        "copyseg" => {
+            "COPYSEG(u8, 1) COPYSEG(unsigned short, 2) COPYSEG(u32, 4) COPYSEG(u64, 8) COPYSEG(w16, 16)"
+                .into()
+        }
         g => {
             let dtype: DType = g.strip_prefix("reduce_")?.parse().ok()?;
             format!("REDUCE({}, {})", ctype(dtype), dtype.name())
@@ -151,7 +155,8 @@ mod tests {
         assert_eq!(group_of("binary_f32"), "binary");
         assert_eq!(group_of("cast_i64_f16"), "cast");
         assert_eq!(group_of("copy2d_16"), "copy2d");
-        for g in ["binary", "scale", "cast", "copy2d", "reduce_u8", "reduce_f16"] {
+        assert_eq!(group_of("copyseg_4"), "copyseg");
+        for g in ["binary", "scale", "cast", "copy2d", "copyseg", "reduce_u8", "reduce_f16"] {
             assert!(entry_points(g).is_some(), "{g}");
         }
         assert!(entry_points("reduce_f8").is_none());
@@ -168,7 +173,8 @@ mod tests {
         }
         let arch = crate::knob::var("COLLECTIVES_NVRTC_ARCH", "an SM version such as 90", |&a: &i32| a > 0)
             .unwrap_or(90);
-        let mut groups: Vec<String> = ["binary", "scale", "cast", "copy2d"].map(String::from).into();
+        let mut groups: Vec<String> =
+            ["binary", "scale", "cast", "copy2d", "copyseg"].map(String::from).into();
         groups.extend(DType::ALL.iter().map(|d| format!("reduce_{}", d.name())));
         for g in groups {
             let t = std::time::Instant::now();

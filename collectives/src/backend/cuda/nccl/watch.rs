@@ -25,8 +25,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use cudarc::driver::CudaEvent;
-
 use crate::backend::cuda::event::Event;
 use cudarc::nccl::sys::{self, ncclResult_t};
 use parking_lot::{Mutex, MutexGuard};
@@ -184,7 +182,7 @@ impl Shared {
 }
 
 /// Whether `event` is complete (a query error counts as not).
-fn complete(event: &CudaEvent) -> bool {
+fn complete(event: &Event) -> bool {
     matches!(event.try_is_complete(), Ok(true))
 }
 
