@@ -4,7 +4,7 @@
 //! An event remembers once its work is seen complete (by a query or a wait), and answers later
 //! queries and waits without the driver. A buffer's reader list is pruned by querying its
 //! readers, and a query costs about 1–2 µs: on eight virtual devices of one H200, those queries
-//! were half the host time of a 4 KiB all_reduce (`bench/gpu/15-event-queries`), though every
+//! were half the host time of a 4 KiB all_reduce (`bench/gpu/15-two-shot`), though every
 //! one of them asked about work already waited for.
 //!
 //! Every CUDA operation records an event (its output's fence, a staging slot's use, an NCCL
