@@ -83,6 +83,16 @@ pub(crate) struct Schedule {
 
 /// Builds the schedule for `targets` (already rewritten by the passes). Realized nodes are leaves.
 pub(crate) fn build(targets: &[Tensor]) -> Schedule {
+    let mut s = unfused(targets);
+    if crate::backend::chain::fusion_enabled() {
+        use crate::backend::staged::{fuse_min_bytes, on_one_gpu};
+        fuse_staged_chains(&mut s.steps, fuse_min_bytes, on_one_gpu);
+    }
+    s
+}
+
+/// [`build`] without fusing CUDA ↔ Vulkan chains.
+fn unfused(targets: &[Tensor]) -> Schedule {
     let mut b = Builder::default();
     for t in targets {
         b.visit(t);
@@ -98,9 +108,6 @@ pub(crate) fn build(targets: &[Tensor]) -> Schedule {
         steps[t].keep = true;
     }
     fuse_host_fanout(&mut steps);
-    if crate::backend::chain::fusion_enabled() {
-        fuse_staged_chains(&mut steps, crate::backend::staged::fuse_min_bytes);
-    }
     Schedule { steps, targets }
 }
 
@@ -142,19 +149,39 @@ impl Schedule {
 /// Fuses each CUDA → host → Vulkan (or Vulkan → host → CUDA) pair of copies of at least
 /// `min_bytes(from, to)` whose host intermediate nobody else needs (see [`super::staged`]): the host hop is
 /// fused away, and the second hop reads the chain's source (its copy crosses the whole chain).
-fn fuse_staged_chains(steps: &mut [Step], min_bytes: impl Fn(Device, Device) -> usize) {
+///
+/// Where the pair is one GPU (`one_gpu`: the device bridge) and the host intermediate is needed
+/// too (a realize target, another reader), the second hop still reads the chain's source, beside
+/// the host hop, which stays for its own readers: the device bridge crosses no bus, so the tensor
+/// need not wait for the host copy (a mixed group's result reaches its Vulkan member at the
+/// GPU's speed while its host member's copy crosses PCIe).
+fn fuse_staged_chains(
+    steps: &mut [Step],
+    min_bytes: impl Fn(Device, Device) -> usize,
+    one_gpu: impl Fn(Device, Device) -> bool,
+) {
     for c in 0..steps.len() {
-        if let Some(h) = staged_host_hop(steps, c, &min_bytes) {
-            let src = steps[h].inputs[0];
+        let Some((h, alone)) = staged_host_hop(steps, c, &min_bytes, &one_gpu) else { continue };
+        let src = steps[h].inputs[0];
+        if alone {
             steps[h].action = Action::Fused;
             steps[h].consumers = 0;
-            steps[c].inputs = vec![src];
+        } else {
+            steps[h].consumers -= 1;
+            steps[src].consumers += 1;
         }
+        steps[c].inputs = vec![src];
     }
 }
 
-/// The host hop feeding step `c`, if the two make a chain to fuse.
-fn staged_host_hop(steps: &[Step], c: usize, min_bytes: &dyn Fn(Device, Device) -> usize) -> Option<usize> {
+/// The host hop feeding step `c`, if the two make a chain to fuse (`true`: nobody else needs the
+/// host hop) or to run beside each other (`false`).
+fn staged_host_hop(
+    steps: &[Step],
+    c: usize,
+    min_bytes: &dyn Fn(Device, Device) -> usize,
+    one_gpu: &dyn Fn(Device, Device) -> bool,
+) -> Option<(usize, bool)> {
     let second = &steps[c];
     let to = transfer_target(second)?;
     let h = *second.inputs.first()?;
@@ -162,12 +189,15 @@ fn staged_host_hop(steps: &[Step], c: usize, min_bytes: &dyn Fn(Device, Device) 
     let via = transfer_target(host)?;
     let src = *host.inputs.first()?;
     let from = steps[src].tensor.device();
-    let pair = from.needs_staging(to);
-    let alone = !host.keep && host.consumers == 1;
-    if !(pair && via.is_host() && alone) {
+    if !(from.needs_staging(to) && via.is_host()) {
         return None;
     }
-    (second.tensor.numel() * second.tensor.dtype().size() >= min_bytes(from, to)).then_some(h)
+    let alone = !host.keep && host.consumers == 1;
+    // Beside: neither hop is a move that frees what it reads.
+    let plain = |s: &Step| matches!(s.action, Action::Copy { take: false, .. });
+    let beside = !alone && plain(host) && plain(second) && one_gpu(from, to);
+    let big = second.tensor.numel() * second.tensor.dtype().size() >= min_bytes(from, to);
+    ((alone || beside) && big).then_some((h, alone))
 }
 
 /// The destination of a copy step still to run.
@@ -351,19 +381,61 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_host_intermediate_someone_needs_is_not_fused() {
+    /// [`unfused`] with the chains fused as `one_gpu` says of every pair (any size fuses).
+    fn fused_as(targets: &[Tensor], one_gpu: bool) -> Schedule {
+        let mut s = unfused(targets);
+        fuse_staged_chains(&mut s.steps, |_, _| 0, |_, _| one_gpu);
+        s
+    }
+
+    /// The schedules where a host intermediate is needed besides the chain (a realize target, a
+    /// host kernel, a second chain), with the source, the host hop and the chain's second hop.
+    fn needed_host_hops() -> Vec<(Vec<Tensor>, Tensor, Tensor, Tensor)> {
         let src = input(CU, BIG);
         let host = src.copy_to_device(STAGING_HOST).unwrap();
         let dst = host.copy_to_device(VK).unwrap();
-        // A realize target.
-        assert_plain(&build(&[host.clone(), dst.clone()]), &host, &dst);
-        // A second consumer: another copy, or a host kernel.
         let other = host.copy_to_device(Device::Vulkan(1)).unwrap();
-        assert_plain(&build(&[dst.clone(), other.clone()]), &host, &dst);
         let sum = host.add(&host).unwrap();
-        let s = build(&[dst.clone(), sum]);
-        assert_plain(&s, &host, &dst);
+        [vec![host.clone(), dst.clone()], vec![dst.clone(), sum], vec![dst.clone(), other]]
+            .into_iter()
+            .map(|targets| (targets, src.clone(), host.clone(), dst.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_host_intermediate_someone_needs_is_not_fused() {
+        for (targets, _, host, dst) in needed_host_hops() {
+            assert_plain(&fused_as(&targets, false), &host, &dst);
+        }
+    }
+
+    /// On one GPU the second hop reads the source through the device bridge, beside a host hop
+    /// that stays for its other readers (the source gains a reader, the host hop loses one); a
+    /// host hop left with one chain to feed is then fused away as usual.
+    #[test]
+    fn on_one_gpu_a_needed_host_hop_runs_beside_the_bridge() {
+        let cases = needed_host_hops();
+        for (targets, src, host, dst) in &cases[..2] {
+            let before = unfused(targets);
+            let s = fused_as(targets, true);
+            let ((si, src_before), (_, h), (_, d)) = (step(&before, src), step(&s, host), step(&s, dst));
+            assert!(matches!(h.action, Action::Copy { .. }), "the host hop stays");
+            assert_eq!(d.inputs, vec![si], "the second hop reads the source");
+            assert_eq!(s.steps[si].consumers, src_before.consumers + 1);
+            assert_eq!(h.consumers, step(&before, host).1.consumers - 1);
+        }
+        let (targets, src, host, dst) = &cases[2];
+        let s = fused_as(targets, true);
+        assert_fused(&s, src, host, dst);
+        let other = &targets[1];
+        assert_eq!(step(&s, other).1.inputs, vec![step(&s, src).0], "both chains read the source");
+    }
+
+    #[test]
+    fn a_move_is_never_run_beside() {
+        let host = input(CU, BIG).move_to_device(STAGING_HOST).unwrap();
+        let dst = host.clone().move_to_device(VK).unwrap();
+        assert_plain(&fused_as(std::slice::from_ref(&dst), true), &host, &dst);
     }
 
     #[test]

@@ -9,8 +9,11 @@
 //! GPU), it runs the pair as one copy: the host node is never materialized. Where the devices are
 //! one GPU, the data moves through the GPU's own memory, which both APIs map
 //! ([`StagedTransport::Device`]; [`BRIDGE_ENV`] `=host` turns this off); else it is pipelined in
-//! chunks through a ring of host memory that both GPUs copy to and from directly. Smaller
-//! tensors, and any chain when [`STAGED_ENV`] is `0`, take the two hops as written.
+//! chunks through a ring of host memory that both GPUs copy to and from directly. Where the two
+//! devices are one GPU and the host intermediate *is* needed elsewhere (a mixed group's host
+//! member, say), the second hop still reads the chain's source through the GPU's memory, beside
+//! the host hop, instead of waiting for the host copy. Smaller tensors, and any chain when
+//! [`STAGED_ENV`] is `0`, take the two hops as written.
 
 use crate::device::Device;
 use crate::error::Result;

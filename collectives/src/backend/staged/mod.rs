@@ -121,6 +121,18 @@ pub(crate) fn fuse_min_bytes(from: Device, to: Device) -> usize {
     super::chain::STAGED_MIN_BYTES
 }
 
+/// Whether a chain from `from` to `to` (a CUDA and a Vulkan device) moves through one GPU's own
+/// memory (the device bridge), so that reading its source again crosses no bus. Decides the
+/// pair's bridge if it is not decided yet.
+pub(crate) fn on_one_gpu(from: Device, to: Device) -> bool {
+    #[cfg(all(feature = "cuda", feature = "vulkan"))]
+    if from.needs_staging(to) {
+        return ring::on_device(from, to);
+    }
+    let _ = (from, to);
+    false
+}
+
 /// How a fused chain from `from` to `to` moves its data in this process; makes the pair's ring
 /// if it is not made yet.
 pub(crate) fn transport(from: Device, to: Device) -> Result<StagedTransport> {
