@@ -9,8 +9,10 @@
 //! nobody else needs — not a realize target, read by the second hop alone, not a move that must
 //! hold its source's data — and the tensor has at least [`STAGED_MIN_BYTES`], it runs the pair as
 //! one copy: the host node is never materialized, and the data is pipelined in chunks through a
-//! ring of host memory that both GPUs copy to and from directly. Smaller tensors, and any chain
-//! when [`STAGED_ENV`] is `0`, take the two hops as written.
+//! ring of host memory that both GPUs copy to and from directly (or, where the two are one GPU,
+//! through its own memory; there the second hop also reads the source when the host node *is*
+//! needed elsewhere, beside it: `exec::staged`). Smaller tensors, and any chain when
+//! [`STAGED_ENV`] is `0`, take the two hops as written.
 
 use std::sync::{Arc, OnceLock};
 
