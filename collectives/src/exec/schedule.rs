@@ -192,12 +192,14 @@ fn staged_host_hop(
     if !(from.needs_staging(to) && via.is_host()) {
         return None;
     }
+    if second.tensor.numel() * second.tensor.dtype().size() < min_bytes(from, to) {
+        return None;
+    }
     let alone = !host.keep && host.consumers == 1;
     // Beside: neither hop is a move that frees what it reads.
     let plain = |s: &Step| matches!(s.action, Action::Copy { take: false, .. });
     let beside = !alone && plain(host) && plain(second) && one_gpu(from, to);
-    let big = second.tensor.numel() * second.tensor.dtype().size() >= min_bytes(from, to);
-    ((alone || beside) && big).then_some((h, alone))
+    (alone || beside).then_some((h, alone))
 }
 
 /// The destination of a copy step still to run.
