@@ -87,7 +87,7 @@ pub enum Algorithm {
     /// folds part i of every shard into its own output (a reduce_scatter in place), then, once
     /// every part is folded (streams wait on the device, not the host), copies every other
     /// member's part from that member's output. Each member reads about two shards' worth instead
-    /// of the one-shot's n, so it is the all_reduce for large messages on three or more devices;
+    /// of the one-shot's n, so it is the all_reduce for large messages ([`TWO_SHOT_MIN_BYTES`]);
     /// every element is still folded once, so every member's result is bitwise identical. Every
     /// other collective and group runs as for [`Algorithm::OneShot`].
     TwoShot,
