@@ -264,6 +264,27 @@ fn slice_and_concat_every_dtype() {
     }
 }
 
+/// A concat along the outermost dim is one copy launch per 16 inputs (`copyseg`): 20 inputs of
+/// 1 + 3i elements (uneven offsets, so every copy width is taken), every dtype.
+#[test]
+fn concat_of_many_parts_every_dtype() {
+    for dev in cuda_devices() {
+        for dtype in DType::ALL {
+            let seed = fresh_seed();
+            let mut r = rng(seed);
+            let vals: Vec<Vec<f64>> =
+                (0..20).map(|i| random(dtype, 1 + 3 * i, Range::General, &mut r)).collect();
+            let on =
+                |d: Device| -> Vec<Tensor> { vals.iter().map(|v| tensor(dtype, v, [v.len()], d)).collect() };
+            let (g, c) =
+                (Tensor::concat(&on(dev), 0).unwrap(), Tensor::concat(&on(Device::Cpu(0)), 0).unwrap());
+            let ctx = format!("{dev} {dtype} concat of 20 seed {seed}");
+            check_all(&values(&g), &vals.concat(), |_| 0.0, &ctx);
+            same_as_cpu(&g, &c, &ctx);
+        }
+    }
+}
+
 #[test]
 fn empty_tensors() {
     for dev in cuda_devices() {
