@@ -209,9 +209,13 @@ fn run(
         Kernel::Concat { outer: 1, mids, inner } => {
             // One row each: every input is one contiguous placement, all in one launch.
             let sz = (inner * d.size()) as u64;
-            let at = mids.iter().scan(0u64, |at, &m| Some((std::mem::replace(at, *at + m as u64 * sz), m)));
-            let segs: Vec<Seg> =
-                ins.iter().zip(at).map(|(&src, (at, m))| (src, o + at, m as u64 * sz)).collect();
+            let mut at = o;
+            let mut segs: Vec<Seg> = Vec::with_capacity(ins.len());
+            for (&src, &m) in ins.iter().zip(mids) {
+                let w = m as u64 * sz;
+                segs.push((src, at, w));
+                at += w;
+            }
             unsafe { copy_segments(l, &segs) }
         }
         Kernel::Concat { outer, mids, inner } => {
@@ -288,6 +292,12 @@ unsafe fn reduce(
     Ok(())
 }
 
+/// The widest copy unit (16, 8, 4, 2 or 1 bytes) that divides every one of `values` (pointers,
+/// lengths, pitches).
+fn widest_unit(values: impl IntoIterator<Item = u64> + Clone) -> u64 {
+    [16u64, 8, 4, 2].into_iter().find(|u| values.clone().into_iter().all(|v| v % u == 0)).unwrap_or(1)
+}
+
 /// A contiguous copy: (source, destination, bytes).
 pub(crate) type Seg = (CUdeviceptr, CUdeviceptr, u64);
 
@@ -303,17 +313,14 @@ struct Segs {
 /// Issues every copy of `segs` on the launcher's stream, [`MAXK`] per kernel launch, each launch
 /// in the widest unit that divides its pointers and lengths. Many small copies cost one launch
 /// instead of one driver copy each: on eight virtual devices of one H200 a 4 KiB
-/// `cuMemcpyDtoDAsync` took about 7 µs of host time (`bench/gpu/15-two-shot`).
+/// `cuMemcpyDtoDAsync` took about 5 µs of host time (`bench/gpu/15-two-shot`, run 15b).
 ///
 /// # Safety
 /// Every source is readable and every destination writable for its length on this device (in
 /// place, or a peer's memory with access on) until the launch has run; no two overlap.
 pub(crate) unsafe fn copy_segments(l: &Launcher, segs: &[Seg]) -> Result<()> {
     for chunk in segs.chunks(MAXK) {
-        let unit = [16u64, 8, 4, 2, 1]
-            .into_iter()
-            .find(|u| chunk.iter().all(|&(s, d, n)| s % u == 0 && d % u == 0 && n % u == 0))
-            .unwrap_or(1);
+        let unit = widest_unit(chunk.iter().flat_map(|&(s, d, n)| [s, d, n]));
         let mut p = Segs { src: [0; MAXK], dst: [0; MAXK], len: [0; MAXK] };
         for (j, &(s, d, n)) in chunk.iter().enumerate() {
             (p.src[j], p.dst[j], p.len[j]) = (s, d, n / unit);
@@ -338,12 +345,24 @@ unsafe fn copy2d(l: &Launcher, src: u64, dst: u64, rows: u64, width: u64, sp: u6
         return unsafe { driver::dtod_async(dst, src, (rows * width) as usize, l.stream.cu_stream()) }
             .map_err(driver::err(l.dev.device, "copy within device"));
     }
-    let unit = [16u64, 8, 4, 2, 1]
-        .into_iter()
-        .find(|u| [src, dst, width, sp, dp].iter().all(|v| v % u == 0))
-        .unwrap_or(1);
+    let unit = widest_unit([src, dst, width, sp, dp]);
     let (s, d, rows) = (src, dst, rows);
     let (w, sp, dp) = (width / unit, sp / unit, dp / unit);
     // SAFETY: as `run` guarantees.
     unsafe { l.launch(&format!("copy2d_{unit}"), rows * w, &mut args!(s, d, rows, w, sp, dp)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::widest_unit;
+
+    #[test]
+    fn the_copy_unit_divides_every_value() {
+        assert_eq!(widest_unit([0u64, 32, 4096]), 16);
+        assert_eq!(widest_unit([16u64, 24, 4096]), 8);
+        assert_eq!(widest_unit([16u64, 4, 12]), 4);
+        assert_eq!(widest_unit([16u64, 6]), 2);
+        assert_eq!(widest_unit([16u64, 7]), 1);
+        assert_eq!(widest_unit(std::iter::empty::<u64>()), 16, "nothing to divide: any unit");
+    }
 }
