@@ -35,7 +35,7 @@ pub struct Args {
     /// Reduction: sum, prod, max, min, avg, premulsum[:scalar].
     #[arg(long, default_value = "sum")]
     pub redop: String,
-    /// Algorithms, comma separated: auto, star, ring, nccl, oneshot.
+    /// Algorithms, comma separated: auto, star, ring, nccl, oneshot, twoshot.
     #[arg(long, default_value = "auto")]
     pub algo: String,
     /// Timed iterations per size (the median is reported; nccl-tests' -n).
