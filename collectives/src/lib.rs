@@ -25,10 +25,10 @@ pub mod route;
 pub mod typed;
 
 pub use backend::HOST_POOL_ENV;
-#[cfg(feature = "vulkan")]
-pub use backend::VULKAN_POOL_ENV;
 #[cfg(feature = "cuda")]
 pub use backend::{CUDA_DEVICES_ENV, CUDA_POOL_ENV};
+#[cfg(feature = "vulkan")]
+pub use backend::{VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_POOL_ENV};
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
 /// See [`typed`] for the typed group this makes.
 ///

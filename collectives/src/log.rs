@@ -10,7 +10,10 @@
 //!   given group (with its size, and whether the group set the algorithm or the automatic choice
 //!   made it), and each CUDA ↔ Vulkan pair's bridge with the reason;
 //! - `COLLECTIVES_LOG=debug`: also every call's algorithm and every realize — its steps by
-//!   action, its cross-device copies by pair with their bytes, and its wall time.
+//!   action, its cross-device copies by pair with their bytes, its wall time, and a line per
+//!   step: its queue, what it does, and when its inputs were ready and its issue returned (a
+//!   realize's time goes to waiting for other queues, to host work and host waits inside a
+//!   backend, or to the final wait, and the timeline says which).
 //!
 //! ```
 //! use collectives::log::{LogLevel, log_level};

@@ -32,6 +32,7 @@ use crate::dtype::Element;
 use crate::error::Result;
 use crate::graph::{Tensor, opt};
 use crate::log::{LogLevel, log};
+pub use run::ONE_THREAD_BELOW_BYTES;
 pub use staged::{
     BRIDGE_ENV, DEVICE_MIN_BYTES, STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV,
     StagedTransport, staged_transport,
@@ -53,13 +54,22 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
     }
     let rewritten = opt::insert_cross_device_copies(&pending);
     let sched = schedule::build(&rewritten);
-    let summary = crate::log::enabled(LogLevel::Debug).then(|| sched.summary());
-    let bufs = run::run(&sched)?;
+    let debug = crate::log::enabled(LogLevel::Debug);
+    let summary = debug.then(|| sched.summary());
+    let (bufs, timeline) = run::run_timed(&sched, debug)?;
+    let lines = timeline.map(|t| t.lines(&sched));
+    let issued = us(start);
     // Freed while the devices still work, not after.
     drop((sched, rewritten));
     let done = cache_when_done(&pending, bufs);
-    if let Some(summary) = summary {
-        log!(LogLevel::Debug, "realize: {summary}; {:.1} us", us(start));
+    if let (Some(summary), Some(lines)) = (summary, lines) {
+        let total = us(start);
+        log!(LogLevel::Debug, "realize: {summary}; {total:.1} us ({issued:.1} issuing, then waiting)");
+        log!(
+            LogLevel::Debug,
+            "realize steps (inputs ready, issued, us since the run began):\n  {}",
+            lines.join("\n  ")
+        );
     }
     done
 }

@@ -6,12 +6,14 @@
 //! device; whoever reads a buffer waits on its fence (on the device, when the backend can).
 //! Buffers are dropped as soon as their last reader has been issued, unless kept.
 //!
-//! A schedule of one queue, or whose queues are all CUDA devices, is issued from the calling
-//! thread in topological order instead: issuing CUDA work never waits for the device (inputs are
-//! waited for on the device, by events), so threads would only add their start-up (tens of
-//! microseconds a realize) to a collective's fixed cost.
+//! A schedule of one queue, whose queues are all CUDA devices, or whose every step is smaller
+//! than [`ONE_THREAD_BELOW_BYTES`] is issued from the calling thread in topological order
+//! instead: issuing CUDA work never waits for the device (inputs are waited for on the device, by
+//! events), and on small tensors the host waits that threads would overlap are shorter than the
+//! threads' start-up (tens of microseconds a realize).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -31,10 +33,48 @@ struct Shared<'a> {
     sched: &'a Schedule,
     state: Mutex<State>,
     cv: Condvar,
+    /// When the log asks for it: each issued step's times (see [`Timeline`]).
+    timeline: Option<Timeline>,
+}
+
+/// When each step was issued, for the debug log: a realize's time goes to waiting for inputs
+/// (other queues), issuing (host work and host waits inside a backend) or the final wait, and a
+/// figure that is not what was expected needs to say which.
+pub(crate) struct Timeline {
+    start: Instant,
+    /// (step, inputs ready, issued), in µs since `start`.
+    steps: Mutex<Vec<(usize, f64, f64)>>,
+}
+
+impl Timeline {
+    fn us(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1e6
+    }
+
+    /// One line per issued step, in the order they were issued: queue, what, when its inputs
+    /// were ready and when its issue returned (µs since the run started).
+    pub fn lines(&self, sched: &Schedule) -> Vec<String> {
+        let mut steps = self.steps.lock().clone();
+        steps.sort_by(|a, b| a.1.total_cmp(&b.1));
+        steps
+            .iter()
+            .map(|&(i, ready, done)| format!("{ready:8.1} {done:8.1}  {}", sched.describe(i)))
+            .collect()
+    }
+}
+
+/// Runs every step; returns the targets' buffers (not yet waited on), and the timeline of the
+/// run when `timed`.
+pub(crate) fn run_timed(sched: &Schedule, timed: bool) -> Result<(Vec<Arc<Buffer>>, Option<Timeline>)> {
+    run_with(sched, timed.then(|| Timeline { start: Instant::now(), steps: Mutex::new(vec![]) }))
 }
 
 /// Runs every step; returns the targets' buffers (not yet waited on).
 pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
+    Ok(run_with(sched, None)?.0)
+}
+
+fn run_with(sched: &Schedule, timeline: Option<Timeline>) -> Result<(Vec<Arc<Buffer>>, Option<Timeline>)> {
     let n = sched.steps.len();
     let state = State {
         values: sched.steps.iter().map(|s| s.ready().cloned()).collect(),
@@ -42,7 +82,7 @@ pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
         remaining: sched.steps.iter().map(|s| s.consumers).collect(),
         failed: None,
     };
-    let shared = Shared { sched, state: Mutex::new(state), cv: Condvar::new() };
+    let shared = Shared { sched, state: Mutex::new(state), cv: Condvar::new(), timeline };
     let mut queues: Vec<(Device, Vec<usize>)> = Vec::new();
     for i in (0..n).filter(|&i| sched.steps[i].issued()) {
         let q = sched.steps[i].queue;
@@ -51,11 +91,12 @@ pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
             None => queues.push((q, vec![i])),
         }
     }
-    let all_cuda = queues.iter().all(|(d, _)| d.kind() == crate::device::DeviceKind::Cuda);
     match queues.as_slice() {
         [] => {}
         [(_, only)] => shared.drain(only),
-        _ if all_cuda => shared.drain(&(0..n).filter(|&i| sched.steps[i].issued()).collect::<Vec<_>>()),
+        _ if one_thread(sched, &queues) => {
+            shared.drain(&(0..n).filter(|&i| sched.steps[i].issued()).collect::<Vec<_>>())
+        }
         _ => std::thread::scope(|s| {
             for (_, list) in &queues {
                 let shared = &shared;
@@ -67,7 +108,26 @@ pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
     if let Some(e) = st.failed.take() {
         return Err(e);
     }
-    Ok(sched.targets.iter().map(|&t| st.values[t].clone().expect("target realized")).collect())
+    let bufs = sched.targets.iter().map(|&t| st.values[t].clone().expect("target realized")).collect();
+    Ok((bufs, shared.timeline))
+}
+
+/// Schedules whose every step moves less than this many bytes are issued from the calling
+/// thread, in topological order. Starting a thread per queue costs tens of microseconds a
+/// realize (`pthread_create` alone took 14 % of a 4 KiB `cuda:0, vulkan:0` all_reduce's host
+/// samples on the H200, `bench/gpu/16-vulkan-host`), while what the threads buy — one queue's host
+/// work or host wait overlapping another's — is worth less than that on tensors this small.
+pub const ONE_THREAD_BELOW_BYTES: usize = 1 << 20;
+
+/// Whether `sched` (of `queues`) is issued from the calling thread: where its queues are all
+/// CUDA devices (issuing CUDA work never waits on the host: inputs are waited for on the
+/// device), or where every step is smaller than [`ONE_THREAD_BELOW_BYTES`]. In topological order
+/// a step's inputs are issued before it, so a host wait inside a step waits only for work
+/// already issued.
+fn one_thread(sched: &Schedule, queues: &[(Device, Vec<usize>)]) -> bool {
+    let all_cuda = queues.iter().all(|(d, _)| d.kind() == crate::device::DeviceKind::Cuda);
+    all_cuda
+        || sched.steps.iter().all(|s| s.tensor.numel() * s.tensor.dtype().size() < ONE_THREAD_BELOW_BYTES)
 }
 
 impl Shared<'_> {
@@ -77,7 +137,11 @@ impl Shared<'_> {
             let Some(inputs) = self.wait_inputs(&self.sched.steps[i]) else {
                 return;
             };
+            let ready = self.timeline.as_ref().map(Timeline::us);
             let out = super::step::issue(self.sched, i, &inputs);
+            if let (Some(t), Some(ready)) = (&self.timeline, ready) {
+                t.steps.lock().push((i, ready, t.us()));
+            }
             drop(inputs);
             let mut st = self.state.lock();
             match out {
@@ -121,5 +185,63 @@ impl Shared<'_> {
                 st.values[j] = None;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::graph::opt::insert_cross_device_copies;
+    use crate::graph::{ReduceKind, Shape, Tensor};
+
+    /// The schedule of `numel` f32 elements on `cuda:0` added to as many on `other`, and its
+    /// queues as `run` groups them.
+    fn sum_with(other: Device, numel: usize) -> (Schedule, Vec<(Device, Vec<usize>)>) {
+        let t = |d| Tensor::placeholder(Shape::from(vec![numel]), DType::F32, d);
+        let (a, b) = (t(Device::Cuda(0)), t(other));
+        let sum = Tensor::reduce_on(Device::Cuda(0), &[a, b], ReduceKind::Sum, None).unwrap();
+        let back = crate::route::Hops::default().hop(&sum, other);
+        let sched = super::super::schedule::build(&insert_cross_device_copies(&[back]));
+        let mut queues: Vec<(Device, Vec<usize>)> = vec![];
+        for (i, s) in sched.steps.iter().enumerate().filter(|(_, s)| s.issued()) {
+            match queues.iter_mut().find(|(d, _)| *d == s.queue) {
+                Some((_, v)) => v.push(i),
+                None => queues.push((s.queue, vec![i])),
+            }
+        }
+        (sched, queues)
+    }
+
+    #[test]
+    fn small_or_all_cuda_schedules_take_one_thread() {
+        let small = ONE_THREAD_BELOW_BYTES / 4 - 1;
+        let big = ONE_THREAD_BELOW_BYTES / 4;
+        for other in [Device::Cpu(0), Device::Vulkan(0)] {
+            let (sched, queues) = sum_with(other, small);
+            assert!(queues.len() >= 2, "{other}: several queues");
+            assert!(one_thread(&sched, &queues), "{other}: small steps");
+            let (sched, queues) = sum_with(other, big);
+            assert!(!one_thread(&sched, &queues), "{other}: a step of the bound takes threads");
+        }
+        let (sched, queues) = sum_with(Device::Cuda(1), ONE_THREAD_BELOW_BYTES);
+        assert!(queues.len() >= 2 && one_thread(&sched, &queues), "all CUDA: one thread at any size");
+    }
+
+    #[test]
+    fn the_timeline_names_each_step_in_issue_order() {
+        let (sched, _) = sum_with(Device::Cpu(0), 8);
+        let t = Timeline { start: Instant::now(), steps: Mutex::new(vec![]) };
+        let issued: Vec<usize> = (0..sched.steps.len()).filter(|&i| sched.steps[i].issued()).collect();
+        for (k, &i) in issued.iter().enumerate().rev() {
+            t.steps.lock().push((i, k as f64 * 2.0, k as f64 * 2.0 + 1.0));
+        }
+        let lines = t.lines(&sched);
+        assert_eq!(lines.len(), issued.len());
+        for (line, &i) in lines.iter().zip(&issued) {
+            assert!(line.ends_with(&sched.describe(i)), "{line}");
+        }
+        assert!(lines[0].trim_start().starts_with("0.0"), "{}", lines[0]);
+        assert!(lines.iter().any(|l| l.contains("[cuda:0] reduce kernel, 32 B on cuda:0")), "{lines:?}");
     }
 }

@@ -112,6 +112,29 @@ fn unfused(targets: &[Tensor]) -> Schedule {
 }
 
 impl Schedule {
+    /// Step `i` in a few words: its queue, what it does and on which device.
+    pub fn describe(&self, i: usize) -> String {
+        let s = &self.steps[i];
+        let what = match &s.action {
+            Action::Ready(_) => "ready".to_string(),
+            Action::Upload => "upload".to_string(),
+            Action::Alias { .. } => "alias".to_string(),
+            Action::Copy { to, .. } => match s.inputs.first() {
+                Some(&from) => format!("copy {} -> {to}", self.steps[from].tensor.device()),
+                None => format!("copy -> {to}"),
+            },
+            Action::Call => "call".to_string(),
+            Action::Part(n) => format!("part {n}"),
+            Action::Kernel { fanout } if fanout.is_empty() => format!("{} kernel", s.tensor.op().name()),
+            Action::Kernel { fanout } => {
+                format!("{} kernel (+{} copies)", s.tensor.op().name(), fanout.len())
+            }
+            Action::Fused => "fused".to_string(),
+        };
+        let bytes = s.tensor.numel() * s.tensor.dtype().size();
+        format!("[{}] {what}, {bytes} B on {}", s.queue, s.tensor.device())
+    }
+
     /// One line saying what the schedule runs: steps by action, and the bytes each pair of
     /// devices copies (the log's `debug` level).
     pub fn summary(&self) -> String {

@@ -13,6 +13,7 @@ use super::bridge::HostImport;
 use super::cache::BufCache;
 use super::features::{Features, Limits};
 use super::instance;
+use super::memory::{VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV};
 use super::pipelines::Pipelines;
 use super::raw::{self, check};
 use super::submit::QueueState;
@@ -46,6 +47,16 @@ pub(super) struct Gpu {
     pub software: bool,
     /// Whether the device is an NVIDIA GPU, which a CUDA device may also drive.
     pub nvidia: bool,
+    /// Tensor buffers smaller than this many bytes live in host memory (see
+    /// [`super::memory::VULKAN_HOST_BELOW_BYTES`]).
+    pub host_below: u64,
+}
+
+/// The bound below which tensor buffers live in host memory: [`VULKAN_HOST_ENV`] or
+/// [`VULKAN_HOST_BELOW_BYTES`].
+fn host_below() -> u64 {
+    crate::knob::var(VULKAN_HOST_ENV, "a byte count (0 keeps every tensor in device memory)", |_: &u64| true)
+        .unwrap_or(VULKAN_HOST_BELOW_BYTES)
 }
 
 impl Gpu {
@@ -101,6 +112,7 @@ impl Gpu {
             memory,
             software: phys.software,
             nvidia: phys.nvidia,
+            host_below: host_below(),
         }))
     }
 

@@ -17,10 +17,27 @@ use super::raw;
 use crate::backend::{Fence, HostMem};
 use crate::error::{Error, Result};
 
+/// Environment variable: Vulkan tensor buffers smaller than this many bytes live in host memory
+/// the device maps (host-visible, cached where the device has such memory), larger ones in the
+/// device's own memory. Default [`VULKAN_HOST_BELOW_BYTES`]; `0` puts every tensor in device memory.
+/// Read when the device is opened.
+pub const VULKAN_HOST_ENV: &str = "COLLECTIVES_VULKAN_HOST_BYTES";
+
+/// Tensor buffers smaller than this (unless [`VULKAN_HOST_ENV`] says otherwise) live in host
+/// memory. A Vulkan submission and its wait cost a discrete GPU tens to hundreds of
+/// microseconds — on an H200 that CUDA also drives, about 250 µs for any Vulkan copy that follows
+/// CUDA work (`bench/gpu/11-bridge`) — while the host copies a small tensor in and out of mapped
+/// memory in under a microsecond, and a kernel reads it across PCIe in about as long as it takes
+/// to launch. So a small tensor's trips to and from the host (every CUDA ↔ Vulkan hop of it, an
+/// upload, a read) submit nothing. From this size up tensors are in device memory, where the
+/// device bridge and the buffer cache take them.
+pub const VULKAN_HOST_BELOW_BYTES: u64 = POOL_MIN_BYTES;
+
 /// What a buffer is for, which picks its memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Usage {
-    /// Tensor storage: device-local (and host-visible too where the device has such memory).
+    /// Tensor storage: device-local (and host-visible too where the device has such memory), or
+    /// host memory the device maps when smaller than the device's bound ([`VULKAN_HOST_ENV`]).
     Device,
     /// Host → device staging: host-visible, written by the host.
     Upload,
@@ -111,7 +128,8 @@ impl DevBuf {
 
     /// A new buffer of `size` bytes with memory bound for `usage`; the error is the driver's or
     /// the allocator's. Tensor storage of at least [`POOL_MIN_BYTES`] on a device that shares
-    /// memory with CUDA ([`Gpu::shares_memory`]) gets memory of its own, exportable.
+    /// memory with CUDA ([`Gpu::shares_memory`]) gets memory of its own, exportable; smaller
+    /// tensor storage is in host memory when under the device's bound ([`VULKAN_HOST_BELOW_BYTES`]).
     fn create(gpu: &Gpu, size: u64, usage: Usage) -> std::result::Result<Parked, String> {
         if usage == Usage::Device && size >= POOL_MIN_BYTES && gpu.shares_memory() {
             return create_shared(gpu, size);
@@ -119,7 +137,7 @@ impl DevBuf {
         // SAFETY: the device is live; the buffer is destroyed below on failure or by `Drop`.
         let buffer =
             unsafe { raw::create_buffer(&gpu.raw, size) }.map_err(|e| format!("vkCreateBuffer: {e}"))?;
-        match allocate(gpu, buffer, usage) {
+        match allocate(gpu, buffer, size, usage) {
             Ok(alloc) => {
                 let mapped = alloc.mapped_ptr().map(|p| p.cast::<u8>());
                 let host_cached = alloc.memory_properties().contains(vk::MemoryPropertyFlags::HOST_CACHED);
@@ -194,19 +212,30 @@ impl DevBuf {
     }
 }
 
-/// Allocates and binds memory for `buffer`; the error string is the allocator's or driver's.
-fn allocate(gpu: &Gpu, buffer: vk::Buffer, usage: Usage) -> std::result::Result<Allocation, String> {
-    // SAFETY: the buffer belongs to this live device.
-    let requirements = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
-    let location = match usage {
+/// Where a buffer of `size` bytes for `usage` is allocated, on a device whose tensors live in host
+/// memory below `host_below` bytes.
+pub(super) fn location(usage: Usage, size: u64, host_below: u64) -> MemoryLocation {
+    match usage {
+        Usage::Device if size < host_below => MemoryLocation::GpuToCpu,
         Usage::Device => MemoryLocation::GpuOnly,
         Usage::Upload => MemoryLocation::CpuToGpu,
         Usage::Readback => MemoryLocation::GpuToCpu,
-    };
+    }
+}
+
+/// Allocates and binds memory for `buffer` (of `size` bytes); the error string is the allocator's or driver's.
+fn allocate(
+    gpu: &Gpu,
+    buffer: vk::Buffer,
+    size: u64,
+    usage: Usage,
+) -> std::result::Result<Allocation, String> {
+    // SAFETY: the buffer belongs to this live device.
+    let requirements = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
     let desc = AllocationCreateDesc {
         name: "collectives",
         requirements,
-        location,
+        location: location(usage, size, gpu.host_below),
         linear: true,
         allocation_scheme: AllocationScheme::GpuAllocatorManaged,
     };

@@ -56,6 +56,7 @@ use copy::Rows;
 use device::Gpu;
 use kernels::Fold;
 use memory::{DevBuf, StagingHost, Usage, VkMem};
+pub use memory::{VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV};
 use submit::{Recorder, TimelineFence};
 
 /// Opens `Vulkan(ordinal)`.
@@ -425,6 +426,42 @@ mod tests {
             }
             Ok(_) => assert_eq!(vk.gpu.cache.lock().bytes(), 8 << 20, "kept when the first try succeeds"),
         }
+    }
+
+    #[test]
+    fn small_tensors_go_to_and_from_the_host_without_a_submission() {
+        let Some(vk) = backend() else { return };
+        if vk.gpu.host_below <= 4096 {
+            println!("skipped: {VULKAN_HOST_ENV} keeps 4 KiB tensors in device memory");
+            return;
+        }
+        let values: Vec<f32> = (0..1024).map(|i| i as f32 * 0.37 - 11.0).collect();
+        let host = Buffer::from_vec(Device::Cpu(0), values.clone());
+        let before = vk.gpu.state.lock().last_submitted();
+        let on_device = vk.htod(&host).unwrap();
+        let back = vk.dtoh(&on_device, Device::Cpu(1)).unwrap();
+        back.wait().unwrap();
+        assert_eq!(vk.gpu.state.lock().last_submitted(), before, "a submission was made");
+        assert_eq!(back.host_bytes("test").unwrap(), bytemuck::cast_slice::<f32, u8>(&values));
+        // A kernel reads and writes such tensors in place, and the host reads its result.
+        let spec = OutSpec { dtype: DType::F32, len: values.len() };
+        let sum = vk.compute(&Kernel::Binary(BinaryOp::Add), &[&on_device, &on_device], spec).unwrap();
+        let twice: Vec<f32> = values.iter().map(|v| v + v).collect();
+        let back = vk.dtoh(&sum, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        assert_eq!(back.host_bytes("test").unwrap(), bytemuck::cast_slice::<f32, u8>(&twice));
+    }
+
+    #[test]
+    fn tensors_below_the_bound_are_allocated_in_host_memory() {
+        use gpu_allocator::MemoryLocation::{CpuToGpu, GpuOnly, GpuToCpu};
+        let below = VULKAN_HOST_BELOW_BYTES;
+        assert_eq!(memory::location(Usage::Device, 16, below), GpuToCpu);
+        assert_eq!(memory::location(Usage::Device, below - 16, below), GpuToCpu);
+        assert_eq!(memory::location(Usage::Device, below, below), GpuOnly);
+        assert_eq!(memory::location(Usage::Device, 16, 0), GpuOnly, "0 keeps every tensor on the device");
+        assert_eq!(memory::location(Usage::Upload, 16, below), CpuToGpu);
+        assert_eq!(memory::location(Usage::Readback, 1 << 30, 0), GpuToCpu);
     }
 
     #[test]
