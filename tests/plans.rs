@@ -111,6 +111,25 @@ fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
 }
 
 #[test]
+fn a_vulkan_leader_of_a_mixed_group_leaves_the_all_reduce_fold_to_cuda() {
+    let g = DeviceGroup::new(vec![VK0, CPU0, CUDA1]).unwrap();
+    assert_eq!((g.leader(), g.star_hub()), (VK0, CUDA1));
+    for kind in [CollectiveKind::AllReduce, CollectiveKind::ReduceScatter] {
+        let plan = g.using(Algorithm::Star).plan(kind, [96], DType::F32).unwrap();
+        let reduce: Vec<_> = plan.kernels.iter().filter(|k| k.op.starts_with("reduce")).collect();
+        assert_eq!(reduce.len(), 1, "{plan}");
+        assert_eq!((reduce[0].device, reduce[0].inputs), (CUDA1, 3), "{plan}");
+    }
+    // `reduce` puts its result on the leader, and folds there.
+    let r = g.using(Algorithm::Star).reduce(&shards(&g), ReduceOp::Sum).unwrap();
+    assert!(matches!(r.op(), Op::Reduce { .. }) && r.device() == VK0);
+    // Without CUDA, or with a CUDA leader, the hub is the leader.
+    let vk_cpu = DeviceGroup::new(vec![VK0, CPU0]).unwrap();
+    assert_eq!(vk_cpu.star_hub(), VK0);
+    assert_eq!(mixed().star_hub(), CUDA0);
+}
+
+#[test]
 fn a_plan_names_each_cuda_vulkan_move_with_its_bridge() {
     let g = mixed();
     let b = 64 * 4;
@@ -376,10 +395,12 @@ fn staging_goes_through_cpu0_even_when_it_is_not_a_member() {
     let plan = g.plan(CollectiveKind::AllReduce, [10], DType::I64).unwrap();
     let want = vec![(CPU0, CUDA1, 80), (CPU0, VK0, 80), (CUDA1, CPU0, 80), (VK0, CPU0, 80)];
     assert_eq!(hops(&plan), want, "{plan}");
+    // The fold is on cuda:1 (the star's hub: the Vulkan leader leaves it to CUDA), the result
+    // staged back to vulkan:0 through cpu:0.
     let out = g.all_reduce(&shards(&g), ReduceOp::Min).unwrap();
-    let via = copy_to(&out[1], CUDA1);
+    let via = copy_to(&out[0], VK0);
     let reduced = copy_to(&via, CPU0);
-    assert!(reduced.same_node(&out[0]) && reduced.device() == VK0);
+    assert!(reduced.same_node(&out[1]) && reduced.device() == CUDA1);
 }
 
 #[test]

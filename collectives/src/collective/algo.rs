@@ -68,6 +68,9 @@ pub enum Algorithm {
     Auto,
     /// Through the leader: every shard hops to the leader, which folds them in one n-ary pass and
     /// sends the result out. The simplest shape; the right one for mixed vendors and small messages.
+    /// An `all_reduce` or `reduce_scatter` of a group mixing CUDA and Vulkan folds on its first
+    /// CUDA device where the leader is a Vulkan device
+    /// ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)).
     Star,
     /// Chunked ring: reduce_scatter then all_gather, each chunk hopping device to device, so every
     /// link carries 2(n-1)/n of the message instead of the leader's links carrying all of it.

@@ -44,7 +44,7 @@ impl DeviceGroup {
             Algorithm::OneShot | Algorithm::TwoShot => star::all_reduce_in_place(shards, op, self.devices()),
             _ if call::host_star(self) => Ok(call::host_all_reduce(self, shards, op)),
             _ => {
-                let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
+                let r = star::reduce_to(&mut hops, shards, op, self.star_hub())?;
                 star::broadcast(&mut hops, &r, self.devices())
             }
         }
@@ -143,7 +143,7 @@ impl DeviceGroup {
             }
             _ if call::host_star(self) => Ok(call::host_reduce_scatter(self, shards, op, dim, part)),
             _ => {
-                let r = star::reduce_to(&mut hops, shards, op, self.leader())?;
+                let r = star::reduce_to(&mut hops, shards, op, self.star_hub())?;
                 star::scatter(&mut hops, &r, dim, &vec![part; n], self.devices())
             }
         }

@@ -79,6 +79,21 @@ impl DeviceGroup {
         self.devices[self.leader]
     }
 
+    /// Where the star folds an `all_reduce` or `reduce_scatter`, whose result lands on every
+    /// member: the leader, except that a group mixing CUDA and Vulkan devices whose leader is a
+    /// Vulkan device folds on its first CUDA device. Where both are one GPU, a Vulkan kernel
+    /// issued after CUDA work waits for the GPU to switch between the two APIs (about 600 µs
+    /// for a 4 KiB all_reduce on an H200, `bench/gpu/16-vulkan-host`), while the CUDA fold of
+    /// the same shards does not; across two GPUs either fold moves the same bytes.
+    pub fn star_hub(&self) -> Device {
+        let leader = self.leader();
+        let cuda = self.devices.iter().find(|d| d.kind() == crate::device::DeviceKind::Cuda);
+        match cuda {
+            Some(&c) if leader.kind() == crate::device::DeviceKind::Vulkan => c,
+            _ => leader,
+        }
+    }
+
     /// The leader's position in [`DeviceGroup::devices`].
     pub fn leader_index(&self) -> usize {
         self.leader
