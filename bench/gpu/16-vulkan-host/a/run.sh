@@ -4,7 +4,7 @@
 # sweep on 2; the small mixed calls with the default bound and with 0 (every tensor in device
 # memory, as before), interleaved, two rounds; host profiles of the 4 KiB mixed calls; the
 # 8-device CPU all_reduce against its memcpy floor; anchors.py last, in the same command.
-# Invoked as: timeout -k 5 560 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs
+# Invoked as: timeout -k 5 570 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs
 G=.gpu
 source $G/env.sh
 export REQUIRE_CUDA=1 REQUIRE_VULKAN=1

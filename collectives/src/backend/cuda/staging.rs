@@ -58,6 +58,7 @@ pub(crate) fn stage_in(
     mut fill: impl FnMut(usize, &mut [u8]) -> Result<()>,
 ) -> Result<Arc<Event>> {
     let mut ring = dev.stage_in.lock();
+    let mut last = None;
     for (i, off) in (0..len).step_by(CHUNK).enumerate() {
         let n = CHUNK.min(len - off);
         let slot = ring.slot(i, dev)?;
@@ -68,9 +69,15 @@ pub(crate) fn stage_in(
         // `dst` holds `len` bytes; both are on this device's context, which is bound.
         unsafe { driver::htod_async(dst.ptr() + off as u64, slot.ptr(), n, stream.cu_stream()) }
             .map_err(driver::err(dev.device, "copy host to device"))?;
-        slot.note_use(&record(stream, dev.device)?);
+        let e = record(stream, dev.device)?;
+        slot.note_use(&e);
+        last = Some(e);
     }
-    record(stream, dev.device)
+    // The last chunk's event completes the whole upload (one stream, in order).
+    match last {
+        Some(e) => Ok(e),
+        None => record(stream, dev.device),
+    }
 }
 
 /// Downloads `len` bytes of `src` (valid once `stream` reaches this point), chunk by chunk,
