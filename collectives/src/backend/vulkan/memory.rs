@@ -27,10 +27,12 @@ pub const VULKAN_HOST_ENV: &str = "COLLECTIVES_VULKAN_HOST_BYTES";
 /// memory. A Vulkan submission and its wait cost a discrete GPU tens to hundreds of
 /// microseconds — on an H200 that CUDA also drives, about 250 µs for any Vulkan copy that follows
 /// CUDA work (`bench/gpu/11-bridge`) — while the host copies a small tensor in and out of mapped
-/// memory in under a microsecond, and a kernel reads it across PCIe in about as long as it takes
-/// to launch. So a small tensor's trips to and from the host (every CUDA ↔ Vulkan hop of it, an
-/// upload, a read) submit nothing. From this size up tensors are in device memory, where the
-/// device bridge and the buffer cache take them.
+/// memory in microseconds. So a small tensor's trips to and from the host (every CUDA ↔ Vulkan
+/// hop of it, an upload, a read) submit nothing: on the H200 every call mixing CUDA and Vulkan
+/// ran 3–10 × faster up to this size (`bench/gpu/16-vulkan-host`). The cost is the Vulkan
+/// kernels, which read such tensors across PCIe: a Vulkan fold of host shards was up to 40 %
+/// slower at 512 KiB, and even or faster at 256 KiB and below. From this size up tensors are in
+/// device memory, where the device bridge and the buffer cache take them.
 pub const VULKAN_HOST_BELOW_BYTES: u64 = POOL_MIN_BYTES;
 
 /// What a buffer is for, which picks its memory.
