@@ -87,9 +87,8 @@ impl DeviceGroup {
     /// the same shards does not; across two GPUs either fold moves the same bytes.
     pub fn star_hub(&self) -> Device {
         let leader = self.leader();
-        let cuda = self.devices.iter().find(|d| d.kind() == crate::device::DeviceKind::Cuda);
-        match cuda {
-            Some(&c) if leader.kind() == crate::device::DeviceKind::Vulkan => c,
+        match self.devices.iter().find(|d| matches!(d, Device::Cuda(_))) {
+            Some(&cuda) if matches!(leader, Device::Vulkan(_)) => cuda,
             _ => leader,
         }
     }

@@ -56,7 +56,7 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
     let sched = schedule::build(&rewritten);
     let debug = crate::log::enabled(LogLevel::Debug);
     let summary = debug.then(|| sched.summary());
-    let (bufs, timeline) = run::run_timed(&sched, debug)?;
+    let (bufs, timeline) = run::run(&sched, debug)?;
     let lines = timeline.map(|t| t.lines(&sched));
     let issued = us(start);
     // Freed while the devices still work, not after.
@@ -104,7 +104,7 @@ pub(crate) fn issue(target: &Tensor) -> Result<Arc<Buffer>> {
     }
     let rewritten = opt::insert_cross_device_copies(std::slice::from_ref(target));
     let sched = schedule::build(&rewritten);
-    let mut bufs = run::run(&sched)?;
+    let (mut bufs, _) = run::run(&sched, false)?;
     bufs.pop()
         .ok_or_else(|| crate::Error::internal("issue", "the schedule returned no result for its target"))
 }

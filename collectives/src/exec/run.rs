@@ -63,18 +63,10 @@ impl Timeline {
     }
 }
 
-/// Runs every step; returns the targets' buffers (not yet waited on), and the timeline of the
-/// run when `timed`.
-pub(crate) fn run_timed(sched: &Schedule, timed: bool) -> Result<(Vec<Arc<Buffer>>, Option<Timeline>)> {
-    run_with(sched, timed.then(|| Timeline { start: Instant::now(), steps: Mutex::new(vec![]) }))
-}
-
-/// Runs every step; returns the targets' buffers (not yet waited on).
-pub(crate) fn run(sched: &Schedule) -> Result<Vec<Arc<Buffer>>> {
-    Ok(run_with(sched, None)?.0)
-}
-
-fn run_with(sched: &Schedule, timeline: Option<Timeline>) -> Result<(Vec<Arc<Buffer>>, Option<Timeline>)> {
+/// Runs every step; returns the targets' buffers (not yet waited on), and, when `timed`, the
+/// run's timeline.
+pub(crate) fn run(sched: &Schedule, timed: bool) -> Result<(Vec<Arc<Buffer>>, Option<Timeline>)> {
+    let timeline = timed.then(|| Timeline { start: Instant::now(), steps: Mutex::new(vec![]) });
     let n = sched.steps.len();
     let state = State {
         values: sched.steps.iter().map(|s| s.ready().cloned()).collect(),
@@ -126,8 +118,7 @@ pub const ONE_THREAD_BELOW_BYTES: usize = 1 << 20;
 /// already issued.
 fn one_thread(sched: &Schedule, queues: &[(Device, Vec<usize>)]) -> bool {
     let all_cuda = queues.iter().all(|(d, _)| d.kind() == crate::device::DeviceKind::Cuda);
-    all_cuda
-        || sched.steps.iter().all(|s| s.tensor.numel() * s.tensor.dtype().size() < ONE_THREAD_BELOW_BYTES)
+    all_cuda || sched.steps.iter().all(|s| s.tensor.nbytes() < ONE_THREAD_BELOW_BYTES)
 }
 
 impl Shared<'_> {

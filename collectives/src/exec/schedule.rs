@@ -131,7 +131,7 @@ impl Schedule {
             }
             Action::Fused => "fused".to_string(),
         };
-        let bytes = s.tensor.numel() * s.tensor.dtype().size();
+        let bytes = s.tensor.nbytes();
         format!("[{}] {what}, {bytes} B on {}", s.queue, s.tensor.device())
     }
 
@@ -152,7 +152,7 @@ impl Schedule {
             counts[slot] += 1;
             if let (Action::Copy { to, .. }, Some(&i)) = (&s.action, s.inputs.first()) {
                 let pair = (self.steps[i].tensor.device(), *to);
-                let bytes = s.tensor.numel() * s.tensor.dtype().size();
+                let bytes = s.tensor.nbytes();
                 match copies.iter_mut().find(|(p, _)| *p == pair) {
                     Some((_, b)) => *b += bytes,
                     None => copies.push((pair, bytes)),
@@ -215,7 +215,7 @@ fn staged_host_hop(
     if !(from.needs_staging(to) && via.is_host()) {
         return None;
     }
-    if second.tensor.numel() * second.tensor.dtype().size() < min_bytes(from, to) {
+    if second.tensor.nbytes() < min_bytes(from, to) {
         return None;
     }
     let alone = !host.keep && host.consumers == 1;
