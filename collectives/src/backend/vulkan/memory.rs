@@ -29,7 +29,7 @@ pub const VULKAN_HOST_ENV: &str = "COLLECTIVES_VULKAN_HOST_BYTES";
 /// CUDA work (`bench/gpu/11-bridge`) — while the host copies a small tensor in and out of mapped
 /// memory in microseconds. So a small tensor's trips to and from the host (every CUDA ↔ Vulkan
 /// hop of it, an upload, a read) submit nothing: on the H200 every call mixing CUDA and Vulkan
-/// ran 3–10 × faster up to this size (`bench/gpu/16-vulkan-host`). The cost is the Vulkan
+/// ran 1.6–10 × faster up to this size (`bench/gpu/16-vulkan-host`). The cost is the Vulkan
 /// kernels, which read such tensors across PCIe: a Vulkan fold of host shards was up to 40 %
 /// slower at 512 KiB, and even or faster at 256 KiB and below. From this size up tensors are in
 /// device memory, where the device bridge and the buffer cache take them.
