@@ -241,6 +241,52 @@ fn cuda_vulkan_and_host() {
     every_collective("vulkan:0+cuda:0+cpu:0", &[VK0, CUDA0, CPU0], &NATIVE);
 }
 
+/// Shards of at least `collectives::exec::STREAM_MIN_BYTES`, where a CUDA fold of a host
+/// member's shard streams its upload and its download (`exec/stream.rs`): all_reduce, reduce and
+/// reduce_scatter of every op on f32, bf16 and i32, every element against the f64 reference, the
+/// inputs untouched. `cuda:0+cpu:0` folds on CUDA with the host shard uploaded; the three-kind
+/// group adds the Vulkan member's shard and result.
+fn streamed(name: &str, devices: &[Device]) {
+    if !present(name, devices) {
+        return;
+    }
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    let n = devices.len();
+    let g = DeviceGroup::new(devices.to_vec()).unwrap();
+    for dtype in [DType::F32, DType::BF16, DType::I32] {
+        let cols = (collectives::exec::STREAM_MIN_BYTES / dtype.size()).div_ceil(3 * n) + 7;
+        for op in all_ops(dtype, &mut r) {
+            let ctx = format!("{name} seed {seed} {dtype} {op} [{}, {cols}]", 3 * n);
+            let s = Shards::even(dtype, &[3 * n, cols], devices, range_for(op), &mut r);
+            let inputs = s.slices();
+            for (t, &d) in g.all_reduce(&s.tensors, op).expect(&ctx).iter().zip(devices) {
+                check_reduced(t, d, op, &inputs, &format!("{ctx} all_reduce"));
+            }
+            check_reduced(
+                &g.reduce(&s.tensors, op).expect(&ctx),
+                g.leader(),
+                op,
+                &inputs,
+                &format!("{ctx} reduce"),
+            );
+            for (i, (t, &d)) in
+                g.reduce_scatter(&s.tensors, op, 0).expect(&ctx).iter().zip(devices).enumerate()
+            {
+                let rows: Vec<&[f64]> = s.vals.iter().map(|v| &v[i * 3 * cols..(i + 1) * 3 * cols]).collect();
+                check_reduced(t, d, op, &rows, &format!("{ctx} reduce_scatter part {i}"));
+            }
+            s.assert_untouched(&ctx);
+        }
+    }
+}
+
+#[test]
+fn large_shards_of_cuda_and_host_members() {
+    streamed("cuda:0+cpu:0, large", &[CUDA0, CPU0]);
+    streamed("cuda:0+vulkan:0+cpu:0, large", &[CUDA0, VK0, CPU0]);
+}
+
 #[test]
 fn host_devices_with_vulkan_as_non_leader() {
     every_collective("cpu:0..=2+vulkan:0", &[CPU0, CPU1, CPU2, VK0], &NATIVE);

@@ -27,6 +27,18 @@ use collectives_tests::{Range, cuda_required, fresh_seed, rng, vulkan_required};
 const ROWS: usize = 12;
 const WIDTH: usize = 24576;
 
+/// Elements per row of the shards of the streamed sweep: each shard just over
+/// `collectives::exec::STREAM_MIN_BYTES`, so a CUDA fold of a host member's shard streams its
+/// upload and download in chunks (`exec/stream.rs`).
+const STREAMED_WIDTH: usize = collectives::exec::STREAM_MIN_BYTES.div_ceil(4 * ROWS) + 8;
+
+/// The cases of the streamed sweep: the star's folds on the CUDA leader.
+const STREAMED: &[(Coll, Algorithm)] = &[
+    (Coll::AllReduce, Algorithm::Star),
+    (Coll::Reduce, Algorithm::Star),
+    (Coll::ReduceScatter, Algorithm::Star),
+];
+
 /// A run taking longer than this is a hang: the watchdog ends the process.
 const HANG: Duration = Duration::from_secs(120);
 
@@ -104,7 +116,8 @@ fn run(c: Coll, g: &DeviceGroup, s: &Shards) -> collectives::Result<Vec<Tensor>>
 
 /// Checks every element of `c`'s result `outs` over `s` against the f64 reference.
 fn check(c: Coll, g: &DeviceGroup, s: &Shards, outs: &[Tensor], ctx: &str) {
-    let shape = [ROWS, WIDTH];
+    let width = s.vals[0].len() / ROWS;
+    let shape = [ROWS, width];
     let n = g.size();
     let part = ROWS / n;
     let part_shape = with_dim(&shape, 0, part);
@@ -144,7 +157,7 @@ fn check(c: Coll, g: &DeviceGroup, s: &Shards, outs: &[Tensor], ctx: &str) {
             }
         }
         Coll::AllReduceCoalesced => {
-            let rows: Vec<Vec<f64>> = s.vals.iter().map(|v| v[..WIDTH].to_vec()).collect();
+            let rows: Vec<Vec<f64>> = s.vals.iter().map(|v| v[..width].to_vec()).collect();
             let rows: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
             for (pair, &d) in outs.chunks(2).zip(g.devices()) {
                 check_reduced(&pair[0], d, ReduceOp::Sum, &s.slices(), ctx);
@@ -154,7 +167,7 @@ fn check(c: Coll, g: &DeviceGroup, s: &Shards, outs: &[Tensor], ctx: &str) {
         Coll::BroadcastCoalesced => {
             for (pair, &d) in outs.chunks(2).zip(g.devices()) {
                 check_exact(&pair[0], d, &shape, &s.vals[ROOT], ctx);
-                check_exact(&pair[1], d, &[1, WIDTH], &s.vals[ROOT][..WIDTH], ctx);
+                check_exact(&pair[1], d, &[1, width], &s.vals[ROOT][..width], ctx);
             }
         }
         Coll::AllToAll => {
@@ -168,9 +181,9 @@ fn check(c: Coll, g: &DeviceGroup, s: &Shards, outs: &[Tensor], ctx: &str) {
     }
 }
 
-/// Fresh random f32 shards on the group's devices, uploaded.
-fn shards(g: &DeviceGroup, seed: u64) -> Shards {
-    let s = Shards::even(DType::F32, &[ROWS, WIDTH], g.devices(), Range::General, &mut rng(seed));
+/// Fresh random f32 shards of `ROWS` × `width` on the group's devices, uploaded.
+fn shards(g: &DeviceGroup, seed: u64, width: usize) -> Shards {
+    let s = Shards::even(DType::F32, &[ROWS, width], g.devices(), Range::General, &mut rng(seed));
     collectives::realize(&s.tensors).expect("upload the shards");
     s
 }
@@ -210,11 +223,27 @@ struct Sweep {
     leaks: u64,
 }
 
-/// The sweep of one collective on `devices`; `started` is the watchdog's clock of the current run.
-fn sweep(kind: &str, devices: &[Device], c: Coll, algo: Algorithm, seed: u64, started: &AtomicU64) -> Sweep {
+/// One group of the sweep: its name, its members, the width of its shards and its cases.
+struct Group {
+    kind: &'static str,
+    devices: Vec<Device>,
+    width: usize,
+    cases: &'static [(Coll, Algorithm)],
+}
+
+impl Group {
+    fn new(kind: &'static str, devices: Vec<Device>) -> Self {
+        Group { kind, devices, width: WIDTH, cases: CASES }
+    }
+}
+
+/// The sweep of one collective on `g`'s devices; `started` is the watchdog's clock of the current
+/// run.
+fn sweep(g: &Group, c: Coll, algo: Algorithm, seed: u64, started: &AtomicU64) -> Sweep {
+    let (kind, width) = (g.kind, g.width);
     let ctx = format!("{kind} {c:?} {algo} seed {seed}");
-    let g = DeviceGroup::new(devices.to_vec()).expect("distinct devices").using(algo);
-    let s = shards(&g, seed);
+    let g = DeviceGroup::new(g.devices.clone()).expect("distinct devices").using(algo);
+    let s = shards(&g, seed, width);
     // Warm up (pipelines built, pools filled to the call's peak), checking the answer.
     for _ in 0..3 {
         let outs = run(c, &g, &s).unwrap_or_else(|e| panic!("{ctx}: warm-up: {e}"));
@@ -222,7 +251,7 @@ fn sweep(kind: &str, devices: &[Device], c: Coll, algo: Algorithm, seed: u64, st
     }
     let mut base = settled(&g);
     // The detector sees a buffer held past the baseline.
-    let held = shards(&g, seed);
+    let held = shards(&g, seed, width);
     assert!(!leaks(&base, &settled(&g)).is_empty(), "{ctx}: held buffers are not seen");
     drop(held);
     assert_eq!(leaks(&base, &settled(&g)), Vec::<String>::new(), "{ctx}: after dropping them");
@@ -268,7 +297,7 @@ fn sweep(kind: &str, devices: &[Device], c: Coll, algo: Algorithm, seed: u64, st
         }
     }
     // The group still works, on fresh data.
-    let fresh = shards(&g, seed ^ 0x9e37_79b9_7f4a_7c15);
+    let fresh = shards(&g, seed ^ 0x9e37_79b9_7f4a_7c15, width);
     let outs = run(c, &g, &fresh).unwrap_or_else(|e| panic!("{ctx}: after the sweep: {e}"));
     check(c, &g, &fresh, &outs, &format!("{ctx}, after the sweep"));
     out
@@ -305,32 +334,39 @@ fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were(
         }
     });
     let (cpu, vk, cuda0, cuda1) = (Device::Cpu, Device::Vulkan(0), Device::Cuda(0), Device::Cuda(1));
-    let mut groups: Vec<(&str, Vec<Device>)> = vec![("cpu x4", (0..4).map(cpu).collect())];
+    let mut groups = vec![Group::new("cpu x4", (0..4).map(cpu).collect())];
     let vulkan = works(vk, vulkan_required());
     if vulkan {
-        groups.push(("vulkan+cpu x2", vec![vk, cpu(0), cpu(1)]));
-        groups.push(("cpu x2+vulkan", vec![cpu(0), cpu(1), vk]));
+        groups.push(Group::new("vulkan+cpu x2", vec![vk, cpu(0), cpu(1)]));
+        groups.push(Group::new("cpu x2+vulkan", vec![cpu(0), cpu(1), vk]));
     }
     // CUDA where there is one (the GPU machine; `COLLECTIVES_CUDA_DEVICES=0,0` makes two virtual
     // devices of one GPU): CUDA peers, and CUDA with host and Vulkan members (the staged chain).
     if works(cuda0, cuda_required()) {
         if works(cuda1, false) {
-            groups.push(("cuda x2", vec![cuda0, cuda1]));
-            groups.push(("cuda x2+cpu", vec![cuda0, cuda1, cpu(0)]));
+            groups.push(Group::new("cuda x2", vec![cuda0, cuda1]));
+            groups.push(Group::new("cuda x2+cpu", vec![cuda0, cuda1, cpu(0)]));
         }
         if vulkan {
-            groups.push(("cuda+cpu+vulkan", vec![cuda0, cpu(0), vk]));
+            groups.push(Group::new("cuda+cpu+vulkan", vec![cuda0, cpu(0), vk]));
         }
+        let streamed = vec![cuda0, cpu(0)];
+        groups.push(Group {
+            kind: "cuda+cpu, streamed",
+            devices: streamed,
+            width: STREAMED_WIDTH,
+            cases: STREAMED,
+        });
     }
     let seed = fresh_seed();
     println!("seed {seed}");
     let t0 = Instant::now();
     let mut total = Sweep::default();
-    for (kind, devices) in &groups {
-        let g = DeviceGroup::new(devices.clone()).expect("distinct devices");
+    for group in &groups {
+        let (kind, g) = (group.kind, DeviceGroup::new(group.devices.clone()).expect("distinct devices"));
         println!("{kind}: figures watched: {:?}", settled(&g).keys().collect::<Vec<_>>());
-        for &(c, algo) in CASES {
-            let s = sweep(kind, devices, c, algo, seed, &started);
+        for &(c, algo) in group.cases {
+            let s = sweep(group, c, algo, seed, &started);
             println!(
                 "{kind:>14} {:>22}: {:>3} failpoints, {:>3} calls failed, {:>3} errors returned, {} leaks",
                 format!("{c:?} ({algo})"),

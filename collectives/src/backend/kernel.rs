@@ -67,7 +67,24 @@ impl Kernel {
     /// readable from `device`, their count, each one's length exactly what the kernel reads, and
     /// their dtype (the output's, except a cast's).
     pub fn check(&self, device: Device, inputs: &[&Buffer], out: OutSpec) -> Result<()> {
-        self.check_reads(device, inputs, None, out)
+        self.check_reads(device, inputs, None, false, out)
+    }
+
+    /// [`Kernel::check`] for a streamed kernel (`exec/stream.rs`): an elementwise kernel whose
+    /// inputs may also live on host devices, which its backend uploads chunk by chunk as it runs.
+    pub fn check_streamed(&self, device: Device, inputs: &[&Buffer], out: OutSpec) -> Result<()> {
+        if !self.elementwise() {
+            let what =
+                format!("a {} kernel on {device} is not elementwise, so it cannot stream", self.name());
+            return Err(Error::internal("streamed kernel", what));
+        }
+        self.check_reads(device, inputs, None, true, out)
+    }
+
+    /// Whether output element i reads only element i of each input (binary, reduce, scale, cast),
+    /// so the kernel can run over any window of its elements.
+    pub fn elementwise(&self) -> bool {
+        matches!(self, Kernel::Binary(_) | Kernel::Reduce { .. } | Kernel::Scale(_) | Kernel::Cast)
     }
 
     /// [`Kernel::check`] for a kernel that reads each input from element `start` on (a window
@@ -75,19 +92,23 @@ impl Kernel {
     /// holds at least `start` plus what the kernel reads (checked arithmetic).
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // used by the CUDA calls and tests
     pub fn check_from(&self, device: Device, inputs: &[&Buffer], start: usize, out: OutSpec) -> Result<()> {
-        self.check_reads(device, inputs, Some(start), out)
+        self.check_reads(device, inputs, Some(start), false, out)
     }
 
-    /// The contract, with each input read whole (`None`) or from `start` on.
+    /// The contract, with each input read whole (`None`) or from `start` on, and inputs on host
+    /// devices allowed where `from_host`.
     fn check_reads(
         &self,
         device: Device,
         inputs: &[&Buffer],
         start: Option<usize>,
+        from_host: bool,
         out: OutSpec,
     ) -> Result<()> {
         let broken = |what: String| Error::internal(format!("{} kernel on {device}", self.name()), what);
-        if let Some(b) = inputs.iter().find(|b| !crate::route::readable(device, b.device)) {
+        let reads =
+            |b: &Buffer| crate::route::readable(device, b.device) || (from_host && b.device.is_host());
+        if let Some(b) = inputs.iter().find(|b| !reads(b)) {
             return Err(broken(format!("an input lives on {}, which it cannot read", b.device)));
         }
         let want = self.input_lens(inputs.len(), out.len).map_err(&broken)?;
@@ -239,5 +260,21 @@ mod tests {
         assert!(scale.check(Device::Cpu(3), &[&a], out(2)).is_ok(), "host devices share memory");
         let err = scale.check(Device::Cuda(0), &[&a], out(2)).unwrap_err();
         assert!(matches!(err, Error::Internal { .. }) && err.to_string().contains("cannot read"), "{err}");
+    }
+
+    #[test]
+    fn a_streamed_kernel_reads_the_host_and_must_be_elementwise() {
+        let (a, b) = (buf(5), buf(5));
+        let add = Kernel::Binary(BinaryOp::Add);
+        assert!(add.check_streamed(Device::Cuda(0), &[&a, &b], out(5)).is_ok(), "host inputs");
+        assert!(add.check_streamed(Device::Cuda(0), &[&a, &b], out(4)).is_err(), "lengths still checked");
+        let vk = Buffer { device: Device::Vulkan(0), ..buf(5) };
+        assert!(add.check_streamed(Device::Cuda(0), &[&a, &vk], out(5)).is_err(), "another vendor's memory");
+        let slice = Kernel::Slice { outer: 1, in_mid: 5, start: 1, len: 2, inner: 1 };
+        let err = slice.check_streamed(Device::Cuda(0), &[&a], out(2)).unwrap_err();
+        assert!(err.to_string().contains("not elementwise"), "{err}");
+        assert!(
+            Kernel::Cast.elementwise() && !Kernel::Concat { outer: 1, mids: vec![1], inner: 1 }.elementwise()
+        );
     }
 }

@@ -24,6 +24,7 @@ mod run;
 mod schedule;
 mod staged;
 mod step;
+mod stream;
 
 use std::sync::Arc;
 
@@ -37,6 +38,7 @@ pub use staged::{
     BRIDGE_ENV, DEVICE_MIN_BYTES, STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV,
     StagedTransport, staged_transport,
 };
+pub use stream::{STREAM_CHUNK_ENV, STREAM_ENV, STREAM_MIN_BYTES};
 
 /// Computes `targets` (and everything they need) and caches each on its device.
 ///

@@ -26,10 +26,13 @@ pub(crate) enum Action {
     /// Output `index` of the call that is the step's input.
     Part(usize),
     /// A compute kernel, its result also written to each host device of the `fanout` steps (the
-    /// copies the kernel writes itself, while the result is in cache).
-    Kernel { fanout: Vec<usize> },
-    /// Never issued on its own: a copy a host kernel writes (an entry of its `fanout`), or the
-    /// host hop of a fused chain, which nobody writes (the chain's second hop moves the data).
+    /// copies the kernel writes itself: a host kernel while the result is in cache, a streamed
+    /// kernel chunk by chunk). A `streamed` kernel (see [`super::stream`]) may read host buffers
+    /// that its device's backend uploads in chunks as it runs.
+    Kernel { fanout: Vec<usize>, streamed: bool },
+    /// Never issued on its own: a copy a kernel writes (an entry of its `fanout`), an upload a
+    /// streamed kernel reads from the host itself, or the host hop of a fused chain; the last two
+    /// are written by nobody (the kernel, or the chain's second hop, moves the data).
     Fused,
 }
 
@@ -88,11 +91,14 @@ pub(crate) fn build(targets: &[Tensor]) -> Schedule {
         use crate::backend::staged::{fuse_min_bytes, on_one_gpu};
         fuse_staged_chains(&mut s.steps, fuse_min_bytes, on_one_gpu);
     }
+    if super::stream::enabled() {
+        super::stream::fuse(&mut s.steps, super::stream::STREAM_MIN_BYTES);
+    }
     s
 }
 
-/// [`build`] without fusing CUDA ↔ Vulkan chains.
-fn unfused(targets: &[Tensor]) -> Schedule {
+/// [`build`] without fusing CUDA ↔ Vulkan chains or streaming kernels.
+pub(super) fn unfused(targets: &[Tensor]) -> Schedule {
     let mut b = Builder::default();
     for t in targets {
         b.visit(t);
@@ -125,9 +131,13 @@ impl Schedule {
             },
             Action::Call => "call".to_string(),
             Action::Part(n) => format!("part {n}"),
-            Action::Kernel { fanout } if fanout.is_empty() => format!("{} kernel", s.tensor.op().name()),
-            Action::Kernel { fanout } => {
-                format!("{} kernel (+{} copies)", s.tensor.op().name(), fanout.len())
+            Action::Kernel { fanout, streamed } => {
+                let how = if *streamed { " streamed" } else { "" };
+                let copies = match fanout.len() {
+                    0 => String::new(),
+                    n => format!(" (+{n} copies)"),
+                };
+                format!("{} kernel{how}{copies}", s.tensor.op().name())
             }
             Action::Fused => "fused".to_string(),
         };
@@ -178,7 +188,7 @@ impl Schedule {
 /// the host hop, which stays for its own readers: the device bridge crosses no bus, so the tensor
 /// need not wait for the host copy (a mixed group's result reaches its Vulkan member at the
 /// GPU's speed while its host member's copy crosses PCIe).
-fn fuse_staged_chains(
+pub(super) fn fuse_staged_chains(
     steps: &mut [Step],
     min_bytes: impl Fn(Device, Device) -> usize,
     one_gpu: impl Fn(Device, Device) -> bool,
@@ -244,7 +254,7 @@ fn fuse_host_fanout(steps: &mut [Step]) {
         };
         let Some(&s) = steps[c].inputs.first() else { continue };
         let from = steps[s].tensor.device();
-        if let Action::Kernel { fanout } = &mut steps[s].action
+        if let Action::Kernel { fanout, .. } = &mut steps[s].action
             && from.is_host()
             && to.is_host()
             && to != from
@@ -269,7 +279,7 @@ fn action_of(t: &Tensor, take: bool) -> Action {
         | Op::Scale(_)
         | Op::Cast(_)
         | Op::Slice { .. }
-        | Op::Concat { .. } => Action::Kernel { fanout: vec![] },
+        | Op::Concat { .. } => Action::Kernel { fanout: vec![], streamed: false },
     }
 }
 

@@ -27,9 +27,9 @@ pub(crate) fn issue(sched: &Schedule, i: usize, inputs: &[Arc<Buffer>]) -> Resul
         Action::Copy { to, take } => one(release_source(t, *take, Arc::new(backend::copy(&inputs[0], *to)?))),
         Action::Call => one(call(t, inputs)?),
         Action::Part(index) => one(part(&inputs[0], *index, t)?),
-        Action::Kernel { fanout } => {
+        Action::Kernel { fanout, streamed } => {
             let to: Vec<Device> = fanout.iter().map(|&c| sched.steps[c].tensor.device()).collect();
-            let (first, copies) = kernel(t, inputs, &to)?;
+            let (first, copies) = kernel(t, inputs, &to, *streamed)?;
             Ok((first, fanout.iter().copied().zip(copies).collect()))
         }
         Action::Ready(_) | Action::Fused => {
@@ -48,16 +48,25 @@ fn call(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
 }
 
 /// Compute node `t` on its device's backend, its result also delivered to each device of `to`
-/// (copies the kernel writes itself; see `Action::Kernel`). The kernel contract is checked here,
-/// before any backend runs it.
-fn kernel(t: &Tensor, inputs: &[Arc<Buffer>], to: &[Device]) -> Result<(Arc<Buffer>, Vec<Arc<Buffer>>)> {
+/// (copies the kernel writes itself; see `Action::Kernel`); a `streamed` kernel may read host
+/// buffers, which its backend uploads as it runs. The kernel contract is checked here, before any
+/// backend runs it.
+fn kernel(
+    t: &Tensor,
+    inputs: &[Arc<Buffer>],
+    to: &[Device],
+    streamed: bool,
+) -> Result<(Arc<Buffer>, Vec<Arc<Buffer>>)> {
     let kernel = lower(t.op(), t)?;
     let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
     let out = OutSpec { dtype: t.dtype(), len: t.numel() };
-    kernel.check(t.device(), &refs, out)?;
+    match streamed {
+        true => kernel.check_streamed(t.device(), &refs, out)?,
+        false => kernel.check(t.device(), &refs, out)?,
+    }
     let be = backend::get(t.device())?;
     debug_assert_eq!(be.device(), t.device());
-    let (first, copies) = if to.is_empty() {
+    let (first, copies) = if to.is_empty() && !streamed {
         (be.compute(&kernel, &refs, out)?, vec![])
     } else {
         be.compute_fanout(&kernel, &refs, out, to)?

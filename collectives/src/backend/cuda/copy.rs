@@ -13,7 +13,7 @@ use super::device::{self, CudaDevice};
 use super::memory::{CudaFence, alloc_of, await_on, device_buffer, record};
 use super::pinned::{self, PinnedBlock, PinnedHost};
 use super::{driver, staging};
-use crate::backend::cpu::kernels::copy_bytes;
+use crate::backend::cpu::kernels::copy_bytes_to_staging;
 use crate::backend::{Buffer, Mem};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -49,7 +49,7 @@ pub(crate) fn htod(dev: &CudaDevice, src: &Buffer) -> Result<Buffer> {
             src.wait()?;
             let host = src.host_bytes("copy host to device")?;
             staging::stage_in(dev, &dst, stream, bytes, |off, chunk| {
-                copy_bytes(&host[off..off + chunk.len()], chunk);
+                copy_bytes_to_staging(&host[off..off + chunk.len()], chunk);
                 Ok(())
             })?
         }

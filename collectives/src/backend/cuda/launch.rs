@@ -161,7 +161,7 @@ pub(crate) fn compute_into(
 
 /// For each input on another CUDA device that `dev` cannot read in place (two GPUs without peer
 /// access), a copy of it on `dev`; `None` for inputs read as they are.
-fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Option<Buffer>>> {
+pub(super) fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Option<Buffer>>> {
     inputs
         .iter()
         .map(|b| match b.device {
@@ -179,7 +179,9 @@ fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Option<Buffer
         .collect()
 }
 
-fn run(
+/// Launches `kernel` over input pointers `ins` (of `in_dtype`) into `o`, `out.len` elements, on
+/// `l`'s stream; the caller has checked that every pointer holds what the kernel reads or writes.
+pub(super) fn run(
     l: &Launcher,
     kernel: &Kernel,
     ins: &[CUdeviceptr],

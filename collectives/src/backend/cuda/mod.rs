@@ -30,6 +30,7 @@ mod nvrtc;
 mod pinned;
 pub(crate) mod reuse;
 mod staging;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod virt;
@@ -88,6 +89,26 @@ impl Backend for CudaBackend {
 
     fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer> {
         launch::compute(&self.dev, kernel, inputs, out)
+    }
+
+    /// An elementwise kernel with host inputs or host copies runs streamed ([`stream`]): its
+    /// uploads, its chunks and its downloads overlap. Anything else computes, then copies.
+    fn compute_fanout(
+        &self,
+        kernel: &Kernel,
+        inputs: &[&Buffer],
+        out: OutSpec,
+        to: &[Device],
+    ) -> Result<(Buffer, Vec<Buffer>)> {
+        let from_host = inputs.iter().any(|b| b.device.is_host());
+        if kernel.elementwise() && (from_host || !to.is_empty()) {
+            let widest = inputs.first().map_or(1, |b| b.dtype.size()).max(out.dtype.size());
+            let chunk = stream::chunk_elems(out.len, widest);
+            return stream::compute_streamed(&self.dev, kernel, inputs, out, to, chunk);
+        }
+        let first = self.compute(kernel, inputs, out)?;
+        let copies = to.iter().map(|&d| super::copy(&first, d)).collect::<Result<Vec<_>>>()?;
+        Ok((first, copies))
     }
 
     fn htod(&self, src: &Buffer) -> Result<Buffer> {

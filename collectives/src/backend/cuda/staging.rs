@@ -39,7 +39,7 @@ pub(crate) struct Ring {
 
 impl Ring {
     /// Slot `i % 2`, allocated on first use (not waited for).
-    fn slot(&mut self, i: usize, dev: &CudaDevice) -> Result<&mut PinnedBlock> {
+    pub(super) fn slot(&mut self, i: usize, dev: &CudaDevice) -> Result<&mut PinnedBlock> {
         let slot = &mut self.slots[i % 2];
         Ok(match slot {
             Some(b) => b,

@@ -22,12 +22,12 @@ use crate::error::Error;
 use crate::graph::ReduceOp;
 use crate::graph::Scale;
 
-fn required() -> bool {
+pub(super) fn required() -> bool {
     std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1")
 }
 
 /// Every CUDA device, or none (printing why, or failing under `REQUIRE_CUDA=1`).
-fn devices() -> Vec<Arc<CudaDevice>> {
+pub(super) fn devices() -> Vec<Arc<CudaDevice>> {
     let n = driver::device_count();
     if n == 0 {
         let why = driver::driver_status().clone().err().unwrap_or_else(|| "no device".into());
@@ -38,11 +38,11 @@ fn devices() -> Vec<Arc<CudaDevice>> {
     (0..n).map(|i| device::get(i).expect("open CUDA device")).collect()
 }
 
-fn upload<T: Element>(dev: &CudaDevice, data: Vec<T>) -> Buffer {
+pub(super) fn upload<T: Element>(dev: &CudaDevice, data: Vec<T>) -> Buffer {
     copy::htod(dev, &Buffer::from_vec(Device::Cpu(0), data)).expect("htod")
 }
 
-fn download<T: Element>(dev: &CudaDevice, buf: &Buffer) -> Vec<T> {
+pub(super) fn download<T: Element>(dev: &CudaDevice, buf: &Buffer) -> Vec<T> {
     let host = copy::dtoh(dev, buf, Device::Cpu(0)).expect("dtoh");
     host.wait().expect("wait");
     bytemuck::pod_collect_to_vec(host.host_bytes("test").expect("host bytes"))
@@ -132,7 +132,7 @@ fn chunked_staging_hooks_round_trip() {
 
 /// Random values of `dtype` as f64 (exact in the dtype); small, so sums and products stay exact
 /// for integers.
-fn random_vals(dtype: DType, n: usize, product: bool, r: &mut StdRng) -> Vec<f64> {
+pub(super) fn random_vals(dtype: DType, n: usize, product: bool, r: &mut StdRng) -> Vec<f64> {
     (0..n)
         .map(|_| match (dtype.is_float(), product, dtype) {
             (true, false, _) => r.random_range(-1.0..1.0),
@@ -146,20 +146,20 @@ fn random_vals(dtype: DType, n: usize, product: bool, r: &mut StdRng) -> Vec<f64
         .collect()
 }
 
-fn as_dtype(dtype: DType, v: f64) -> f64 {
+pub(super) fn as_dtype(dtype: DType, v: f64) -> f64 {
     with_type!(dtype, T => T::from_f64(v).to_f64())
 }
 
-fn to_buffer(dev: &CudaDevice, dtype: DType, vals: &[f64]) -> Buffer {
+pub(super) fn to_buffer(dev: &CudaDevice, dtype: DType, vals: &[f64]) -> Buffer {
     with_type!(dtype, T => upload(dev, vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>()))
 }
 
-fn to_f64s(dev: &CudaDevice, buf: &Buffer) -> Vec<f64> {
+pub(super) fn to_f64s(dev: &CudaDevice, buf: &Buffer) -> Vec<f64> {
     with_type!(buf.dtype, T => download::<T>(dev, buf).into_iter().map(Element::to_f64).collect())
 }
 
 /// The f64 reference of `op` over `ins` at element `i`.
-fn reference(op: ReduceOp, dtype: DType, ins: &[Vec<f64>], i: usize) -> f64 {
+pub(super) fn reference(op: ReduceOp, dtype: DType, ins: &[Vec<f64>], i: usize) -> f64 {
     let xs = ins.iter().map(|x| x[i]);
     let sum: f64 = xs.clone().sum();
     match op {
@@ -173,7 +173,7 @@ fn reference(op: ReduceOp, dtype: DType, ins: &[Vec<f64>], i: usize) -> f64 {
     }
 }
 
-fn close(dtype: DType, got: f64, want: f64, mag: f64, k: usize) -> bool {
+pub(super) fn close(dtype: DType, got: f64, want: f64, mag: f64, k: usize) -> bool {
     let eps = match dtype {
         DType::F16 => 2f64.powi(-10),
         DType::BF16 => 2f64.powi(-7),

@@ -1,0 +1,243 @@
+//! The schedule pass that streams an elementwise CUDA kernel's host traffic: its uploads from host
+//! devices and its downloads to them run in chunks beside the kernel, instead of whole before and
+//! after it.
+//!
+//! A mixed group's star folds a host member's shard on a CUDA device and sends the result back:
+//! issued whole, the upload, the fold and the download run one after another, and the bus
+//! carries one direction at a time (a 256 MiB shard crosses PCIe 5 in about 5 ms each way).
+//! Streamed, chunk i's upload, chunk i-1's fold and chunk i-2's download run at once on the
+//! device's three streams, so the kernel takes about as long as its larger transfer. Every buffer
+//! a reader sees is still written whole — the result on the device, each host copy — so only the
+//! issue order changes. [`STREAM_ENV`] `=0` turns the pass off.
+//!
+//! The pass marks a CUDA kernel step of at least [`STREAM_MIN_BYTES`] whose op is elementwise
+//! (`out[i]` reads only element i of each input: binary, reduce, scale, cast) as streamed, and
+//! folds into it
+//! - each input that is a copy from a host device read by this kernel alone (the kernel reads the
+//!   host buffer; the copy is never issued, and its whole device buffer is never needed), and
+//! - each copy of its result to a host device (written by the kernel as a fanout copy).
+//!
+//! The CUDA backend's `compute_fanout` runs the streamed kernel (`backend/cuda/stream.rs`).
+
+use foldhash::HashMap;
+
+use super::schedule::{Action, Step};
+use crate::device::{Device, DeviceKind};
+use crate::graph::Op;
+
+/// Kernels of at least this many bytes (their output's) have their host transfers streamed. On
+/// the H200 a 4 MiB all_reduce of `cuda:0, cpu:0` took 430–510 µs streamed against 285–300
+/// whole, and one of 16 MiB 840–930 against 1000–1045 (`bench/gpu/17-streamed`, run b): below
+/// about 16 MiB each chunk's driver calls and host copy cost more than overlapping saves.
+pub const STREAM_MIN_BYTES: usize = 16 << 20;
+
+/// Environment variable switching the pass off (`0`); on by default.
+pub const STREAM_ENV: &str = "COLLECTIVES_STREAM";
+
+/// Environment variable setting a streamed kernel's chunk in bytes (1 to 16 MiB), in place of
+/// the backend's choice (the CUDA backend cuts a kernel into about eight chunks of 4 to 16 MiB);
+/// read once.
+pub const STREAM_CHUNK_ENV: &str = "COLLECTIVES_STREAM_CHUNK_BYTES";
+
+/// Whether the pass runs in this process ([`STREAM_ENV`]).
+pub(crate) fn enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| crate::knob::switch(STREAM_ENV, true))
+}
+
+/// Streams each kernel step of `steps` that the module's rule allows, given the smallest size
+/// that streams (see [`STREAM_MIN_BYTES`]).
+pub(crate) fn fuse(steps: &mut [Step], min_bytes: usize) {
+    let candidates: Vec<usize> = (0..steps.len()).filter(|&k| streamable(&steps[k], min_bytes)).collect();
+    if candidates.is_empty() {
+        return;
+    }
+    let readers = readers(steps);
+    for k in candidates {
+        let device = steps[k].tensor.device();
+        let ups: Vec<(usize, usize)> = steps[k]
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|&(_, &u)| upload_from_host(steps, u, device))
+            .map(|(at, &u)| (at, steps[u].inputs[0]))
+            .collect();
+        let downs: Vec<usize> =
+            readers.get(&k).into_iter().flatten().copied().filter(|&c| download_to_host(&steps[c])).collect();
+        if ups.is_empty() && downs.is_empty() {
+            continue;
+        }
+        for &(at, src) in &ups {
+            let u = steps[k].inputs[at];
+            steps[u].action = Action::Fused;
+            steps[u].consumers = 0;
+            steps[k].inputs[at] = src;
+        }
+        for &c in &downs {
+            steps[c].action = Action::Fused;
+        }
+        if let Action::Kernel { fanout, streamed } = &mut steps[k].action {
+            fanout.extend(downs);
+            *streamed = true;
+        }
+    }
+}
+
+/// Whether step `s` may be streamed: a kernel step (not yet fanned out) on a CUDA device, of an
+/// elementwise op, with an output of at least `min_bytes`.
+fn streamable(s: &Step, min_bytes: usize) -> bool {
+    let elementwise = matches!(s.tensor.op(), Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_));
+    matches!(&s.action, Action::Kernel { fanout, streamed: false } if fanout.is_empty())
+        && s.tensor.device().kind() == DeviceKind::Cuda
+        && elementwise
+        && s.tensor.nbytes() >= min_bytes
+}
+
+/// For every step, the steps that read it (each once).
+fn readers(steps: &[Step]) -> HashMap<usize, Vec<usize>> {
+    let mut r: HashMap<usize, Vec<usize>> = HashMap::default();
+    for (c, s) in steps.iter().enumerate() {
+        for &i in &s.inputs {
+            let list = r.entry(i).or_default();
+            if list.last() != Some(&c) {
+                list.push(c);
+            }
+        }
+    }
+    r
+}
+
+/// Whether step `u` is a plain copy to `device` of a host device's step that only its one reader
+/// needs (a move that frees its source, a realize target or a second reader keeps it a step of
+/// its own). The step's input, not its node's, says where the data comes from: a fused CUDA ↔
+/// Vulkan chain's second hop reads the Vulkan source, not the host hop its node names.
+fn upload_from_host(steps: &[Step], u: usize, device: Device) -> bool {
+    let u = &steps[u];
+    matches!(u.action, Action::Copy { to, take: false } if to == device)
+        && matches!(u.inputs[..], [src] if steps[src].tensor.device().is_host())
+        && u.consumers == 1
+        && !u.keep
+}
+
+/// Whether `c` is a plain copy to a host device (of its one input, the kernel's result).
+fn download_to_host(c: &Step) -> bool {
+    matches!(c.action, Action::Copy { to, take: false } if to.is_host()) && c.inputs.len() == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::graph::{ReduceKind, Shape, Tensor};
+
+    const CU: Device = Device::Cuda(0);
+    const HOST: Device = Device::Cpu(0);
+    const BIG: usize = STREAM_MIN_BYTES / 4;
+
+    fn input(device: Device, numel: usize) -> Tensor {
+        Tensor::placeholder(Shape::from(vec![numel]), DType::F32, device)
+    }
+
+    fn sum(on: Device, shards: &[Tensor]) -> Tensor {
+        Tensor::reduce_on(on, shards, ReduceKind::Sum, None).unwrap()
+    }
+
+    fn index(s: &[Step], t: &Tensor) -> usize {
+        s.iter().position(|st| st.tensor.same_node(t)).expect("scheduled")
+    }
+
+    /// The schedule of `targets` with the pass applied at `min_bytes`.
+    fn streamed(targets: &[Tensor], min_bytes: usize) -> Vec<Step> {
+        let mut s = super::super::schedule::unfused(targets);
+        fuse(&mut s.steps, min_bytes);
+        s.steps
+    }
+
+    /// The mixed star's shape: a host shard uploaded and folded on CUDA with a device shard, the
+    /// result downloaded to the host (a target) and kept on the device (a target).
+    fn star() -> (Tensor, Tensor, Tensor, Tensor) {
+        let (dev, host) = (input(CU, BIG), input(HOST, BIG));
+        let up = host.copy_to_device(CU).unwrap();
+        let folded = sum(CU, &[dev, up.clone()]);
+        let down = folded.copy_to_device(HOST).unwrap();
+        (host, up, folded, down)
+    }
+
+    #[test]
+    fn a_cuda_fold_of_a_host_shard_streams_its_upload_and_download() {
+        let (host, up, folded, down) = star();
+        let s = streamed(&[folded.clone(), down.clone()], STREAM_MIN_BYTES);
+        let (h, u, k, d) = (index(&s, &host), index(&s, &up), index(&s, &folded), index(&s, &down));
+        assert!(matches!(s[u].action, Action::Fused), "the upload is folded into the kernel");
+        assert_eq!(s[u].consumers, 0);
+        assert_eq!(s[k].inputs[1], h, "the kernel reads the host shard");
+        assert!(matches!(s[d].action, Action::Fused), "the download is the kernel's fanout");
+        assert!(matches!(&s[k].action, Action::Kernel { fanout, streamed: true } if fanout == &vec![d]));
+        assert_eq!(s[h].consumers, 1, "the host shard is read by the kernel instead");
+    }
+
+    #[test]
+    fn small_or_non_elementwise_or_host_kernels_are_left_alone() {
+        let (_, up, folded, down) = star();
+        let s = streamed(&[folded.clone(), down.clone()], STREAM_MIN_BYTES + 1);
+        assert!(matches!(s[index(&s, &up)].action, Action::Copy { .. }), "below the bound");
+        assert!(matches!(s[index(&s, &folded)].action, Action::Kernel { streamed: false, .. }));
+        let joined =
+            Tensor::concat_on(CU, &[input(CU, BIG), input(HOST, BIG).copy_to_device(CU).unwrap()], 0)
+                .unwrap();
+        let s = streamed(std::slice::from_ref(&joined), 0);
+        assert!(matches!(s[index(&s, &joined)].action, Action::Kernel { streamed: false, .. }));
+        let on_host = sum(Device::Cpu(1), &[input(HOST, BIG), input(Device::Cpu(1), BIG)]);
+        let s = streamed(std::slice::from_ref(&on_host), 0);
+        assert!(matches!(s[index(&s, &on_host)].action, Action::Kernel { streamed: false, .. }));
+    }
+
+    #[test]
+    fn an_upload_someone_else_needs_stays_a_step() {
+        let (host, dev) = (input(HOST, BIG), input(CU, BIG));
+        let up = host.copy_to_device(CU).unwrap();
+        let folded = sum(CU, &[dev, up.clone()]);
+        let s = streamed(&[folded.clone(), up.clone()], 0);
+        assert!(matches!(s[index(&s, &up)].action, Action::Copy { .. }), "a realize target");
+        assert_eq!(s[index(&s, &folded)].inputs[1], index(&s, &up));
+        assert!(
+            matches!(s[index(&s, &folded)].action, Action::Kernel { streamed: false, .. }),
+            "nothing left to stream"
+        );
+        let twice = up.add(&up).unwrap();
+        let s = streamed(&[folded, twice], 0);
+        assert!(matches!(s[index(&s, &up)].action, Action::Copy { .. }), "two readers");
+    }
+
+    /// A Vulkan shard's hop whose host intermediate the chain fusion skipped reads the Vulkan
+    /// device: it is not an upload from the host, though its node's input is the host hop.
+    #[test]
+    fn a_fused_chain_from_vulkan_is_not_an_upload() {
+        let (vk, host) = (input(Device::Vulkan(0), BIG), input(HOST, BIG));
+        let via = vk.copy_to_device(crate::route::STAGING_HOST).unwrap();
+        let (hop, up) = (via.copy_to_device(CU).unwrap(), host.copy_to_device(CU).unwrap());
+        let folded = sum(CU, &[input(CU, BIG), hop.clone(), up.clone()]);
+        let mut s = super::super::schedule::unfused(std::slice::from_ref(&folded));
+        super::super::schedule::fuse_staged_chains(&mut s.steps, |_, _| 0, |_, _| true);
+        fuse(&mut s.steps, 0);
+        let (k, h) = (index(&s.steps, &folded), index(&s.steps, &hop));
+        assert!(matches!(s.steps[h].action, Action::Copy { .. }), "the bridge copy stays a step");
+        assert_eq!(s.steps[k].inputs[1], h);
+        assert!(matches!(s.steps[index(&s.steps, &up)].action, Action::Fused), "the host shard streams");
+        assert_eq!(s.steps[k].inputs[2], index(&s.steps, &host));
+    }
+
+    #[test]
+    fn a_download_alone_streams_and_a_move_upload_does_not() {
+        let dev = input(CU, BIG);
+        let scaled = dev.add(&dev).unwrap();
+        let down = scaled.copy_to_device(Device::Cpu(2)).unwrap();
+        let s = streamed(std::slice::from_ref(&down), 0);
+        let (k, d) = (index(&s, &scaled), index(&s, &down));
+        assert!(matches!(&s[k].action, Action::Kernel { fanout, streamed: true } if fanout == &vec![d]));
+        let moved = input(HOST, BIG).move_to_device(CU).unwrap();
+        let folded = sum(CU, &[input(CU, BIG), moved.clone()]);
+        let s = streamed(std::slice::from_ref(&folded), 0);
+        assert!(!matches!(s[index(&s, &moved)].action, Action::Fused), "a move is not folded in");
+    }
+}
