@@ -18,6 +18,20 @@
 //! - each copy of its result to a host device (written by the kernel as a fanout copy).
 //!
 //! The CUDA backend's `compute_fanout` runs the streamed kernel (`backend/cuda/stream.rs`).
+//!
+//! ```
+//! use collectives::exec::STREAM_MIN_BYTES;
+//! use collectives::{Device, Tensor, available_devices};
+//! // A host tensor doubled on cuda:0 and brought back: one streamed kernel where cuda:0 exists.
+//! if available_devices().contains(&Device::Cuda(0)) {
+//!     let n = STREAM_MIN_BYTES / 4;
+//!     let host = Tensor::from_vec((0..n).map(|i| i as f32).collect(), [n], Device::Cpu(0))?;
+//!     let on_gpu = host.copy_to_device(Device::Cuda(0))?;
+//!     let back = on_gpu.add(&on_gpu)?.copy_to_device(Device::Cpu(0))?;
+//!     assert_eq!(back.to_vec::<f32>()?[n - 1], 2.0 * (n - 1) as f32);
+//! }
+//! # Ok::<(), collectives::Error>(())
+//! ```
 
 use foldhash::HashMap;
 
