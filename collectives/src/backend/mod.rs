@@ -137,6 +137,20 @@ impl Buffer {
     }
 }
 
+/// [`Backend::compute`] on `be`, then a copy of the result to each device of `to`: what
+/// [`Backend::compute_fanout`] does unless a backend writes the copies itself.
+pub(crate) fn compute_then_copy<B: Backend + ?Sized>(
+    be: &B,
+    kernel: &Kernel,
+    inputs: &[&Buffer],
+    out: OutSpec,
+    to: &[Device],
+) -> Result<(Buffer, Vec<Buffer>)> {
+    let first = be.compute(kernel, inputs, out)?;
+    let copies = to.iter().map(|&d| copy(&first, d)).collect::<Result<Vec<_>>>()?;
+    Ok((first, copies))
+}
+
 /// One device's compute and copies. Copies are named by direction, from the host's view:
 /// `htod` (host → this device), `dtoh` (this device → host), `dtod` (this device → another device
 /// of the same vendor: a peer copy, or a copy within one device).
@@ -157,9 +171,7 @@ pub(crate) trait Backend: Send + Sync {
         out: OutSpec,
         to: &[Device],
     ) -> Result<(Buffer, Vec<Buffer>)> {
-        let first = self.compute(kernel, inputs, out)?;
-        let copies = to.iter().map(|&d| copy(&first, d)).collect::<Result<Vec<_>>>()?;
-        Ok((first, copies))
+        compute_then_copy(self, kernel, inputs, out, to)
     }
 
     /// Copies a host buffer (on any CPU device) onto this device.

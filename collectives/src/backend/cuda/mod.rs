@@ -106,9 +106,7 @@ impl Backend for CudaBackend {
             let chunk = stream::chunk_elems(out.len, widest);
             return stream::compute_streamed(&self.dev, kernel, inputs, out, to, chunk);
         }
-        let first = self.compute(kernel, inputs, out)?;
-        let copies = to.iter().map(|&d| super::copy(&first, d)).collect::<Result<Vec<_>>>()?;
-        Ok((first, copies))
+        super::compute_then_copy(self, kernel, inputs, out, to)
     }
 
     fn htod(&self, src: &Buffer) -> Result<Buffer> {

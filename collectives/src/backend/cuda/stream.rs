@@ -306,7 +306,7 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
-    use super::super::tests::{as_dtype, close, devices, random_vals, reference, to_buffer, to_f64s};
+    use super::super::tests::{OPS, as_dtype, close, devices, random_vals, reference, to_buffer, to_f64s};
     use super::super::{copy, device::CudaDevice};
     use super::*;
     use crate::backend::cpu::with_type;
@@ -355,16 +355,8 @@ mod tests {
         let seed: u64 = rand::rng().random();
         let mut r = StdRng::seed_from_u64(seed);
         let n = 65_537;
-        let ops = [
-            ReduceOp::Sum,
-            ReduceOp::Prod,
-            ReduceOp::Max,
-            ReduceOp::Min,
-            ReduceOp::Avg,
-            ReduceOp::PreMulSum(2.0),
-        ];
         for dtype in DType::ALL {
-            for (o, op) in ops.into_iter().enumerate() {
+            for (o, op) in OPS.into_iter().enumerate() {
                 let ins: Vec<Vec<f64>> =
                     (0..3).map(|_| random_vals(dtype, n, op == ReduceOp::Prod, &mut r)).collect();
                 let bufs: Vec<Buffer> =

@@ -158,6 +158,10 @@ pub(super) fn to_f64s(dev: &CudaDevice, buf: &Buffer) -> Vec<f64> {
     with_type!(buf.dtype, T => download::<T>(dev, buf).into_iter().map(Element::to_f64).collect())
 }
 
+/// Every reduce op, a pre-multiplied sum among them.
+pub(super) const OPS: [ReduceOp; 6] =
+    [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum(2.0)];
+
 /// The f64 reference of `op` over `ins` at element `i`.
 pub(super) fn reference(op: ReduceOp, dtype: DType, ins: &[Vec<f64>], i: usize) -> f64 {
     let xs = ins.iter().map(|x| x[i]);
@@ -202,16 +206,8 @@ fn nccl_clique_every_collective_and_dtype() {
     let n = 4096 * k + 64 * k;
     let seed: u64 = rand::rng().random();
     let mut r = StdRng::seed_from_u64(seed);
-    let ops = [
-        ReduceOp::Sum,
-        ReduceOp::Prod,
-        ReduceOp::Max,
-        ReduceOp::Min,
-        ReduceOp::Avg,
-        ReduceOp::PreMulSum(2.0),
-    ];
     for dtype in DType::ALL {
-        for op in ops {
+        for op in OPS {
             let ins: Vec<Vec<f64>> =
                 (0..k).map(|_| random_vals(dtype, n, op == ReduceOp::Prod, &mut r)).collect();
             let bufs: Vec<Buffer> = ins.iter().zip(&devs).map(|(x, d)| to_buffer(d, dtype, x)).collect();
