@@ -161,9 +161,11 @@ pub(crate) trait Backend: Send + Sync {
     /// Runs `kernel` on `inputs` (all on this device) into a new buffer shaped by `out`.
     fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer>;
 
-    /// As [`Backend::compute`], also delivering the result to each device of `to` (other host
-    /// devices of a host backend). The default computes, then copies; the CPU backend writes
-    /// every copy while the result is still in cache.
+    /// As [`Backend::compute`], also delivering the result to each device of `to` (host devices:
+    /// other host devices of a host backend, or where a GPU's result is copied to). The default
+    /// computes, then copies; the CPU backend writes every copy while the result is still in
+    /// cache; the CUDA backend streams an elementwise kernel whose inputs (then possibly on host
+    /// devices, see `exec/stream.rs`) or copies cross to the host.
     fn compute_fanout(
         &self,
         kernel: &Kernel,
