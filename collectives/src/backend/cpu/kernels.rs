@@ -167,7 +167,7 @@ pub(crate) fn copy_bytes(src: &[u8], dst: &mut [u8]) {
 /// pageable upload on the H200 to about 37 GB/s, below the bus's 55 (`bench/gpu/17-streamed`).
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // used by the CUDA backend's staging
 pub(crate) fn copy_bytes_to_staging(src: &[u8], dst: &mut [u8]) {
-    // Pieces of 128 KiB: a streamed kernel's chunk of 2 MiB still spreads over 16 threads.
+    // Pieces of 128 KiB: a streamed kernel's smallest chunk (4 MiB) spreads over 32 of them.
     copy_parallel(src, dst, true, 128 << 10);
 }
 

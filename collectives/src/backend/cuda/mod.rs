@@ -102,9 +102,7 @@ impl Backend for CudaBackend {
     ) -> Result<(Buffer, Vec<Buffer>)> {
         let from_host = inputs.iter().any(|b| b.device.is_host());
         if kernel.elementwise() && (from_host || !to.is_empty()) {
-            let widest = inputs.first().map_or(1, |b| b.dtype.size()).max(out.dtype.size());
-            let chunk = stream::chunk_elems(out.len, widest);
-            return stream::compute_streamed(&self.dev, kernel, inputs, out, to, chunk);
+            return stream::compute_streamed(&self.dev, kernel, inputs, out, to, None);
         }
         super::compute_then_copy(self, kernel, inputs, out, to)
     }

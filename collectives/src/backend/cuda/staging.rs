@@ -14,6 +14,7 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use cudarc::driver::sys::CUdeviceptr;
 use cudarc::driver::{CudaContext, CudaStream};
 
 use super::event::Event;
@@ -39,7 +40,7 @@ pub(crate) struct Ring {
 
 impl Ring {
     /// Slot `i % 2`, allocated on first use (not waited for).
-    pub(super) fn slot(&mut self, i: usize, dev: &CudaDevice) -> Result<&mut PinnedBlock> {
+    fn slot(&mut self, i: usize, dev: &CudaDevice) -> Result<&mut PinnedBlock> {
         let slot = &mut self.slots[i % 2];
         Ok(match slot {
             Some(b) => b,
@@ -61,23 +62,45 @@ pub(crate) fn stage_in(
     let mut last = None;
     for (i, off) in (0..len).step_by(CHUNK).enumerate() {
         let n = CHUNK.min(len - off);
-        let slot = ring.slot(i, dev)?;
-        slot.wait_idle(dev.device)?;
-        fill(off, slot.bytes_mut(n))?;
-        dev.bind()?;
-        // SAFETY: `slot` stays allocated (in the ring) until `note_use`'s event completes, and
-        // `dst` holds `len` bytes; both are on this device's context, which is bound.
-        unsafe { driver::htod_async(dst.ptr() + off as u64, slot.ptr(), n, stream.cu_stream()) }
-            .map_err(driver::err(dev.device, "copy host to device"))?;
-        let e = record(stream, dev.device)?;
-        slot.note_use(&e);
-        last = Some(e);
+        last = Some(stage_chunk(dev, &mut ring, i, dst.ptr() + off as u64, n, stream, |c| fill(off, c))?);
     }
     // The last chunk's event completes the whole upload (one stream, in order).
     match last {
         Some(e) => Ok(e),
         None => record(stream, dev.device),
     }
+}
+
+/// One chunk of an upload through `ring`: waits until slot `i % 2` is free, has `fill` write its
+/// first `n` bytes (at most [`CHUNK`]) on the host, and copies them to device address `to` on
+/// `stream`. Returns the copy's event, which frees the slot.
+pub(super) fn stage_chunk(
+    dev: &CudaDevice,
+    ring: &mut Ring,
+    i: usize,
+    to: CUdeviceptr,
+    n: usize,
+    stream: &CudaStream,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<Arc<Event>> {
+    if n > CHUNK {
+        return Err(Error::internal(
+            "staged upload",
+            format!("a chunk of {n} bytes exceeds the {CHUNK}-byte slot"),
+        ));
+    }
+    let slot = ring.slot(i, dev)?;
+    slot.wait_idle(dev.device)?;
+    fill(slot.bytes_mut(n))?;
+    dev.bind()?;
+    // SAFETY: `slot` holds `n` bytes (checked above) and stays allocated (in the ring) until the
+    // event noted below completes; the caller's `to` holds `n` bytes on this device's context,
+    // which is bound.
+    unsafe { driver::htod_async(to, slot.ptr(), n, stream.cu_stream()) }
+        .map_err(driver::err(dev.device, "copy host to device"))?;
+    let e = record(stream, dev.device)?;
+    slot.note_use(&e);
+    Ok(e)
 }
 
 /// Downloads `len` bytes of `src` (valid once `stream` reaches this point), chunk by chunk,

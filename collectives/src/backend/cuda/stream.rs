@@ -83,19 +83,20 @@ impl Input<'_> {
 
 /// Runs elementwise `kernel` over `inputs` (on `dev`, on peers it reads in place, or on host
 /// devices) into a new buffer on `dev`, also writing the result into a new buffer on each host
-/// device of `to`, `chunk` elements at a time; returns the device result and the host copies.
-/// The caller has checked the kernel contract (`Kernel::check_streamed`).
+/// device of `to`, `chunk` elements at a time ([`chunk_elems`]'s choice where `None`); returns
+/// the device result and the host copies. The caller has checked the kernel contract
+/// (`Kernel::check_streamed`).
 pub(crate) fn compute_streamed(
     dev: &CudaDevice,
     kernel: &Kernel,
     inputs: &[&Buffer],
     out: OutSpec,
     to: &[Device],
-    chunk: usize,
+    chunk: Option<usize>,
 ) -> Result<(Buffer, Vec<Buffer>)> {
     crate::failpoint::hit(dev.device, "cuda copy")?;
     let widest = inputs.first().map_or(1, |b| b.dtype.size()).max(out.dtype.size());
-    let chunk = chunk.clamp(1, staging::CHUNK / widest);
+    let chunk = chunk.unwrap_or_else(|| chunk_elems(out.len, widest)).clamp(1, staging::CHUNK / widest);
     if let Some(d) = to.iter().find(|d| !d.is_host()) {
         return Err(Error::internal(
             format!("streamed kernel on {}", dev.device),
@@ -246,16 +247,13 @@ impl Plan<'_> {
                         .map_err(driver::err(dev.device, "copy host to device"))?;
                 }
                 (Host::Pageable(host), Some(ring)) => {
-                    let s = ring.slot(*slot, dev)?;
+                    // `scratch` holds `off + len` bytes; `len` is at most a slot (the chunk is
+                    // clamped to one).
+                    staging::stage_chunk(dev, ring, *slot, to, len, &dev.copy_in, |c| {
+                        copy_bytes_to_staging(&host[off..off + len], c);
+                        Ok(())
+                    })?;
                     *slot += 1;
-                    s.wait_idle(dev.device)?;
-                    copy_bytes_to_staging(&host[off..off + len], s.bytes_mut(len));
-                    dev.bind()?;
-                    // SAFETY: the slot holds `len` (at most one staging chunk) and is reused only
-                    // once the event noted below completes; `scratch` holds `off + len` bytes.
-                    unsafe { driver::htod_async(to, s.ptr(), len, dev.copy_in.cu_stream()) }
-                        .map_err(driver::err(dev.device, "copy host to device"))?;
-                    s.note_use(&record(&dev.copy_in, dev.device)?);
                 }
                 (Host::Pageable(_), None) => {
                     return Err(Error::internal("streamed kernel", "no staging ring"));
@@ -371,7 +369,7 @@ mod tests {
                 let chunk = [1000, 4096, n][o % 3];
                 let to = [Device::Cpu(0), Device::Cpu(3)];
                 let (res, copies) =
-                    compute_streamed(&dev, &kernel, &refs, out, &to, chunk).expect("streamed");
+                    compute_streamed(&dev, &kernel, &refs, out, &to, Some(chunk)).expect("streamed");
                 let ctx = format!("{dtype} {op:?} chunk {chunk} seed {seed}");
                 check(dtype, &to_f64s(&dev, &res), &want, &mag, 3, &format!("device result, {ctx}"));
                 for (c, d) in copies.iter().zip(to) {
@@ -396,13 +394,13 @@ mod tests {
         let (ha, hb) = (placed(&dev, DType::F32, &a, 1), placed(&dev, DType::F32, &b, 2));
         let out = OutSpec { dtype: DType::F32, len: n };
         let (res, none) =
-            compute_streamed(&dev, &Kernel::Binary(BinaryOp::Sub), &[&ha, &hb], out, &[], 777).unwrap();
+            compute_streamed(&dev, &Kernel::Binary(BinaryOp::Sub), &[&ha, &hb], out, &[], Some(777)).unwrap();
         assert!(none.is_empty());
         let want: Vec<f64> = (0..n).map(|i| as_dtype(DType::F32, a[i] - b[i])).collect();
         assert_eq!(to_f64s(&dev, &res), want, "sub, seed {seed}");
         let cast = OutSpec { dtype: DType::BF16, len: n };
         let (res, copies) =
-            compute_streamed(&dev, &Kernel::Cast, &[&ha], cast, &[Device::Cpu(0)], 1024).unwrap();
+            compute_streamed(&dev, &Kernel::Cast, &[&ha], cast, &[Device::Cpu(0)], Some(1024)).unwrap();
         // The library's rounding (round to odd through f32, then to nearest-even), not `half`'s.
         let want: Vec<f64> = a.iter().map(|&v| <bf16 as Element>::from_f64(v).to_f64()).collect();
         assert_eq!(to_f64s(&dev, &res), want, "cast on the device, seed {seed}");
@@ -415,11 +413,11 @@ mod tests {
             &[&empty],
             zero,
             &[Device::Cpu(0)],
-            16,
+            None,
         )
         .unwrap();
         assert_eq!((res.len, host_f64s(&copies[0]).len()), (0, 0), "nothing to stream");
-        let err = compute_streamed(&dev, &Kernel::Cast, &[&ha], out, &[Device::Vulkan(0)], 16).err();
+        let err = compute_streamed(&dev, &Kernel::Cast, &[&ha], out, &[Device::Vulkan(0)], Some(16)).err();
         assert!(matches!(err, Some(Error::Internal { .. })), "{err:?}");
     }
 
