@@ -8,8 +8,15 @@
 //! freed buffer displacing the ones kept longest) and handed out again for the same size, as
 //! PyTorch's caching host allocator does. Recycled buffers hold stale bytes; every kernel writes every element of
 //! its output.
+//!
+//! Those larger buffers are whole pages ([`HostPages`]), so that a GPU backend can page-lock
+//! exactly their memory and copy to and from it by DMA: the CUDA backend does so for a buffer
+//! uploaded again (`backend/cuda/register.rs`). The page-locking stays with the allocation through
+//! the cache, so a loop that uploads a buffer of the same size each step locks it once.
 
+use std::any::Any;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use parking_lot::Mutex;
 
@@ -25,9 +32,23 @@ pub(crate) trait HostMem: Send + Sync {
     fn as_bytes_mut(&mut self) -> &mut [u8];
     /// The concrete type, for a backend that recognises its own host memory (a GPU backend's
     /// pinned buffers, which it can copy from without staging). `None` by default.
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
+    fn as_any(&self) -> Option<&dyn Any> {
         None
     }
+    /// The whole pages behind the buffer, which a GPU backend may page-lock; `None` by default
+    /// (small buffers, memory that is pinned already).
+    fn pages(&self) -> Option<&HostPages> {
+        None
+    }
+}
+
+/// A GPU backend's page-locking of a [`HostPages`] allocation, undone when dropped (which happens
+/// before the memory is freed).
+pub(crate) trait HostPin: Send + Sync {
+    /// Blocks until no device work reads or writes the memory.
+    fn wait_idle(&self);
+    /// The concrete type, for the backend that made it.
+    fn as_any(&self) -> &dyn Any;
 }
 
 /// Buffers smaller than this are not cached (the allocator serves them cheaply).
@@ -37,23 +58,95 @@ pub(crate) const POOL_MIN_BYTES: usize = 256 << 10;
 /// first used.
 pub const HOST_POOL_ENV: &str = "COLLECTIVES_HOST_POOL_BYTES";
 
-/// Freed buffers by length in words (see [`super::shelf`]).
-fn pool() -> &'static Mutex<Shelf<usize, Vec<u64>>> {
-    static POOL: OnceLock<Mutex<Shelf<usize, Vec<u64>>>> = OnceLock::new();
+/// Bytes in a [`Page`].
+const PAGE: usize = 4096;
+
+/// One page of a large allocation: page-aligned, so the allocation's pages are its own.
+#[derive(Clone, Copy)]
+#[repr(C, align(4096))]
+struct Page([u8; PAGE]);
+
+// SAFETY: `Page` is plain bytes with no padding (its size equals its alignment); all zeros is a
+// valid value.
+unsafe impl bytemuck::Zeroable for Page {}
+// SAFETY: as above: any bit pattern is a valid `Page`, and it is `Copy` and `'static`.
+unsafe impl bytemuck::Pod for Page {}
+
+/// A large host allocation: whole pages, and the page-locking a GPU backend attached to them.
+pub(crate) struct HostPages {
+    /// Dropped (unlocked) before `pages` is freed: fields drop in order.
+    pin: OnceLock<Box<dyn HostPin>>,
+    /// How many times the allocation has been uploaded to a device (see [`HostPages::note_upload`]).
+    uploads: AtomicU32,
+    pages: Vec<Page>,
+}
+
+impl HostPages {
+    /// `n` zeroed pages.
+    fn zeroed(n: usize) -> Self {
+        // `vec![Page; n]` would write every page; zeroed memory from the allocator is mapped
+        // lazily, as `vec![0u64; n]`'s is.
+        let pages = bytemuck::allocation::zeroed_vec::<Page>(n);
+        HostPages { pin: OnceLock::new(), uploads: AtomicU32::new(0), pages }
+    }
+
+    /// The first byte's address.
+    pub fn ptr(&self) -> *mut u8 {
+        self.pages.as_ptr() as *mut u8
+    }
+
+    /// The allocation's length in bytes (whole pages).
+    pub fn len(&self) -> usize {
+        self.pages.len() * PAGE
+    }
+
+    /// Counts one upload of the allocation (by any buffer that has owned it); returns the count.
+    pub fn note_upload(&self) -> u32 {
+        self.uploads.fetch_add(1, Ordering::Relaxed).saturating_add(1)
+    }
+
+    /// The page-locking attached to the allocation, if any.
+    pub fn pin(&self) -> Option<&dyn HostPin> {
+        self.pin.get().map(|p| &**p)
+    }
+
+    /// Attaches the page-locking `make` returns (given the allocation's address and length)
+    /// unless one is attached already; returns the one attached, if any.
+    pub fn pin_with(
+        &self,
+        make: impl FnOnce(*mut u8, usize) -> Option<Box<dyn HostPin>>,
+    ) -> Option<&dyn HostPin> {
+        if let Some(p) = self.pin() {
+            return Some(p);
+        }
+        let made = make(self.ptr(), self.len())?;
+        // Two uploads racing may both lock; the loser's locking is dropped (undone) here.
+        Some(&**self.pin.get_or_init(|| made))
+    }
+}
+
+/// Freed allocations by length in pages (see [`super::shelf`]).
+fn pool() -> &'static Mutex<Shelf<usize, HostPages>> {
+    static POOL: OnceLock<Mutex<Shelf<usize, HostPages>>> = OnceLock::new();
     POOL.get_or_init(|| Mutex::new(Shelf::from_env(HOST_POOL_ENV)))
 }
 
 /// The host pool's figures (see `crate::failpoint::resources`).
 #[cfg(feature = "failpoints")]
 pub(crate) fn resources(out: &mut std::collections::BTreeMap<String, u64>) {
-    use std::sync::atomic::Ordering;
     out.insert("host buffers live".into(), crate::failpoint::live::HOST.load(Ordering::Acquire) as u64);
     out.insert("host pool bytes".into(), pool().lock().bytes() as u64);
 }
 
-/// Pageable host memory, 8-byte aligned (backed by `u64` words).
+/// An owned allocation: words for a small buffer, whole pages (cached when freed) for a large one.
+enum Store {
+    Words(Vec<u64>),
+    Pages(HostPages),
+}
+
+/// Pageable host memory, 8-byte aligned (page-aligned from [`POOL_MIN_BYTES`]).
 pub(crate) struct OwnedHost {
-    words: Vec<u64>,
+    store: Store,
     bytes: usize,
 }
 
@@ -61,12 +154,15 @@ impl OwnedHost {
     /// `bytes` bytes of unspecified content: a recycled buffer of this size if one is cached,
     /// else fresh zeroed memory. The caller writes every byte before anyone reads it.
     pub fn uninit(bytes: usize) -> Self {
-        let n = bytes.div_ceil(8);
-        let recycled = (bytes >= POOL_MIN_BYTES).then(|| pool().lock().take(n)).flatten();
-        let words = recycled.unwrap_or_else(|| vec![0u64; n]);
+        let store = if bytes < POOL_MIN_BYTES {
+            Store::Words(vec![0u64; bytes.div_ceil(8)])
+        } else {
+            let n = bytes.div_ceil(PAGE);
+            Store::Pages(pool().lock().take(n).unwrap_or_else(|| HostPages::zeroed(n)))
+        };
         #[cfg(feature = "failpoints")]
         crate::failpoint::live::inc(&crate::failpoint::live::HOST);
-        OwnedHost { words, bytes }
+        OwnedHost { store, bytes }
     }
 
     /// The bytes of `data`.
@@ -82,37 +178,57 @@ impl Drop for OwnedHost {
     fn drop(&mut self) {
         #[cfg(feature = "failpoints")]
         crate::failpoint::live::dec(&crate::failpoint::live::HOST);
-        let n = self.words.len();
-        if n * 8 < POOL_MIN_BYTES {
-            return;
+        let Store::Pages(p) = std::mem::replace(&mut self.store, Store::Words(Vec::new())) else { return };
+        // A recycled allocation is written at once: no copy may still read it.
+        if let Some(pin) = p.pin() {
+            pin.wait_idle();
         }
+        let (n, bytes) = (p.pages.len(), p.len());
         // Whatever is displaced (or not kept) is freed here, outside the lock.
-        let _freed = pool().lock().keep(n, n * 8, std::mem::take(&mut self.words));
+        let _freed = pool().lock().keep(n, bytes, p);
     }
 }
 
 impl HostMem for OwnedHost {
     fn as_bytes(&self) -> &[u8] {
-        &bytemuck::cast_slice(&self.words)[..self.bytes]
+        let all: &[u8] = match &self.store {
+            Store::Words(w) => bytemuck::cast_slice(w),
+            Store::Pages(p) => bytemuck::cast_slice(&p.pages),
+        };
+        &all[..self.bytes]
     }
 
     fn as_bytes_mut(&mut self) -> &mut [u8] {
-        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.bytes]
+        let all: &mut [u8] = match &mut self.store {
+            Store::Words(w) => bytemuck::cast_slice_mut(w),
+            Store::Pages(p) => bytemuck::cast_slice_mut(&mut p.pages),
+        };
+        &mut all[..self.bytes]
+    }
+
+    fn pages(&self) -> Option<&HostPages> {
+        match &self.store {
+            Store::Pages(p) => Some(p),
+            Store::Words(_) => None,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
     use super::*;
 
     #[test]
     fn freed_buffers_are_recycled_for_the_same_size() {
         let bytes = POOL_MIN_BYTES * 3 + 8;
         let a = OwnedHost::uninit(bytes);
-        let ptr = a.words.as_ptr();
+        let ptr = a.as_bytes().as_ptr();
         drop(a);
         let b = OwnedHost::uninit(bytes);
-        assert_eq!(b.words.as_ptr(), ptr, "same allocation handed out again");
+        assert_eq!(b.as_bytes().as_ptr(), ptr, "same allocation handed out again");
         assert_eq!(b.as_bytes().len(), bytes);
     }
 
@@ -120,5 +236,60 @@ mod tests {
     fn small_buffers_bypass_the_pool() {
         let a = OwnedHost::from_vec(vec![1u8, 2, 3]);
         assert_eq!(a.as_bytes(), &[1, 2, 3]);
+        assert!(a.pages().is_none(), "small buffers are never page-locked");
+    }
+
+    /// A page-locking that counts its waits and its release.
+    struct Probe {
+        waits: Arc<AtomicUsize>,
+        released: Arc<AtomicUsize>,
+    }
+
+    impl HostPin for Probe {
+        fn wait_idle(&self) {
+            self.waits.fetch_add(1, Ordering::SeqCst);
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            self.released.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn large_buffers_are_whole_pages_that_keep_their_locking_and_upload_count_through_the_pool() {
+        // A size no other test uses, so the pool hands back this allocation.
+        let bytes = POOL_MIN_BYTES * 5 + 13;
+        let (waits, released) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let a = OwnedHost::uninit(bytes);
+        let p = a.pages().expect("a large buffer is paged");
+        assert_eq!(p.ptr() as usize % PAGE, 0, "page-aligned");
+        assert_eq!(p.len(), bytes.div_ceil(PAGE) * PAGE);
+        assert!(p.len() >= a.as_bytes().len());
+        assert_eq!((p.note_upload(), p.note_upload()), (1, 2));
+        let probe =
+            || Some(Box::new(Probe { waits: waits.clone(), released: released.clone() }) as Box<dyn HostPin>);
+        assert!(p.pin().is_none());
+        assert!(p.pin_with(|ptr, len| (ptr == p.ptr() && len == p.len()).then(probe).flatten()).is_some());
+        assert!(p.pin_with(|_, _| panic!("locked once")).is_some());
+        drop(a);
+        assert_eq!(waits.load(Ordering::SeqCst), 1, "dropping a locked buffer waits for its copies");
+        assert_eq!(released.load(Ordering::SeqCst), 0, "the locking stays with the cached allocation");
+        let b = OwnedHost::uninit(bytes);
+        let q = b.pages().unwrap();
+        assert!(q.pin().is_some(), "recycled with its locking");
+        assert_eq!(q.note_upload(), 3, "and its upload count");
+    }
+
+    #[test]
+    fn a_declined_locking_leaves_the_buffer_unlocked() {
+        let a = OwnedHost::uninit(POOL_MIN_BYTES * 7);
+        let p = a.pages().unwrap();
+        assert!(p.pin_with(|_, _| None).is_none());
+        assert!(p.pin().is_none());
     }
 }

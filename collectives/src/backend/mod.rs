@@ -32,8 +32,10 @@ use crate::error::{Error, Result};
 
 pub(crate) use copy::copy;
 #[cfg(feature = "cuda")]
-pub use cuda::{CUDA_DEVICES_ENV, reuse::CUDA_POOL_ENV};
+pub use cuda::{CUDA_DEVICES_ENV, register::HOST_REGISTER_ENV, reuse::CUDA_POOL_ENV};
 pub use host::HOST_POOL_ENV;
+#[cfg(feature = "cuda")]
+pub(crate) use host::HostPin;
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use kernel::{Kernel, OutSpec};
 pub(crate) use registry::{device_count, device_name, get, nccl_available, nccl_usable, unavailable_reason};

@@ -11,38 +11,32 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::{self, CudaDevice};
 use super::memory::{CudaFence, alloc_of, await_on, device_buffer, record};
-use super::pinned::{self, PinnedBlock, PinnedHost};
-use super::{driver, staging};
+use super::pinned::{self, PinnedHost};
+use super::{driver, register, staging};
 use crate::backend::cpu::kernels::copy_bytes_to_staging;
 use crate::backend::{Buffer, Mem};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
-/// The pinned block behind a host buffer, if the buffer is this backend's pinned memory.
-fn pinned_of(buf: &Buffer) -> Option<&PinnedBlock> {
-    match &buf.mem {
-        Mem::Host(h) => h.as_any()?.downcast_ref::<PinnedHost>()?.block(),
-        _ => None,
-    }
-}
-
-/// Host → device. Pinned sources are copied directly; pageable ones through the double-buffered
-/// staging ring (the host copy of one chunk overlapping the DMA of the previous).
+/// Host → device. Pinned and page-locked sources are copied directly ([`register::direct`]);
+/// other pageable ones through the double-buffered staging ring (the host copy of one chunk
+/// overlapping the DMA of the previous).
 pub(crate) fn htod(dev: &CudaDevice, src: &Buffer) -> Result<Buffer> {
     crate::failpoint::hit(dev.device, "cuda copy")?;
     let stream = &dev.copy_in;
     let bytes = src.bytes();
     let dst = dev.alloc(bytes, stream)?;
-    let event = match pinned_of(src) {
-        Some(block) => {
+    let event = match register::direct(dev, src) {
+        Some(host) => {
             await_on(stream, src, dev.device)?;
             dev.bind()?;
-            // SAFETY: the block holds `bytes` and stays allocated until the event noted below
-            // completes (a pooled block is reused only once idle); `dst` holds `bytes`.
-            unsafe { driver::htod_async(dst.ptr(), block.ptr(), bytes, stream.cu_stream()) }
+            // SAFETY: the memory holds `bytes` and stays allocated until the event noted below
+            // completes (a pooled block is reused, a locked buffer freed or recycled, only once
+            // idle); `dst` holds `bytes`.
+            unsafe { driver::htod_async(dst.ptr(), host.ptr(), bytes, stream.cu_stream()) }
                 .map_err(driver::err(dev.device, "copy host to device"))?;
             let e = record(stream, dev.device)?;
-            block.note_use(&e);
+            host.note_use(&e);
             e
         }
         None => {

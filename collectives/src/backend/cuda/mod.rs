@@ -28,6 +28,7 @@ pub(crate) mod memory;
 pub(crate) mod nccl;
 mod nvrtc;
 mod pinned;
+pub(crate) mod register;
 pub(crate) mod reuse;
 mod staging;
 mod stream;

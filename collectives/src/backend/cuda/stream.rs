@@ -7,7 +7,7 @@
 //! copy-out stream downloads chunk i-2's result, so the bus carries both directions at once and
 //! the kernel takes about as long as its larger transfer. Pageable host inputs go through the
 //! device's double-buffered pinned staging (the host fills one slot while the other uploads);
-//! pinned ones are uploaded in place. The result is still written whole, on the device and into
+//! pinned and page-locked ones (`register.rs`) are uploaded in place. The result is still written whole, on the device and into
 //! each host copy, so what reads them sees what the unchunked steps would have written.
 //!
 //! [`STREAM_CHUNK_ENV`] sets the chunk size; by default [`chunk_elems`] cuts a kernel into about
@@ -24,6 +24,7 @@ use super::event::Event;
 use super::launch::{self, Launcher};
 use super::memory::{CudaFence, DevAlloc, alloc_of, await_on, device_buffer, record};
 use super::pinned::{self, PinnedBlock, PinnedHost};
+use super::register::{self, Direct};
 use super::staging::{self, Ring};
 use crate::backend::cpu::kernels::copy_bytes_to_staging;
 use crate::backend::{Buffer, Kernel, Mem, OutSpec};
@@ -64,10 +65,10 @@ enum Input<'a> {
     Host { from: Host<'a>, scratch: Arc<DevAlloc> },
 }
 
-/// A host input's bytes: pinned memory the copy engine reads in place, or pageable memory the
-/// host copies into the staging slots first.
+/// A host input's bytes: pinned or page-locked memory the copy engine reads in place, or
+/// pageable memory the host copies into the staging slots first.
 enum Host<'a> {
-    Pinned(&'a PinnedBlock),
+    Direct(Direct<'a>),
     Pageable(&'a [u8]),
 }
 
@@ -137,15 +138,14 @@ pub(crate) fn compute_streamed(
 /// uploaded from the host into a scratch buffer (the copy-in stream waits for pinned memory that
 /// a download still writes; pageable memory is waited for on the host).
 fn input<'a>(dev: &CudaDevice, b: &'a Buffer) -> Result<Input<'a>> {
-    let Mem::Host(h) = &b.mem else {
+    let Mem::Host(_) = &b.mem else {
         await_on(&dev.compute, b, dev.device)?;
         return Ok(Input::Device(alloc_of(b, "streamed kernel")?));
     };
-    let pinned = h.as_any().and_then(|a| a.downcast_ref::<PinnedHost>()).and_then(PinnedHost::block);
-    let from = match pinned {
-        Some(block) => {
+    let from = match register::direct(dev, b) {
+        Some(host) => {
             await_on(&dev.copy_in, b, dev.device)?;
-            Host::Pinned(block)
+            Host::Direct(host)
         }
         None => {
             b.wait()?;
@@ -215,8 +215,8 @@ impl Plan<'_> {
         }
         if let Some(e) = &uploaded {
             for i in self.ins {
-                if let Input::Host { from: Host::Pinned(block), .. } = i {
-                    block.note_use(e);
+                if let Input::Host { from: Host::Direct(host), .. } = i {
+                    host.note_use(e);
                 }
             }
         }
@@ -239,11 +239,11 @@ impl Plan<'_> {
             let Input::Host { from, scratch } = i else { continue };
             let to = scratch.ptr() + off as u64;
             match (from, ring.as_deref_mut()) {
-                (Host::Pinned(block), _) => {
+                (Host::Direct(host), _) => {
                     dev.bind()?;
-                    // SAFETY: the block holds the input's bytes (`off + len` of them) and stays
+                    // SAFETY: the memory holds the input's bytes (`off + len` of them) and stays
                     // alive until the upload's event (noted by `issue`); `scratch` holds as many.
-                    unsafe { driver::htod_async(to, block.ptr().add(off), len, dev.copy_in.cu_stream()) }
+                    unsafe { driver::htod_async(to, host.ptr().add(off), len, dev.copy_in.cu_stream()) }
                         .map_err(driver::err(dev.device, "copy host to device"))?;
                 }
                 (Host::Pageable(host), Some(ring)) => {

@@ -1,0 +1,319 @@
+//! Host buffers the copy engine reads in place: pinned blocks, and owned pageable buffers
+//! page-locked (registered) once they are uploaded again.
+//!
+//! Why: a pageable upload is two copies — the host copies each chunk into pinned staging, then
+//! the copy engine moves it — and on the H200 the first is the slower (about 36 GB/s against the
+//! bus's 55, `bench/gpu/17-streamed`); in a mixed group's streamed all_reduce it also competes
+//! with both DMA directions for host memory. A registered buffer is read by DMA directly. Locking
+//! pages costs more than one staged upload, so an allocation is locked on its second upload of at
+//! least [`REGISTER_MIN_BYTES`] (the host pool keeps the count and the locking with the
+//! allocation, so a loop that uploads a buffer of the same size each step locks it once), up to
+//! [`HOST_REGISTER_ENV`] bytes locked at a time. A locking that fails leaves the buffer staged.
+//!
+//! ```no_run
+//! # fn main() -> collectives::Result<()> {
+//! use collectives::{Device, Tensor};
+//! let host = Tensor::from_vec(vec![1.0f32; 1 << 22], [1 << 22], Device::Cpu(0));
+//! for _ in 0..3 {
+//!     // The first upload is staged; the second locks the buffer's pages, and reads them by DMA.
+//!     host.to(Device::Cuda(0))?.realize()?;
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::device::CudaDevice;
+use super::event::Event;
+use super::pinned::{PinnedBlock, PinnedHost};
+use super::staging::Registered;
+use crate::backend::{Buffer, HostPin, Mem};
+use crate::log::{LogLevel, log};
+
+/// Environment variable bounding the bytes of owned host buffers the CUDA backend keeps
+/// page-locked at a time (`0` turns locking off; 4 GiB unless set). Read once per process.
+pub const HOST_REGISTER_ENV: &str = "COLLECTIVES_HOST_REGISTER_BYTES";
+
+/// The bound where [`HOST_REGISTER_ENV`] is unset.
+const DEFAULT_LIMIT: usize = 4 << 30;
+
+/// Uploads smaller than this are always staged: the staging copy is cheap there.
+pub(crate) const REGISTER_MIN_BYTES: usize = 4 << 20;
+
+/// The upload of an allocation that locks it (the second: one upload does not say it is reused).
+const LOCK_AT_UPLOAD: u32 = 2;
+
+/// Bytes locked now, by every device.
+static LOCKED: AtomicUsize = AtomicUsize::new(0);
+
+/// The bound on [`LOCKED`].
+fn limit() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        crate::knob::var(HOST_REGISTER_ENV, "a byte count (0 turns locking off)", |_: &usize| true)
+            .unwrap_or(DEFAULT_LIMIT)
+    })
+}
+
+/// Host memory the copy engine reads in place.
+pub(crate) enum Direct<'a> {
+    /// A pinned block (a download's result).
+    Pinned(&'a PinnedBlock),
+    /// An owned buffer this backend page-locked.
+    Locked(&'a HostLock),
+}
+
+impl Direct<'_> {
+    /// The first byte's address.
+    pub fn ptr(&self) -> *mut u8 {
+        match self {
+            Direct::Pinned(b) => b.ptr(),
+            Direct::Locked(l) => l.ptr,
+        }
+    }
+
+    /// Records device work (complete when `event` is) that reads the memory.
+    pub fn note_use(&self, event: &Arc<Event>) {
+        match self {
+            Direct::Pinned(b) => b.note_use(event),
+            Direct::Locked(l) => l.note_use(event),
+        }
+    }
+}
+
+/// How `dev` reads host buffer `b` in an upload: in place ([`Direct`]) when it is pinned, or an
+/// owned buffer locked now or before; `None` when it is staged. Counts the upload.
+pub(crate) fn direct<'a>(dev: &CudaDevice, b: &'a Buffer) -> Option<Direct<'a>> {
+    let Mem::Host(h) = &b.mem else { return None };
+    if let Some(p) = h.as_any().and_then(|a| a.downcast_ref::<PinnedHost>()) {
+        return p.block().map(Direct::Pinned);
+    }
+    let pages = h.pages()?;
+    if b.bytes() < REGISTER_MIN_BYTES {
+        return None;
+    }
+    let count = pages.note_upload();
+    let pin = match pages.pin() {
+        Some(p) => p,
+        None if count >= LOCK_AT_UPLOAD => {
+            // One locking at a time: two uploads of one buffer racing would lock it twice.
+            static LOCKING: Mutex<()> = Mutex::new(());
+            let _one = LOCKING.lock();
+            pages.pin_with(|ptr, len| lock(dev, ptr, len))?
+        }
+        None => return None,
+    };
+    pin.as_any().downcast_ref::<HostLock>().map(Direct::Locked)
+}
+
+/// Locks the `len` bytes at `ptr` (a `HostPages` allocation) if the bound allows; `None`, with
+/// the reason logged, where it does not or the driver refuses.
+fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Option<Box<dyn HostPin>> {
+    let held = LOCKED.fetch_add(len, Ordering::AcqRel);
+    if held + len > limit() {
+        LOCKED.fetch_sub(len, Ordering::AcqRel);
+        log!(
+            LogLevel::Info,
+            "{}: {len} host bytes left staged: {held} are locked, the bound is {} ({HOST_REGISTER_ENV})",
+            dev.device,
+            limit()
+        );
+        return None;
+    }
+    let start = Instant::now();
+    // SAFETY: a `HostPages` allocation is `len` bytes of its own pages at `ptr`, and it drops
+    // its locking (this value) before it frees them; `HostLock::drop` waits for the copies that
+    // read it first.
+    let reg = std::ptr::NonNull::new(ptr).map(|p| unsafe { Registered::new(dev.device, p, len) });
+    match reg {
+        Some(Ok(reg)) => {
+            log!(
+                LogLevel::Info,
+                "{}: locked {len} host bytes in {:.1} ms (uploaded again)",
+                dev.device,
+                start.elapsed().as_secs_f64() * 1e3
+            );
+            Some(Box::new(HostLock { _reg: reg, ptr, len, pending: Mutex::new(Vec::new()) }))
+        }
+        other => {
+            LOCKED.fetch_sub(len, Ordering::AcqRel);
+            let why = other.map_or_else(
+                || "a null address".to_string(),
+                |r| r.err().map(|e| e.to_string()).unwrap_or_default(),
+            );
+            log!(LogLevel::Info, "{}: {len} host bytes left staged: locking failed: {why}", dev.device);
+            None
+        }
+    }
+}
+
+/// An owned host buffer's pages, locked for every CUDA context while the value lives.
+pub(crate) struct HostLock {
+    _reg: Registered,
+    ptr: *mut u8,
+    len: usize,
+    /// Copies that read the memory.
+    pending: Mutex<Vec<Arc<Event>>>,
+}
+
+// SAFETY: the value only names the memory (the copies it records read it; it never does).
+unsafe impl Send for HostLock {}
+// SAFETY: as above; `pending` is behind a mutex.
+unsafe impl Sync for HostLock {}
+
+impl HostLock {
+    /// Records a copy (complete when `event` is) that reads the memory.
+    fn note_use(&self, event: &Arc<Event>) {
+        let mut p = self.pending.lock();
+        p.retain(|e| !matches!(e.try_is_complete(), Ok(true)));
+        p.push(event.clone());
+    }
+}
+
+impl HostPin for HostLock {
+    fn wait_idle(&self) {
+        let pending: Vec<_> = self.pending.lock().drain(..).collect();
+        for e in pending {
+            // A failed wait means the device faulted; nothing reads the memory any more then.
+            let _ = e.synchronize();
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Drop for HostLock {
+    fn drop(&mut self) {
+        self.wait_idle();
+        LOCKED.fetch_sub(self.len, Ordering::AcqRel);
+        // `_reg` unlocks the pages as it drops, after this.
+    }
+}
+
+/// Bytes locked now.
+#[cfg(test)]
+pub(crate) fn locked_bytes() -> usize {
+    LOCKED.load(Ordering::Acquire)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::super::tests::{devices, download};
+    use super::super::{copy, stream};
+    use super::*;
+    use crate::backend::{Kernel, OutSpec};
+    use crate::device::Device;
+    use crate::dtype::DType;
+    use crate::graph::ReduceKind;
+
+    fn random_f32(n: usize, r: &mut StdRng) -> Vec<f32> {
+        (0..n).map(|_| r.random_range(-1000.0f32..1000.0)).collect()
+    }
+
+    fn pages(b: &Buffer) -> &crate::backend::host::HostPages {
+        let Mem::Host(h) = &b.mem else { panic!("a host buffer") };
+        h.pages().expect("a large host buffer is paged")
+    }
+
+    fn host_f32(b: &Buffer) -> Vec<f32> {
+        b.wait().expect("wait");
+        bytemuck::pod_collect_to_vec(b.host_bytes("test").expect("host bytes"))
+    }
+
+    /// A buffer is staged on its first upload and locked on its second; every upload reads it
+    /// whole; a buffer dropped while its copy runs is recycled (with its locking) only after the
+    /// copy, and the recycled allocation's new contents upload in place.
+    #[test]
+    fn a_buffer_uploaded_again_is_locked_read_in_place_and_recycled_locked() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        // A size no other test uses (the host pool hands this allocation back below).
+        let n = REGISTER_MIN_BYTES / 4 * 6 + 1237;
+        let data = random_f32(n, &mut r);
+        let src = Buffer::from_vec(Device::Cpu(0), data.clone());
+        let first = copy::htod(&dev, &src).expect("staged upload");
+        assert!(pages(&src).pin().is_none(), "one upload is staged");
+        let second = copy::htod(&dev, &src).expect("upload that locks");
+        assert!(pages(&src).pin().is_some(), "the second upload locks the buffer");
+        assert!(locked_bytes() >= pages(&src).len());
+        let third = copy::htod(&dev, &src).expect("locked upload");
+        for (i, b) in [first, second, third].iter().enumerate() {
+            assert_eq!(download::<f32>(&dev, b), data, "upload {i}, seed {seed}");
+        }
+        assert_eq!(host_f32(&src), data, "source unchanged");
+        let ptr = pages(&src).ptr();
+        let pending = copy::htod(&dev, &src).expect("locked upload");
+        drop(src);
+        let other = random_f32(n, &mut r);
+        let again = Buffer::from_vec(Device::Cpu(0), other.clone());
+        assert_eq!(pages(&again).ptr(), ptr, "the allocation is recycled");
+        assert_eq!(
+            download::<f32>(&dev, &pending),
+            data,
+            "the copy ran before the memory was rewritten, seed {seed}"
+        );
+        assert!(pages(&again).pin().is_some(), "recycled with its locking");
+        let up = copy::htod(&dev, &again).expect("upload of the recycled buffer");
+        assert_eq!(download::<f32>(&dev, &up), other, "recycled contents, seed {seed}");
+    }
+
+    /// A streamed fold reading a host shard twice: staged the first time, in place (locked) the
+    /// second; both against the f64 reference, every element.
+    #[test]
+    fn a_streamed_kernel_reads_a_locked_shard_in_place() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        let n = REGISTER_MIN_BYTES / 4 * 3 + 4099;
+        let (a, b) = (random_f32(n, &mut r), random_f32(n, &mut r));
+        // Kept alive, so that `host` gets another allocation (the pool would hand this one, and
+        // its upload count, to a buffer of the same size).
+        let a_host = Buffer::from_vec(Device::Cpu(0), a.clone());
+        let on_dev = copy::htod(&dev, &a_host).expect("htod");
+        let host = Buffer::from_vec(Device::Cpu(1), b.clone());
+        let want: Vec<f32> = (0..n).map(|i| (f64::from(a[i]) + f64::from(b[i])) as f32).collect();
+        let kernel = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
+        for round in 0..2 {
+            let out = OutSpec { dtype: DType::F32, len: n };
+            let (res, copies) = stream::compute_streamed(
+                &dev,
+                &kernel,
+                &[&on_dev, &host],
+                out,
+                &[Device::Cpu(0)],
+                Some(1 << 18),
+            )
+            .expect("streamed");
+            assert_eq!(pages(&host).pin().is_some(), round == 1, "locked on the second read");
+            assert_eq!(download::<f32>(&dev, &res), want, "device result, round {round}, seed {seed}");
+            assert_eq!(host_f32(&copies[0]), want, "host copy, round {round}, seed {seed}");
+        }
+        assert_eq!(host_f32(&host), b, "host shard unchanged");
+        drop(a_host);
+    }
+
+    #[test]
+    fn small_and_pinned_buffers_are_never_locked() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let small = Buffer::from_vec(Device::Cpu(0), vec![1.5f32; REGISTER_MIN_BYTES / 4 - 1]);
+        for _ in 0..3 {
+            assert!(direct(&dev, &small).is_none(), "below REGISTER_MIN_BYTES: staged");
+        }
+        let Mem::Host(h) = &small.mem else { unreachable!() };
+        assert!(h.pages().expect("paged").pin().is_none());
+        let pinned = copy::dtoh(&dev, &copy::htod(&dev, &small).unwrap(), Device::Cpu(0)).unwrap();
+        assert!(matches!(direct(&dev, &pinned), Some(Direct::Pinned(_))));
+    }
+}
