@@ -92,7 +92,7 @@ pub(crate) fn build(targets: &[Tensor]) -> Schedule {
         fuse_staged_chains(&mut s.steps, fuse_min_bytes, on_one_gpu);
     }
     if super::stream::enabled() {
-        super::stream::fuse(&mut s.steps, super::stream::STREAM_MIN_BYTES);
+        super::stream::fuse(&mut s.steps, super::stream::Sizes::DEFAULT);
     }
     s
 }

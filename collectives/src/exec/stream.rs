@@ -10,14 +10,21 @@
 //! a reader sees is still written whole — the result on the device, each host copy — so only the
 //! issue order changes. [`STREAM_ENV`] `=0` turns the pass off.
 //!
-//! The pass marks a CUDA kernel step of at least [`STREAM_MIN_BYTES`] whose op is elementwise
-//! (`out[i]` reads only element i of each input: binary, reduce, scale, cast) as streamed, and
-//! folds into it
+//! Small kernels are streamed too, for another reason: below [`STREAM_SMALL_BYTES`] the calls
+//! around a transfer cost more than the transfer, and a streamed kernel is one stream's work —
+//! the kernel reads the host inputs from pinned memory in place and the result is downloaded
+//! behind it on the same stream, one event for the step (`backend/cuda/mapped.rs`), where the
+//! steps unstreamed take three streams ordered by events.
+//!
+//! The pass marks a CUDA kernel step smaller than [`STREAM_SMALL_BYTES`] or of at least
+//! [`STREAM_MIN_BYTES`] whose op is elementwise (`out[i]` reads only element i of each input:
+//! binary, reduce, scale, cast) as streamed, and folds into it
 //! - each input that is a copy from a host device read by this kernel alone (the kernel reads the
 //!   host buffer; the copy is never issued, and its whole device buffer is never needed), and
 //! - each copy of its result to a host device (written by the kernel as a fanout copy).
 //!
-//! The CUDA backend's `compute_fanout` runs the streamed kernel (`backend/cuda/stream.rs`).
+//! The CUDA backend's `compute_fanout` runs the streamed kernel (`backend/cuda/stream.rs` in
+//! chunks, `backend/cuda/mapped.rs` in one pass).
 //!
 //! ```
 //! use collectives::exec::STREAM_MIN_BYTES;
@@ -45,6 +52,12 @@ use crate::graph::Op;
 /// about 16 MiB each chunk's driver calls and host copy cost more than overlapping saves.
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
+/// Kernels smaller than this many bytes (their output's) are streamed too, in one pass: the
+/// kernel reads its host inputs from pinned memory in place and its result is downloaded on the
+/// same stream, one event for the whole step instead of an upload, a kernel and a download on
+/// three streams (`backend/cuda/mapped.rs`).
+pub const STREAM_SMALL_BYTES: usize = 1 << 20;
+
 /// Environment variable switching the pass off (`0`); on by default.
 pub const STREAM_ENV: &str = "COLLECTIVES_STREAM";
 
@@ -59,10 +72,27 @@ pub(crate) fn enabled() -> bool {
     *ON.get_or_init(|| crate::knob::switch(STREAM_ENV, true))
 }
 
-/// Streams each kernel step of `steps` that the module's rule allows, given the smallest size
-/// that streams (see [`STREAM_MIN_BYTES`]).
-pub(crate) fn fuse(steps: &mut [Step], min_bytes: usize) {
-    let candidates: Vec<usize> = (0..steps.len()).filter(|&k| streamable(&steps[k], min_bytes)).collect();
+/// The kernel sizes (output bytes) that stream: below `small` or from `large` on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sizes {
+    /// Kernels smaller than this stream in one pass ([`STREAM_SMALL_BYTES`]).
+    pub small: usize,
+    /// Kernels of at least this stream in chunks ([`STREAM_MIN_BYTES`]).
+    pub large: usize,
+}
+
+impl Sizes {
+    /// The library's bounds.
+    pub const DEFAULT: Sizes = Sizes { small: STREAM_SMALL_BYTES, large: STREAM_MIN_BYTES };
+
+    fn streams(self, bytes: usize) -> bool {
+        bytes < self.small || bytes >= self.large
+    }
+}
+
+/// Streams each kernel step of `steps` that the module's rule allows, of the `sizes` that stream.
+pub(crate) fn fuse(steps: &mut [Step], sizes: Sizes) {
+    let candidates: Vec<usize> = (0..steps.len()).filter(|&k| streamable(&steps[k], sizes)).collect();
     if candidates.is_empty() {
         return;
     }
@@ -98,13 +128,13 @@ pub(crate) fn fuse(steps: &mut [Step], min_bytes: usize) {
 }
 
 /// Whether step `s` may be streamed: a kernel step (not yet fanned out) on a CUDA device, of an
-/// elementwise op, with an output of at least `min_bytes`.
-fn streamable(s: &Step, min_bytes: usize) -> bool {
+/// elementwise op, with an output of one of the `sizes` that stream.
+fn streamable(s: &Step, sizes: Sizes) -> bool {
     let elementwise = matches!(s.tensor.op(), Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_));
     matches!(&s.action, Action::Kernel { fanout, streamed: false } if fanout.is_empty())
         && s.tensor.device().kind() == DeviceKind::Cuda
         && elementwise
-        && s.tensor.nbytes() >= min_bytes
+        && sizes.streams(s.tensor.nbytes())
 }
 
 /// For every step, the steps that read it (each once).
@@ -160,17 +190,23 @@ mod tests {
         s.iter().position(|st| st.tensor.same_node(t)).expect("scheduled")
     }
 
-    /// The schedule of `targets` with the pass applied at `min_bytes`.
-    fn streamed(targets: &[Tensor], min_bytes: usize) -> Vec<Step> {
+    /// The schedule of `targets` with the pass applied to kernels from `large` bytes (and none
+    /// in one pass).
+    fn streamed(targets: &[Tensor], large: usize) -> Vec<Step> {
         let mut s = super::super::schedule::unfused(targets);
-        fuse(&mut s.steps, min_bytes);
+        fuse(&mut s.steps, Sizes { small: 0, large });
         s.steps
     }
 
     /// The mixed star's shape: a host shard uploaded and folded on CUDA with a device shard, the
     /// result downloaded to the host (a target) and kept on the device (a target).
     fn star() -> (Tensor, Tensor, Tensor, Tensor) {
-        let (dev, host) = (input(CU, BIG), input(HOST, BIG));
+        star_of(BIG)
+    }
+
+    /// [`star`] of `numel` f32 elements per shard.
+    fn star_of(numel: usize) -> (Tensor, Tensor, Tensor, Tensor) {
+        let (dev, host) = (input(CU, numel), input(HOST, numel));
         let up = host.copy_to_device(CU).unwrap();
         let folded = sum(CU, &[dev, up.clone()]);
         let down = folded.copy_to_device(HOST).unwrap();
@@ -188,6 +224,34 @@ mod tests {
         assert!(matches!(s[d].action, Action::Fused), "the download is the kernel's fanout");
         assert!(matches!(&s[k].action, Action::Kernel { fanout, streamed: true } if fanout == &vec![d]));
         assert_eq!(s[h].consumers, 1, "the host shard is read by the kernel instead");
+    }
+
+    /// With the library's bounds: a small star streams (in one pass), one between the bounds
+    /// does not, one at the upper bound does (in chunks).
+    #[test]
+    fn kernels_below_the_small_bound_or_from_the_large_one_stream() {
+        for (numel, streams) in [
+            (1024, true),
+            (STREAM_SMALL_BYTES / 4 - 1, true),
+            (STREAM_SMALL_BYTES / 4, false),
+            (STREAM_MIN_BYTES / 4 - 1, false),
+            (STREAM_MIN_BYTES / 4, true),
+        ] {
+            let (_, up, folded, down) = star_of(numel);
+            let mut s = super::super::schedule::unfused(&[folded.clone(), down]);
+            fuse(&mut s.steps, Sizes::DEFAULT);
+            let k = &s.steps[index(&s.steps, &folded)];
+            assert_eq!(
+                matches!(k.action, Action::Kernel { streamed: true, .. }),
+                streams,
+                "{numel} elements"
+            );
+            assert_eq!(
+                matches!(s.steps[index(&s.steps, &up)].action, Action::Fused),
+                streams,
+                "{numel} elements"
+            );
+        }
     }
 
     #[test]
@@ -233,7 +297,7 @@ mod tests {
         let folded = sum(CU, &[input(CU, BIG), hop.clone(), up.clone()]);
         let mut s = super::super::schedule::unfused(std::slice::from_ref(&folded));
         super::super::schedule::fuse_staged_chains(&mut s.steps, |_, _| 0, |_, _| true);
-        fuse(&mut s.steps, 0);
+        fuse(&mut s.steps, Sizes { small: 0, large: 0 });
         let (k, h) = (index(&s.steps, &folded), index(&s.steps, &hop));
         assert!(matches!(s.steps[h].action, Action::Copy { .. }), "the bridge copy stays a step");
         assert_eq!(s.steps[k].inputs[1], h);

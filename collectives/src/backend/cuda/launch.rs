@@ -354,6 +354,22 @@ unsafe fn copy2d(l: &Launcher, src: u64, dst: u64, rows: u64, width: u64, sp: u6
     unsafe { l.launch(&format!("copy2d_{unit}"), rows * w, &mut args!(s, d, rows, w, sp, dp)) }
 }
 
+/// Copies `bytes` from `src` to `dst` (either may be pinned host memory, read or written
+/// across the bus) by a kernel on `l`'s stream, not the copy engine: for a few kilobytes the
+/// kernel starts sooner.
+///
+/// # Safety
+/// Both ranges hold `bytes` until the kernel has run.
+pub(super) unsafe fn copy_by_kernel(l: &Launcher, src: u64, dst: u64, bytes: u64) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let unit = widest_unit([src, dst, bytes]);
+    let (s, d, rows, w) = (src, dst, 1u64, bytes / unit);
+    // SAFETY: as the caller guarantees; one row of `w` units.
+    unsafe { l.launch(&format!("copy2d_{unit}"), w, &mut args!(s, d, rows, w, w, w)) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::widest_unit;

@@ -24,6 +24,7 @@ pub(crate) mod driver;
 pub(crate) mod event;
 mod interop;
 mod launch;
+mod mapped;
 pub(crate) mod memory;
 pub(crate) mod nccl;
 mod nvrtc;
@@ -103,6 +104,9 @@ impl Backend for CudaBackend {
     ) -> Result<(Buffer, Vec<Buffer>)> {
         let from_host = inputs.iter().any(|b| b.device.is_host());
         if kernel.elementwise() && (from_host || !to.is_empty()) {
+            if out.len * out.dtype.size() < crate::exec::STREAM_SMALL_BYTES && mapped::usable(&self.dev) {
+                return mapped::compute_mapped(&self.dev, kernel, inputs, out, to);
+            }
             return stream::compute_streamed(&self.dev, kernel, inputs, out, to, None);
         }
         super::compute_then_copy(self, kernel, inputs, out, to)

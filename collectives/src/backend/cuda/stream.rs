@@ -130,7 +130,11 @@ pub(crate) fn compute_streamed(
     }
     dst.note_use(&dev.copy_out, &landed);
     let result = device_buffer(out.dtype, out.len, dst, done, &dev.compute);
-    let copies = to.iter().zip(blocks).map(|(&d, block)| host_copy(dev, d, out, block, &landed)).collect();
+    let copies = to
+        .iter()
+        .zip(blocks)
+        .map(|(&d, block)| host_copy(dev, d, out, block, &landed, &dev.copy_out))
+        .collect();
     Ok((result, copies))
 }
 
@@ -155,13 +159,15 @@ fn input<'a>(dev: &CudaDevice, b: &'a Buffer) -> Result<Input<'a>> {
     Ok(Input::Host { from, scratch: dev.alloc(b.bytes(), &dev.copy_in)? })
 }
 
-/// A host device `d`'s copy of the result, in `block`, complete when `landed` is.
-fn host_copy(
+/// A host device `d`'s copy of the result, in `block`, complete when `landed` (recorded on
+/// `stream`) is.
+pub(super) fn host_copy(
     dev: &CudaDevice,
     d: Device,
     out: OutSpec,
     block: Option<PinnedBlock>,
     landed: &Arc<Event>,
+    stream: &CudaStream,
 ) -> Buffer {
     if let Some(b) = &block {
         b.note_use(landed);
@@ -172,7 +178,7 @@ fn host_copy(
         dtype: out.dtype,
         len: out.len,
         mem: Mem::Host(Box::new(PinnedHost::new(block, bytes))),
-        fence: Some(Arc::new(CudaFence::new(landed.clone(), &dev.copy_out, dev.device))),
+        fence: Some(Arc::new(CudaFence::new(landed.clone(), stream, dev.device))),
     }
 }
 
@@ -345,8 +351,9 @@ mod tests {
     }
 
     /// A fold of a device shard, a pageable host shard and a pinned host shard, chunked finely
-    /// (aligned and not) and whole, into the device and two host copies: every op and dtype
-    /// against the f64 reference, every element; the host inputs unchanged.
+    /// (aligned and not) and whole, and in one pass (`mapped.rs`), into the device and two host
+    /// copies: every op and dtype against the f64 reference, every element; the host inputs
+    /// unchanged.
     #[test]
     fn a_streamed_fold_matches_the_reference_in_every_chunking() {
         let Some(dev) = devices().into_iter().next() else { return };
@@ -368,14 +375,21 @@ mod tests {
                 let out = OutSpec { dtype, len: n };
                 let chunk = [1000, 4096, n][o % 3];
                 let to = [Device::Cpu(0), Device::Cpu(3)];
-                let (res, copies) =
+                let chunked =
                     compute_streamed(&dev, &kernel, &refs, out, &to, Some(chunk)).expect("streamed");
-                let ctx = format!("{dtype} {op:?} chunk {chunk} seed {seed}");
-                check(dtype, &to_f64s(&dev, &res), &want, &mag, 3, &format!("device result, {ctx}"));
-                for (c, d) in copies.iter().zip(to) {
-                    assert_eq!(c.device, d);
-                    check(dtype, &host_f64s(c), &want, &mag, 3, &format!("copy on {d}, {ctx}"));
+                let one_pass =
+                    super::super::mapped::compute_mapped(&dev, &kernel, &refs, out, &to).expect("one pass");
+                for ((res, copies), how) in
+                    [(chunked, format!("chunk {chunk}")), (one_pass, "one pass".into())]
+                {
+                    let ctx = format!("{dtype} {op:?} {how} seed {seed}");
+                    check(dtype, &to_f64s(&dev, &res), &want, &mag, 3, &format!("device result, {ctx}"));
+                    for (c, d) in copies.iter().zip(to) {
+                        assert_eq!(c.device, d);
+                        check(dtype, &host_f64s(c), &want, &mag, 3, &format!("copy on {d}, {ctx}"));
+                    }
                 }
+                let ctx = format!("{dtype} {op:?} seed {seed}");
                 assert_eq!(host_f64s(&bufs[1]), ins[1], "pageable input unchanged, {ctx}");
                 assert_eq!(host_f64s(&bufs[2]), ins[2], "pinned input unchanged, {ctx}");
             }
