@@ -10,8 +10,9 @@
 //! copy kernel writes the result into each host copy's pinned block across the bus (it starts
 //! sooner than the copy engine), and the one stream orders them: one event completes the whole
 //! step. The schedule streams kernels below [`crate::exec::STREAM_SMALL_BYTES`] this way
-//! (`exec/stream.rs`). On the H200 a 4 KiB all_reduce of `cuda:0, cpu:0` went from 33–34 µs to
-//! 19–21, and of `cuda:0, vulkan:0, cpu:0` from 50–55 to 25–30 (`bench/gpu/18-locked`).
+//! (`exec/stream.rs`). On the H200 a 4 KiB all_reduce of `cuda:0, cpu:0` took 19–26 µs against
+//! 24–36 unstreamed, and of `cuda:0, vulkan:0, cpu:0` 25–37 against 49–58 (`bench/gpu/18-locked`,
+//! runs b, d, e and f on four machines of the kind).
 
 use cudarc::driver::sys::{CUdevice_attribute, CUdeviceptr};
 
@@ -75,11 +76,9 @@ pub(crate) fn compute_mapped(
     }
     for b in &inputs {
         match &b.mem {
-            Mem::Host(h) => {
-                if let Some(block) =
-                    h.as_any().and_then(|a| a.downcast_ref::<PinnedHost>()).and_then(PinnedHost::block)
-                {
-                    block.note_use(&done);
+            Mem::Host(_) => {
+                if let Some(p) = pinned::host_of(b).and_then(PinnedHost::block) {
+                    p.note_use(&done);
                 }
             }
             _ => alloc_of(b, "one-pass kernel")?.note_use(stream, &done),
@@ -95,11 +94,11 @@ pub(crate) fn compute_mapped(
 /// writer), a pinned block's host address (likewise), or a pinned block the host fills now from
 /// pageable memory (kept in `staged` until the kernel has run).
 fn read_at(dev: &CudaDevice, b: &Buffer, staged: &mut Vec<PinnedBlock>) -> Result<CUdeviceptr> {
-    let Mem::Host(h) = &b.mem else {
+    let Mem::Host(_) = &b.mem else {
         await_on(&dev.compute, b, dev.device)?;
         return Ok(alloc_of(b, "one-pass kernel")?.ptr());
     };
-    if let Some(p) = h.as_any().and_then(|a| a.downcast_ref::<PinnedHost>()) {
+    if let Some(p) = pinned::host_of(b) {
         await_on(&dev.compute, b, dev.device)?;
         return Ok(p.block().map_or(0, |block| block.ptr() as CUdeviceptr));
     }
@@ -117,7 +116,7 @@ fn read_at(dev: &CudaDevice, b: &Buffer, staged: &mut Vec<PinnedBlock>) -> Resul
 
 /// Copies the `bytes` at `src` (this device) into every block by a kernel writing across the
 /// bus, on the compute stream: on the H200 a 4 KiB all_reduce of `cuda:0, cpu:0` took 19–21 µs
-/// so against 23–29 with the copy engine's download (`bench/gpu/18-locked`, run d).
+/// so against 23.5–28.6 with the copy engine's download, in one run (`bench/gpu/18-locked`, run d).
 fn download(dev: &CudaDevice, src: CUdeviceptr, bytes: usize, blocks: &[Option<PinnedBlock>]) -> Result<()> {
     let l = Launcher { dev, stream: &dev.compute };
     for b in blocks.iter().flatten() {

@@ -15,7 +15,7 @@ use super::event::Event;
 use parking_lot::Mutex;
 
 use super::driver;
-use crate::backend::HostMem;
+use crate::backend::{Buffer, HostMem, Mem};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -170,6 +170,14 @@ impl PinnedHost {
     /// The block (none when empty).
     pub fn block(&self) -> Option<&PinnedBlock> {
         self.block.as_ref()
+    }
+}
+
+/// `b`'s memory, if it is this backend's pinned host memory.
+pub(crate) fn host_of(b: &Buffer) -> Option<&PinnedHost> {
+    match &b.mem {
+        Mem::Host(h) => h.as_any()?.downcast_ref::<PinnedHost>(),
+        _ => None,
     }
 }
 

@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 
 use super::device::CudaDevice;
 use super::event::Event;
-use super::pinned::{PinnedBlock, PinnedHost};
+use super::pinned::{self, PinnedBlock};
 use super::staging::Registered;
 use crate::backend::{Buffer, HostPin, Mem};
 use crate::log::{LogLevel, log};
@@ -90,10 +90,10 @@ impl Direct<'_> {
 /// How `dev` reads host buffer `b` in an upload: in place ([`Direct`]) when it is pinned, or an
 /// owned buffer locked now or before; `None` when it is staged. Counts the upload.
 pub(crate) fn direct<'a>(dev: &CudaDevice, b: &'a Buffer) -> Option<Direct<'a>> {
-    let Mem::Host(h) = &b.mem else { return None };
-    if let Some(p) = h.as_any().and_then(|a| a.downcast_ref::<PinnedHost>()) {
+    if let Some(p) = pinned::host_of(b) {
         return p.block().map(Direct::Pinned);
     }
+    let Mem::Host(h) = &b.mem else { return None };
     let pages = h.pages()?;
     if b.bytes() < REGISTER_MIN_BYTES {
         return None;

@@ -7,8 +7,9 @@
 //! copy-out stream downloads chunk i-2's result, so the bus carries both directions at once and
 //! the kernel takes about as long as its larger transfer. Pageable host inputs go through the
 //! device's double-buffered pinned staging (the host fills one slot while the other uploads);
-//! pinned and page-locked ones (`register.rs`) are uploaded in place. The result is still written whole, on the device and into
-//! each host copy, so what reads them sees what the unchunked steps would have written.
+//! pinned and page-locked ones (`register.rs`) are uploaded in place. The result is still written
+//! whole, on the device and into each host copy, so what reads them sees what the unchunked steps
+//! would have written.
 //!
 //! [`STREAM_CHUNK_ENV`] sets the chunk size; by default [`chunk_elems`] cuts a kernel into about
 //! [`CHUNKS`] chunks of 4 to 16 MiB.
