@@ -43,8 +43,10 @@ pub const HOST_REGISTER_ENV: &str = "COLLECTIVES_HOST_REGISTER_BYTES";
 /// The bound where [`HOST_REGISTER_ENV`] is unset.
 const DEFAULT_LIMIT: usize = 4 << 30;
 
-/// Uploads smaller than this are always staged: the staging copy is cheap there.
-pub(crate) const REGISTER_MIN_BYTES: usize = 4 << 20;
+/// Uploads smaller than this are always staged: the staging copy is cheap there. On the H200 a
+/// staged upload of 1 MiB took 120–290 µs (the host's fill of the staging slot; its DMA about
+/// 20), locking 4 MiB 0.4 ms (`bench/gpu/18-locked`, runs f and a).
+pub(crate) const REGISTER_MIN_BYTES: usize = 1 << 20;
 
 /// The upload of an allocation that locks it (the second: one upload does not say it is reused).
 const LOCK_AT_UPLOAD: u32 = 2;
