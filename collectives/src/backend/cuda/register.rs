@@ -13,10 +13,10 @@
 //! ```no_run
 //! # fn main() -> collectives::Result<()> {
 //! use collectives::{Device, Tensor};
-//! let host = Tensor::from_vec(vec![1.0f32; 1 << 22], [1 << 22], Device::Cpu(0));
+//! let host = Tensor::from_vec(vec![1.0f32; 1 << 22], [1 << 22], Device::Cpu(0))?;
 //! for _ in 0..3 {
 //!     // The first upload is staged; the second locks the buffer's pages, and reads them by DMA.
-//!     host.to(Device::Cuda(0))?.realize()?;
+//!     host.copy_to_device(Device::Cuda(0))?.realize()?;
 //! }
 //! # Ok(())
 //! # }
