@@ -1,6 +1,7 @@
 //! CPU backend benchmarks, through the public API: the n-ary reduce kernel (`Tensor::reduce` then
-//! realize, on pre-realized inputs) and a CPU→CPU copy (`copy_to_device(Cpu(1))`), against plain
-//! `memcpy` (`copy_from_slice`) of the same bytes into a pre-allocated, pre-touched buffer.
+//! realize, on pre-realized inputs), a CPU→CPU copy (`copy_to_device(Cpu(1))`), against plain
+//! `memcpy` (`copy_from_slice`) of the same bytes into a pre-allocated, pre-touched buffer, and a
+//! contiguous `narrow` (a view since views).
 //!
 //! Run with `cargo bench -p collectives --bench cpu`; results and their reading are in
 //! `bench/cpu.md`. Every throughput is memory traffic — bytes read plus bytes written per
@@ -106,5 +107,26 @@ fn copy(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, reduce, copy);
+/// `narrow` of a realized host tensor of `size` bytes (`[rows, 1024]` f32) to its first half of
+/// rows, realized: one contiguous range of the source, so a view (no bytes moved); throughput is
+/// counted as the copy it was before views, `2 × size / 2`.
+fn narrow(c: &mut Criterion) {
+    let mut g = c.benchmark_group("narrow");
+    configure(&mut g);
+    for bytes in SIZES {
+        let rows = bytes / 4 / 1024;
+        let x = input(bytes, Device::Cpu(0), |i| i as f32).reshape([rows, 1024]).unwrap();
+        g.throughput(Throughput::Bytes(bytes as u64));
+        g.bench_with_input(BenchmarkId::new("rows_half", label(bytes)), &x, |b, x| {
+            b.iter(|| {
+                let t = x.narrow(0, 0, rows / 2).unwrap();
+                t.realize().unwrap();
+                black_box(t)
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, reduce, copy, narrow);
 criterion_main!(benches);

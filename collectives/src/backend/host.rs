@@ -28,8 +28,9 @@ use crate::dtype::Element;
 pub(crate) trait HostMem: Send + Sync {
     /// The bytes (at least the buffer's size).
     fn as_bytes(&self) -> &[u8];
-    /// The bytes, writable.
-    fn as_bytes_mut(&mut self) -> &mut [u8];
+    /// The bytes, writable; `None` for read-only memory (a view of another buffer, see
+    /// `backend/view.rs`).
+    fn as_bytes_mut(&mut self) -> Option<&mut [u8]>;
     /// The concrete type, for a backend that recognises its own host memory (a GPU backend's
     /// pinned buffers, which it can copy from without staging). `None` by default.
     fn as_any(&self) -> Option<&dyn Any> {
@@ -169,8 +170,17 @@ impl OwnedHost {
     pub fn from_vec<T: Element>(data: Vec<T>) -> Self {
         let bytes = std::mem::size_of_val(data.as_slice());
         let mut h = OwnedHost::uninit(bytes);
-        h.as_bytes_mut().copy_from_slice(bytemuck::cast_slice(&data));
+        h.bytes_mut().copy_from_slice(bytemuck::cast_slice(&data));
         h
+    }
+
+    /// The bytes, writable.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let all: &mut [u8] = match &mut self.store {
+            Store::Words(w) => bytemuck::cast_slice_mut(w),
+            Store::Pages(p) => bytemuck::cast_slice_mut(&mut p.pages),
+        };
+        &mut all[..self.bytes]
     }
 }
 
@@ -198,12 +208,8 @@ impl HostMem for OwnedHost {
         &all[..self.bytes]
     }
 
-    fn as_bytes_mut(&mut self) -> &mut [u8] {
-        let all: &mut [u8] = match &mut self.store {
-            Store::Words(w) => bytemuck::cast_slice_mut(w),
-            Store::Pages(p) => bytemuck::cast_slice_mut(&mut p.pages),
-        };
-        &mut all[..self.bytes]
+    fn as_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        Some(self.bytes_mut())
     }
 
     fn pages(&self) -> Option<&HostPages> {

@@ -20,6 +20,7 @@ pub(crate) mod nccl;
 mod registry;
 mod shelf;
 pub(crate) mod staged;
+mod view;
 #[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;
 
@@ -39,6 +40,7 @@ pub(crate) use host::HostPin;
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use kernel::{Kernel, OutSpec};
 pub(crate) use registry::{device_count, device_name, get, nccl_available, nccl_usable, unavailable_reason};
+pub(crate) use view::view;
 #[cfg(feature = "vulkan")]
 pub use vulkan::{VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_POOL_ENV};
 

@@ -49,8 +49,9 @@ fn call(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
 
 /// Compute node `t` on its device's backend, its result also delivered to each device of `to`
 /// (copies the kernel writes itself; see `Action::Kernel`); a `streamed` kernel may read host
-/// buffers, which its backend uploads as it runs. The kernel contract is checked here, before any
-/// backend runs it.
+/// buffers, which its backend uploads as it runs. A contiguous slice of a host buffer is a view
+/// of it instead (`backend/view.rs`). The kernel contract is checked here, before any backend
+/// runs it.
 fn kernel(
     t: &Tensor,
     inputs: &[Arc<Buffer>],
@@ -63,6 +64,11 @@ fn kernel(
     match streamed {
         true => kernel.check_streamed(t.device(), &refs, out)?,
         false => kernel.check(t.device(), &refs, out)?,
+    }
+    if let ([input], true) = (inputs, to.is_empty() && !streamed)
+        && let Some(v) = backend::view(&kernel, input, t.device())?
+    {
+        return Ok((Arc::new(v), vec![]));
     }
     let be = backend::get(t.device())?;
     debug_assert_eq!(be.device(), t.device());

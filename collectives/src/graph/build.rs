@@ -111,7 +111,10 @@ impl Tensor {
         Ok(self.unary(Op::Cast(dtype), self.device(), dtype, self.shape().clone()))
     }
 
-    /// The sub-tensor `start..start + len` along `dim` (a copy).
+    /// The sub-tensor `start..start + len` along `dim`. On a host device, where the sub-tensor is
+    /// one contiguous range of the source (every dimension before `dim` has size 1), it reads the
+    /// source's buffer in place and keeps that whole buffer alive while it lives; otherwise, and
+    /// on GPUs, it is a copy. The values are the same either way: tensors are immutable.
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
         let rank = self.shape().rank();
         if dim >= rank {
@@ -124,7 +127,7 @@ impl Tensor {
         Ok(self.unary(Op::Slice { dim, start, len }, self.device(), self.dtype(), shape))
     }
 
-    /// The sub-tensor `range` along `dim` (a copy); as [`Tensor::narrow`].
+    /// The sub-tensor `range` along `dim`; as [`Tensor::narrow`].
     pub fn slice(&self, dim: usize, range: std::ops::Range<usize>) -> Result<Tensor> {
         if range.end < range.start {
             let size = self.shape().dims().get(dim).copied().unwrap_or(0);

@@ -89,11 +89,13 @@ fn typed_mut<T: Num>(b: &mut [u8]) -> &mut [T] {
     bytemuck::cast_slice_mut(b)
 }
 
-fn out_bytes(out: &mut Buffer) -> &mut [u8] {
+/// The bytes of `out`, a buffer this backend allocated (writable host memory).
+fn out_bytes(out: &mut Buffer) -> Result<&mut [u8]> {
     match &mut out.mem {
         super::Mem::Host(h) => h.as_bytes_mut(),
-        _ => unreachable!("the CPU backend allocates host memory"),
+        _ => None,
     }
+    .ok_or_else(|| Error::internal("cpu kernel", "an output buffer that is not writable host memory"))
 }
 
 /// Runs `kernel` on host bytes into `o`, copying the result into every buffer of `fan` as it goes
@@ -156,13 +158,13 @@ impl Backend for CpuBackend {
             copies.push(CpuBackend::on(d)?.alloc(spec)?);
         }
         let mut out = self.alloc(spec)?;
-        let mut fan: Vec<&mut [u8]> = copies.iter_mut().map(out_bytes).collect();
+        let mut fan: Vec<&mut [u8]> = copies.iter_mut().map(out_bytes).collect::<Result<_>>()?;
         run_kernel(
             kernel,
             &ins,
             inputs.first().map_or(spec.dtype, |b| b.dtype),
             spec.dtype,
-            out_bytes(&mut out),
+            out_bytes(&mut out)?,
             &mut fan,
         );
         Ok((out, copies))
@@ -172,7 +174,7 @@ impl Backend for CpuBackend {
         crate::failpoint::hit(self.device, "cpu copy")?;
         src.wait()?;
         let mut out = self.alloc(OutSpec { dtype: src.dtype, len: src.len })?;
-        kernels::copy_bytes(src.host_bytes("cpu copy")?, out_bytes(&mut out));
+        kernels::copy_bytes(src.host_bytes("cpu copy")?, out_bytes(&mut out)?);
         Ok(out)
     }
 

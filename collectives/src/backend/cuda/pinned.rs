@@ -186,9 +186,9 @@ impl HostMem for PinnedHost {
         self.block.as_ref().map_or(&[], |b| b.bytes(self.len))
     }
 
-    fn as_bytes_mut(&mut self) -> &mut [u8] {
+    fn as_bytes_mut(&mut self) -> Option<&mut [u8]> {
         let len = self.len;
-        self.block.as_mut().map_or(&mut [], |b| b.bytes_mut(len))
+        Some(self.block.as_mut().map_or(&mut [], |b| b.bytes_mut(len)))
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {

@@ -404,8 +404,8 @@ impl HostMem for StagingHost {
         unsafe { self.buf.mapped_bytes(self.len) }
     }
 
-    fn as_bytes_mut(&mut self) -> &mut [u8] {
+    fn as_bytes_mut(&mut self) -> Option<&mut [u8]> {
         // SAFETY: as above; `&mut self` is the only handle on this memory.
-        unsafe { self.buf.mapped_bytes_mut(self.len) }
+        Some(unsafe { self.buf.mapped_bytes_mut(self.len) })
     }
 }

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use ash::vk;
 
 use super::cpu::kernels::copy_bytes;
-use super::{Backend, Buffer, Fence, HostMem as _, Kernel, Mem, OutSpec, OwnedHost};
+use super::{Backend, Buffer, Fence, Kernel, Mem, OutSpec, OwnedHost};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -294,7 +294,7 @@ impl Backend for VulkanBackend {
             src.wait()?;
             let mut host = OwnedHost::uninit(bytes);
             // SAFETY: the buffer is mapped and holds `bytes`; its one writer finished (waited).
-            copy_bytes(unsafe { from.mapped_bytes(bytes) }, host.as_bytes_mut());
+            copy_bytes(unsafe { from.mapped_bytes(bytes) }, host.bytes_mut());
             return Ok(Buffer::host(to, src.dtype, src.len, Box::new(host)));
         }
         let staging = DevBuf::new(&self.gpu, bytes as u64, Usage::Readback)?;

@@ -1,0 +1,117 @@
+//! A contiguous slice of a host buffer, read in place: what a host tensor's `narrow` along its
+//! outermost non-trivial dimension becomes, instead of a copy.
+//!
+//! Why: a reduce_scatter's star folds every shard on the leader, then hands each member its
+//! slice of the result; on host devices, which share one memory, those slices are ranges of one
+//! buffer, and copying them is pure overhead (issue: "contiguous Slice as a view"). Tensors are
+//! immutable once realized, so a view can never see its bytes change; it keeps the whole buffer
+//! it slices alive, as a PyTorch view does.
+//!
+//! ```
+//! use collectives::{Device, Tensor};
+//! let t = Tensor::from_vec((0..12).map(|i| i as f32).collect(), [4, 3], Device::Cpu(0))?;
+//! // Rows 1..3 are one contiguous range of `t`'s buffer: read in place.
+//! assert_eq!(t.narrow(0, 1, 2)?.to_vec::<f32>()?, vec![3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+//! # Ok::<(), collectives::Error>(())
+//! ```
+
+use std::sync::Arc;
+
+use super::{Buffer, HostMem, Kernel, Mem};
+use crate::device::Device;
+use crate::error::{Error, Result};
+
+/// `len` bytes of `of`'s host memory from byte `offset`.
+struct HostView {
+    of: Arc<Buffer>,
+    offset: usize,
+    len: usize,
+}
+
+impl HostMem for HostView {
+    fn as_bytes(&self) -> &[u8] {
+        match &self.of.mem {
+            // In range: `view` checked it against the buffer, whose memory never changes.
+            Mem::Host(h) => &h.as_bytes()[self.offset..self.offset + self.len],
+            _ => &[],
+        }
+    }
+
+    fn as_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+}
+
+/// `kernel` on `input` for a result on host device `device` as a view of `input`, where it is a
+/// slice of one contiguous range of a host buffer (`outer == 1`); `None` for every other kernel
+/// and buffer. The view's fence is the input's: it is ready when the input is.
+pub(crate) fn view(kernel: &Kernel, input: &Arc<Buffer>, device: Device) -> Result<Option<Buffer>> {
+    let Kernel::Slice { outer: 1, in_mid, start, len, inner } = *kernel else { return Ok(None) };
+    if !device.is_host() || !matches!(input.mem, Mem::Host(_)) {
+        return Ok(None);
+    }
+    let size = input.dtype.size();
+    let (offset, bytes) = (start * inner * size, len * inner * size);
+    if in_mid * inner != input.len || offset + bytes > input.bytes() {
+        return Err(Error::internal(
+            "slice view",
+            format!(
+                "{len} of {in_mid} rows from {start} do not lie within a buffer of {} elements",
+                input.len
+            ),
+        ));
+    }
+    let mem = HostView { of: input.clone(), offset, len: bytes };
+    let fence = input.fence.clone();
+    Ok(Some(Buffer { device, dtype: input.dtype, len: len * inner, mem: Mem::Host(Box::new(mem)), fence }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(n: usize) -> Arc<Buffer> {
+        Arc::new(Buffer::from_vec(Device::Cpu(0), (0..n).map(|i| i as i32).collect::<Vec<i32>>()))
+    }
+
+    fn values(b: &Buffer) -> Vec<i32> {
+        bytemuck::pod_collect_to_vec(b.host_bytes("test").unwrap())
+    }
+
+    #[test]
+    fn a_contiguous_slice_reads_its_range_in_place() {
+        let parent = host(24);
+        let k = Kernel::Slice { outer: 1, in_mid: 6, start: 2, len: 3, inner: 4 };
+        let v = view(&k, &parent, Device::Cpu(3)).unwrap().expect("a view");
+        assert_eq!((v.device, v.len), (Device::Cpu(3), 12));
+        assert_eq!(values(&v), (8..20).collect::<Vec<i32>>());
+        let at = |b: &Buffer| b.host_bytes("test").unwrap().as_ptr() as usize;
+        assert_eq!(at(&v), at(&parent) + 8 * 4, "no copy");
+        // A view of a view, after the first buffer's other holders are gone.
+        let v = Arc::new(v);
+        drop(parent);
+        let k = Kernel::Slice { outer: 1, in_mid: 3, start: 1, len: 1, inner: 4 };
+        assert_eq!(values(&view(&k, &v, Device::Cpu(0)).unwrap().unwrap()), (12..16).collect::<Vec<i32>>());
+    }
+
+    #[test]
+    fn strided_slices_and_other_kernels_are_not_views() {
+        let parent = host(24);
+        let strided = Kernel::Slice { outer: 2, in_mid: 3, start: 1, len: 1, inner: 4 };
+        assert!(view(&strided, &parent, Device::Cpu(0)).unwrap().is_none());
+        assert!(view(&Kernel::Cast, &parent, Device::Cpu(0)).unwrap().is_none());
+        let k = Kernel::Slice { outer: 1, in_mid: 6, start: 0, len: 1, inner: 4 };
+        assert!(view(&k, &parent, Device::Cuda(0)).unwrap().is_none(), "host devices only");
+        let mut v = view(&k, &parent, Device::Cpu(0)).unwrap().unwrap();
+        let Mem::Host(h) = &mut v.mem else { unreachable!() };
+        assert!(h.as_bytes_mut().is_none(), "read-only");
+    }
+
+    #[test]
+    fn a_range_outside_the_buffer_is_an_error() {
+        let k = Kernel::Slice { outer: 1, in_mid: 6, start: 5, len: 2, inner: 4 };
+        assert!(matches!(view(&k, &host(24), Device::Cpu(0)), Err(Error::Internal { .. })));
+        let k = Kernel::Slice { outer: 1, in_mid: 7, start: 0, len: 1, inner: 4 };
+        assert!(matches!(view(&k, &host(24), Device::Cpu(0)), Err(Error::Internal { .. })));
+    }
+}
