@@ -1,11 +1,13 @@
-//! A contiguous slice of a host buffer, read in place: what a host tensor's `narrow` along its
-//! outermost non-trivial dimension becomes, instead of a copy.
+//! A contiguous slice of a buffer, read in place: what a `narrow` over one contiguous range of a
+//! host or CUDA tensor becomes, instead of a copy.
 //!
-//! Why: a reduce_scatter's star folds every shard on the leader, then hands each member its
-//! slice of the result; on host devices, which share one memory, those slices are ranges of one
-//! buffer, and copying them is pure overhead (issue: "contiguous Slice as a view"). Tensors are
-//! immutable once realized, so a view can never see its bytes change; it keeps the whole buffer
-//! it slices alive, as a PyTorch view does.
+//! Why: a mixed group's reduce_scatter folds every shard on the leader, then hands each member
+//! its slice of the result; those slices are ranges of one buffer, and copying them costs a
+//! kernel launch each (the 4 KiB reduce_scatter of `cuda:0, cpu:0` spent most of its time in two
+//! slice kernels, `bench/gpu/18-locked` run f). Tensors are immutable once realized, so a view can
+//! never see its bytes change; it keeps the whole buffer it slices alive, as a PyTorch view does.
+//! A CUDA view starts where an allocation could (`cuda::VIEW_ALIGN`), so kernels reading it with
+//! wide loads see the alignment they expect; elsewhere, and on Vulkan, a slice is a copy.
 //!
 //! ```
 //! use collectives::{Device, Tensor};
@@ -42,12 +44,15 @@ impl HostMem for HostView {
     }
 }
 
-/// `kernel` on `input` for a result on host device `device` as a view of `input`, where it is a
-/// slice of one contiguous range of a host buffer (`outer == 1`); `None` for every other kernel
-/// and buffer. The view's fence is the input's: it is ready when the input is.
+/// `kernel` on `input` for a result on `device` as a view of `input`, where it is a slice of one
+/// contiguous range (`outer == 1`) of a host buffer (for a host device) or of a CUDA buffer on
+/// `device` itself; `None` for every other kernel and buffer. The view's fence is the input's: it
+/// is ready when the input is.
 pub(crate) fn view(kernel: &Kernel, input: &Arc<Buffer>, device: Device) -> Result<Option<Buffer>> {
     let Kernel::Slice { outer: 1, in_mid, start, len, inner } = *kernel else { return Ok(None) };
-    if !device.is_host() || !matches!(input.mem, Mem::Host(_)) {
+    let host = device.is_host() && matches!(input.mem, Mem::Host(_));
+    let cuda = matches!(device, Device::Cuda(_)) && input.device == device;
+    if !host && !cuda {
         return Ok(None);
     }
     let size = input.dtype.size();
@@ -61,9 +66,23 @@ pub(crate) fn view(kernel: &Kernel, input: &Arc<Buffer>, device: Device) -> Resu
             ),
         ));
     }
+    if cuda {
+        return Ok(cuda_view(input, offset, len * inner));
+    }
     let mem = HostView { of: input.clone(), offset, len: bytes };
     let fence = input.fence.clone();
     Ok(Some(Buffer { device, dtype: input.dtype, len: len * inner, mem: Mem::Host(Box::new(mem)), fence }))
+}
+
+/// A CUDA view (`cuda::view`); none without the CUDA backend.
+fn cuda_view(input: &Buffer, offset: usize, len: usize) -> Option<Buffer> {
+    #[cfg(feature = "cuda")]
+    return super::cuda::view(input, offset, len);
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (input, offset, len);
+        None
+    }
 }
 
 #[cfg(test)]
@@ -101,7 +120,8 @@ mod tests {
         assert!(view(&strided, &parent, Device::Cpu(0)).unwrap().is_none());
         assert!(view(&Kernel::Cast, &parent, Device::Cpu(0)).unwrap().is_none());
         let k = Kernel::Slice { outer: 1, in_mid: 6, start: 0, len: 1, inner: 4 };
-        assert!(view(&k, &parent, Device::Cuda(0)).unwrap().is_none(), "host devices only");
+        assert!(view(&k, &parent, Device::Vulkan(0)).unwrap().is_none(), "not on Vulkan");
+        assert!(view(&k, &parent, Device::Cuda(0)).unwrap().is_none(), "a host buffer is no CUDA view");
         let mut v = view(&k, &parent, Device::Cpu(0)).unwrap().unwrap();
         let Mem::Host(h) = &mut v.mem else { unreachable!() };
         assert!(h.as_bytes_mut().is_none(), "read-only");

@@ -46,6 +46,8 @@ pub(crate) struct DevAlloc {
     readers: Mutex<Vec<Arc<Event>>>,
     /// Where the memory goes when dropped: parked for reuse, or (without) freed.
     reuse: Option<Arc<Reuse>>,
+    /// For a view ([`DevAlloc::view`]): the allocation it is a range of, which owns the memory.
+    parent: Option<Arc<DevAlloc>>,
 }
 
 impl DevAlloc {
@@ -60,7 +62,22 @@ impl DevAlloc {
     ) -> Self {
         #[cfg(feature = "failpoints")]
         crate::failpoint::live::inc(&crate::failpoint::live::CUDA);
-        DevAlloc { ptr, bytes, device, home, readers: Mutex::new(Vec::new()), reuse }
+        DevAlloc { ptr, bytes, device, home, readers: Mutex::new(Vec::new()), reuse, parent: None }
+    }
+
+    /// `bytes` bytes of `parent` from byte `offset` (within it), as an allocation of its own that
+    /// owns no memory: it keeps `parent` alive, and its uses are noted on `parent`, whose free
+    /// waits for them.
+    pub fn view(parent: &Arc<DevAlloc>, offset: usize, bytes: usize) -> DevAlloc {
+        DevAlloc {
+            ptr: parent.ptr + offset as u64,
+            bytes,
+            device: parent.device,
+            home: parent.home.clone(),
+            readers: Mutex::new(Vec::new()),
+            reuse: None,
+            parent: Some(parent.clone()),
+        }
     }
 
     /// The device address (0 when empty).
@@ -80,6 +97,9 @@ impl DevAlloc {
 
     /// Records that work on `stream`, complete when `event` is, reads or writes this memory.
     pub fn note_use(&self, stream: &CudaStream, event: &Arc<Event>) {
+        if let Some(p) = &self.parent {
+            return p.note_use(stream, event);
+        }
         if self.ptr == 0 || stream.cu_stream() == self.home.cu_stream() {
             return;
         }
@@ -94,6 +114,9 @@ impl DevAlloc {
 impl Drop for DevAlloc {
     /// Parks the memory for reuse, or frees it once its readers have run (see [`Parked`]).
     fn drop(&mut self) {
+        if self.parent.is_some() {
+            return; // a view: the parent owns the memory (and was counted).
+        }
         #[cfg(feature = "failpoints")]
         crate::failpoint::live::dec(&crate::failpoint::live::CUDA);
         if self.ptr == 0 {

@@ -137,6 +137,24 @@ impl Backend for CudaBackend {
     }
 }
 
+/// Alignment of a CUDA view's start (bytes): what `cuMemAlloc` guarantees, so that kernels
+/// reading a view with wide loads see the alignment they would see in an allocation.
+pub(crate) const VIEW_ALIGN: usize = 256;
+
+/// `len` elements of `input` (a CUDA buffer) from byte `offset` (a multiple of [`VIEW_ALIGN`]),
+/// read in place: a view sharing `input`'s memory and fence (`backend/view.rs`). `None` where
+/// `input`'s memory is not an allocation of this backend.
+pub(crate) fn view(input: &Buffer, offset: usize, len: usize) -> Option<Buffer> {
+    let alloc = memory::alloc_of(input, "slice view").ok()?;
+    let bytes = len * input.dtype.size();
+    if !offset.is_multiple_of(VIEW_ALIGN) || offset + bytes > alloc.bytes() {
+        return None;
+    }
+    let view = Arc::new(memory::DevAlloc::view(alloc, offset, bytes));
+    let mem = super::Mem::Device(Box::new(memory::DevMem(view)));
+    Some(Buffer { device: input.device, dtype: input.dtype, len, mem, fence: input.fence.clone() })
+}
+
 /// Downloads a CUDA buffer in chunks through double-buffered pinned memory, calling
 /// `sink(offset, bytes)` for each chunk as it reaches the host while the next chunk is in flight.
 ///

@@ -299,3 +299,28 @@ fn nccl_rejects_bad_calls_and_reports_nan_handling() {
     let k = devs.len() as i32;
     assert_eq!(download::<i32>(&devs[0], &sum[0]), vec![k, 2 * k, 3 * k], "usable after rejected calls");
 }
+
+/// A contiguous slice of a CUDA buffer starting at an allocation's alignment is a view: its
+/// bytes are the source's range (downloaded, and read by a kernel), it outlives the source's
+/// other holders, and uses of it keep the memory from being reused; an unaligned start is no view.
+#[test]
+fn an_aligned_contiguous_slice_is_a_view_of_the_allocation() {
+    let Some(dev) = devices().into_iter().next() else { return };
+    let seed: u64 = rand::rng().random();
+    let mut r = StdRng::seed_from_u64(seed);
+    let vals: Vec<f32> = (0..4096).map(|_| r.random_range(-10.0f32..10.0)).collect();
+    let x = Arc::new(upload(&dev, vals.clone()));
+    // Rows of 64 f32 (256 bytes): rows 3..7 start at byte 768.
+    let slice = |start| Kernel::Slice { outer: 1, in_mid: 64, start, len: 4, inner: 64 };
+    let v = crate::backend::view(&slice(3), &x, dev.device).unwrap().expect("a view");
+    assert_eq!(alloc_of(&v, "t").unwrap().ptr(), alloc_of(&x, "t").unwrap().ptr() + 768, "no copy");
+    drop(x);
+    let want = &vals[192..448];
+    assert_eq!(download::<f32>(&dev, &v), want, "seed {seed}");
+    let doubled = launch::compute(&dev, &Kernel::Scale(Scale::Mul(2.0)), &[&v], OutSpec { dtype: DType::F32, len: 256 });
+    let twice: Vec<f32> = want.iter().map(|x| x * 2.0).collect();
+    assert_eq!(download::<f32>(&dev, &doubled.expect("a kernel reads the view")), twice, "seed {seed}");
+    let x = Arc::new(upload(&dev, vals));
+    let odd = Kernel::Slice { outer: 1, in_mid: 4096, start: 3, len: 5, inner: 1 };
+    assert!(crate::backend::view(&odd, &x, dev.device).unwrap().is_none(), "12 bytes in: a copy");
+}
