@@ -317,7 +317,12 @@ fn an_aligned_contiguous_slice_is_a_view_of_the_allocation() {
     drop(x);
     let want = &vals[192..448];
     assert_eq!(download::<f32>(&dev, &v), want, "seed {seed}");
-    let doubled = launch::compute(&dev, &Kernel::Scale(Scale::Mul(2.0)), &[&v], OutSpec { dtype: DType::F32, len: 256 });
+    let doubled = launch::compute(
+        &dev,
+        &Kernel::Scale(Scale::Mul(2.0)),
+        &[&v],
+        OutSpec { dtype: DType::F32, len: 256 },
+    );
     let twice: Vec<f32> = want.iter().map(|x| x * 2.0).collect();
     assert_eq!(download::<f32>(&dev, &doubled.expect("a kernel reads the view")), twice, "seed {seed}");
     let x = Arc::new(upload(&dev, vals));
