@@ -20,7 +20,7 @@ pub(crate) mod nccl;
 mod registry;
 mod shelf;
 pub(crate) mod staged;
-mod view;
+pub(crate) mod view;
 #[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;
 

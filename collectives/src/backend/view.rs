@@ -74,6 +74,24 @@ pub(crate) fn view(kernel: &Kernel, input: &Arc<Buffer>, device: Device) -> Resu
     Ok(Some(Buffer { device, dtype: input.dtype, len: len * inner, mem: Mem::Host(Box::new(mem)), fence }))
 }
 
+/// The whole of `of` (a host buffer) as a buffer of host device `device`, read in place: how a
+/// host group's collective gives every member the one result its leader computed (host devices
+/// share one memory, and the result is immutable). `None` where `of` is not host memory or
+/// `device` is not a host device.
+pub(crate) fn share(of: &Arc<Buffer>, device: Device) -> Option<Buffer> {
+    if !device.is_host() || !matches!(of.mem, Mem::Host(_)) {
+        return None;
+    }
+    let mem = HostView { of: of.clone(), offset: 0, len: of.bytes() };
+    Some(Buffer {
+        device,
+        dtype: of.dtype,
+        len: of.len,
+        mem: Mem::Host(Box::new(mem)),
+        fence: of.fence.clone(),
+    })
+}
+
 /// A CUDA view (`cuda::view`); none without the CUDA backend.
 fn cuda_view(input: &Buffer, offset: usize, len: usize) -> Option<Buffer> {
     #[cfg(feature = "cuda")]
@@ -125,6 +143,16 @@ mod tests {
         let mut v = view(&k, &parent, Device::Cpu(0)).unwrap().unwrap();
         let Mem::Host(h) = &mut v.mem else { unreachable!() };
         assert!(h.as_bytes_mut().is_none(), "read-only");
+    }
+
+    #[test]
+    fn a_shared_buffer_is_the_whole_buffer_on_another_host_device() {
+        let parent = host(24);
+        let s = share(&parent, Device::Cpu(5)).expect("shared");
+        assert_eq!((s.device, s.len, s.dtype), (Device::Cpu(5), 24, parent.dtype));
+        assert_eq!(s.host_bytes("t").unwrap().as_ptr(), parent.host_bytes("t").unwrap().as_ptr());
+        assert_eq!(values(&s), (0..24).collect::<Vec<i32>>());
+        assert!(share(&parent, Device::Cuda(0)).is_none(), "host devices only");
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //!
 //! Every member is host memory, so the star's work — one kernel on the leader over every shard
 //! (the fold of an all_reduce, the join of an all_gather), its result sent to every member — is
-//! one pass of that CPU kernel whose finished chunks are copied into each member's output while
-//! still in cache (the kernel's fan-out); a reduce_scatter's fold is cut into each member's part
-//! instead. The general path issues exactly that work too, but only after the graph pass and the
+//! one pass of that CPU kernel, whose result every member then reads in place (`view::share`:
+//! host devices share one memory, and a realized tensor never changes); a reduce_scatter's fold
+//! is cut into each member's part instead, a view where the part is one contiguous range. The general path issues exactly that work too, but only after the graph pass and the
 //! schedule have found it. Issued as one call (like an NCCL call), a realize whose shards are
 //! already on their devices takes the executor's direct path, and the bookkeeping that made most
 //! of a small collective's time is gone (`bench/gpu/13-fixed-cost`).
@@ -24,7 +24,7 @@
 use std::sync::Arc;
 
 use super::CpuBackend;
-use crate::backend::{Backend, Buffer, Kernel, OutSpec};
+use crate::backend::{Backend, Buffer, Kernel, OutSpec, view};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::graph::MultiKernel;
@@ -60,17 +60,14 @@ impl MultiKernel for HostStar {
         let root = self.devices[self.root];
         let out = spec(self.name, inputs, self.len)?;
         self.kernel.check(root, inputs, out)?;
-        let others: Vec<Device> = self.devices.iter().copied().filter(|&d| d != root).collect();
-        let (result, copies) = CpuBackend::on(root)?.compute_fanout(&self.kernel, inputs, out, &others)?;
-        let mut copies = copies.into_iter();
-        let mut result = Some(result);
-        let mut outs = Vec::with_capacity(self.devices.len());
-        for i in 0..self.devices.len() {
-            let next = if i == self.root { result.take() } else { copies.next() };
-            let b = next.ok_or_else(|| Error::internal(self.name, "the kernel wrote too few copies"))?;
-            outs.push(Arc::new(b));
-        }
-        Ok(outs)
+        let result = Arc::new(CpuBackend::on(root)?.compute(&self.kernel, inputs, out)?);
+        let give = |&d: &Device| match d == root {
+            true => Ok(result.clone()),
+            false => view::share(&result, d)
+                .map(Arc::new)
+                .ok_or_else(|| Error::internal(self.name, format!("{d} cannot share {root}'s result"))),
+        };
+        self.devices.iter().map(give).collect()
     }
 }
 
@@ -100,11 +97,14 @@ impl MultiKernel for HostReduceScatter {
         let root = self.devices[self.root];
         let full = spec("host reduce_scatter", inputs, self.len)?;
         self.fold.check(root, inputs, full)?;
-        let folded = CpuBackend::on(root)?.compute(&self.fold, inputs, full)?;
+        let folded = Arc::new(CpuBackend::on(root)?.compute(&self.fold, inputs, full)?);
         let part = OutSpec { len: self.part_len, ..full };
         let cut = |(&d, k): (&Device, &Kernel)| -> Result<Arc<Buffer>> {
             k.check(d, &[&folded], part)?;
-            Ok(Arc::new(CpuBackend::on(d)?.compute(k, &[&folded], part)?))
+            match view::view(k, &folded, d)? {
+                Some(v) => Ok(Arc::new(v)),
+                None => Ok(Arc::new(CpuBackend::on(d)?.compute(k, &[&folded], part)?)),
+            }
         };
         self.devices.iter().zip(&self.parts).map(cut).collect()
     }
