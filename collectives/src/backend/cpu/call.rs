@@ -5,8 +5,9 @@
 //! (the fold of an all_reduce, the join of an all_gather), its result sent to every member — is
 //! one pass of that CPU kernel, whose result every member then reads in place (`view::share`:
 //! host devices share one memory, and a realized tensor never changes); a reduce_scatter's fold
-//! is cut into each member's part instead, a view where the part is one contiguous range. The general path issues exactly that work too, but only after the graph pass and the
-//! schedule have found it. Issued as one call (like an NCCL call), a realize whose shards are
+//! is cut into each member's part instead, a view where the part is one contiguous range. The
+//! general path issues exactly that work too, but only after the graph pass and the schedule
+//! have found it. Issued as one call (like an NCCL call), a realize whose shards are
 //! already on their devices takes the executor's direct path, and the bookkeeping that made most
 //! of a small collective's time is gone (`bench/gpu/13-fixed-cost`).
 //!
