@@ -41,6 +41,8 @@ pub(crate) struct CudaDevice {
     pub arch: (i32, i32),
     /// Device memory in bytes.
     pub total_mem: usize,
+    /// Whether kernels can read pinned host memory at its host address (unified addressing).
+    pub unified: bool,
     pool: PoolHandle,
     /// Freed allocations kept for reuse on their stream.
     reuse: Arc<Reuse>,
@@ -87,6 +89,7 @@ impl CudaDevice {
             .map_err(e("query device"))?;
         let arch = ctx.compute_capability().map_err(e("query device"))?;
         let total_mem = ctx.total_mem().map_err(e("query device"))?;
+        let unified = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) == Ok(1);
         // SAFETY: the device handle is the context's own, and the context is current (new()
         // binds it to this thread).
         let pool = unsafe { driver::default_pool(ctx.cu_device()) }.map_err(e("configure memory pool"))?;
@@ -96,6 +99,7 @@ impl CudaDevice {
             sms: sms.max(1) as u32,
             arch,
             total_mem,
+            unified,
             pool: PoolHandle(pool),
             reuse: Arc::default(),
             functions: Mutex::default(),

@@ -14,27 +14,22 @@
 //! 24–36 unstreamed, and of `cuda:0, vulkan:0, cpu:0` 25–37 against 49–58 (`bench/gpu/18-locked`,
 //! runs b, d, e and f on four machines of the kind).
 
-use cudarc::driver::sys::{CUdevice_attribute, CUdeviceptr};
+use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
 use super::launch::{self, Launcher};
 use super::memory::{alloc_of, await_on, device_buffer, record};
 use super::pinned::{self, PinnedBlock, PinnedHost};
-use super::stream::host_copy;
+use super::stream::{host_blocks, host_copy};
 use crate::backend::{Buffer, Kernel, Mem, OutSpec};
 use crate::device::Device;
-use crate::error::{Error, Result};
-
-/// Whether `dev`'s kernels can read pinned host memory at its host address (unified
-/// addressing: every 64-bit platform CUDA supports today).
-pub(crate) fn usable(dev: &CudaDevice) -> bool {
-    dev.ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING).is_ok_and(|v| v == 1)
-}
+use crate::error::Result;
 
 /// Runs elementwise `kernel` over `inputs` (on `dev`, on peers it reads in place, or on host
 /// devices) into a new buffer on `dev`, and copies the result into a new buffer on each host
 /// device of `to`, all on `dev`'s compute stream; returns the device result and the host copies.
-/// The caller has checked the kernel contract (`Kernel::check_streamed`) and [`usable`].
+/// The caller has checked the kernel contract (`Kernel::check_streamed`) and that `dev` has
+/// unified addressing (`CudaDevice::unified`: every 64-bit platform CUDA supports today).
 pub(crate) fn compute_mapped(
     dev: &CudaDevice,
     kernel: &Kernel,
@@ -43,21 +38,14 @@ pub(crate) fn compute_mapped(
     to: &[Device],
 ) -> Result<(Buffer, Vec<Buffer>)> {
     crate::failpoint::hit(dev.device, "cuda copy")?;
-    if let Some(d) = to.iter().find(|d| !d.is_host()) {
-        let what = format!("one-pass kernel on {}", dev.device);
-        return Err(Error::internal(what, format!("{d} is not a host device")));
-    }
+    let bytes = out.len * out.dtype.size();
+    let blocks = host_blocks(dev, to, bytes, "one-pass kernel")?;
     let copied = launch::peer_inputs(dev, inputs)?;
     let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
     let mut staged = Vec::new();
     let ptrs = inputs.iter().map(|b| read_at(dev, b, &mut staged)).collect::<Result<Vec<_>>>()?;
-    let bytes = out.len * out.dtype.size();
     let stream = &dev.compute;
     let dst = dev.alloc(bytes, stream)?;
-    let blocks = to
-        .iter()
-        .map(|_| (bytes > 0).then(|| pinned::take(bytes, &dev.ctx, dev.device)).transpose())
-        .collect::<Result<Vec<_>>>()?;
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
     let issued = launch::run(&Launcher { dev, stream }, kernel, &ptrs, in_dtype, dst.ptr(), out)
         .and_then(|()| download(dev, dst.ptr(), bytes, &blocks))
@@ -136,6 +124,7 @@ mod tests {
     use super::super::tests::{as_dtype, devices, to_f64s};
     use super::*;
     use crate::dtype::DType;
+    use crate::error::Error;
     use crate::graph::BinaryOp;
 
     fn host_f32(b: &Buffer) -> Vec<f32> {
@@ -150,7 +139,7 @@ mod tests {
     #[test]
     fn one_pass_binary_kernels_at_odd_sizes_and_edge_cases() {
         let Some(dev) = devices().into_iter().next() else { return };
-        assert!(usable(&dev), "unified addressing");
+        assert!(dev.unified, "unified addressing");
         let seed: u64 = rand::rng().random();
         let mut r = StdRng::seed_from_u64(seed);
         for n in [1usize, 7, 65_537] {

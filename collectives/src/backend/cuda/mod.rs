@@ -104,7 +104,7 @@ impl Backend for CudaBackend {
     ) -> Result<(Buffer, Vec<Buffer>)> {
         let from_host = inputs.iter().any(|b| b.device.is_host());
         if kernel.elementwise() && (from_host || !to.is_empty()) {
-            if out.len * out.dtype.size() < crate::exec::STREAM_SMALL_BYTES && mapped::usable(&self.dev) {
+            if out.len * out.dtype.size() < crate::exec::STREAM_SMALL_BYTES && self.dev.unified {
                 return mapped::compute_mapped(&self.dev, kernel, inputs, out, to);
             }
             return stream::compute_streamed(&self.dev, kernel, inputs, out, to, None);

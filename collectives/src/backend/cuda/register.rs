@@ -76,7 +76,7 @@ impl Direct<'_> {
     pub fn ptr(&self) -> *mut u8 {
         match self {
             Direct::Pinned(b) => b.ptr(),
-            Direct::Locked(l) => l.ptr,
+            Direct::Locked(l) => l.reg.ptr(),
         }
     }
 
@@ -117,6 +117,8 @@ pub(crate) fn direct<'a>(dev: &CudaDevice, b: &'a Buffer) -> Option<Direct<'a>> 
 /// Locks the `len` bytes at `ptr` (a `HostPages` allocation) if the bound allows; `None`, with
 /// the reason logged, where it does not or the driver refuses.
 fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Option<Box<dyn HostPin>> {
+    // A `HostPages` allocation is never empty, so never at a null address.
+    let at = std::ptr::NonNull::new(ptr)?;
     let held = LOCKED.fetch_add(len, Ordering::AcqRel);
     if held + len > limit() {
         LOCKED.fetch_sub(len, Ordering::AcqRel);
@@ -129,27 +131,22 @@ fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Option<Box<dyn HostPin>> 
         return None;
     }
     let start = Instant::now();
-    // SAFETY: a `HostPages` allocation is `len` bytes of its own pages at `ptr`, and it drops
+    // SAFETY: a `HostPages` allocation is `len` bytes of its own pages at `at`, and it drops
     // its locking (this value) before it frees them; `HostLock::drop` waits for the copies that
     // read it first.
-    let reg = std::ptr::NonNull::new(ptr).map(|p| unsafe { Registered::new(dev.device, p, len) });
-    match reg {
-        Some(Ok(reg)) => {
+    match unsafe { Registered::new(dev.device, at, len) } {
+        Ok(reg) => {
             log!(
                 LogLevel::Info,
                 "{}: locked {len} host bytes in {:.1} ms (uploaded again)",
                 dev.device,
                 start.elapsed().as_secs_f64() * 1e3
             );
-            Some(Box::new(HostLock { _reg: reg, ptr, len, pending: Mutex::new(Vec::new()) }))
+            Some(Box::new(HostLock { reg, pending: Mutex::new(Vec::new()) }))
         }
-        other => {
+        Err(e) => {
             LOCKED.fetch_sub(len, Ordering::AcqRel);
-            let why = other.map_or_else(
-                || "a null address".to_string(),
-                |r| r.err().map(|e| e.to_string()).unwrap_or_default(),
-            );
-            log!(LogLevel::Info, "{}: {len} host bytes left staged: locking failed: {why}", dev.device);
+            log!(LogLevel::Info, "{}: {len} host bytes left staged: locking failed: {e}", dev.device);
             None
         }
     }
@@ -157,17 +154,11 @@ fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Option<Box<dyn HostPin>> 
 
 /// An owned host buffer's pages, locked for every CUDA context while the value lives.
 pub(crate) struct HostLock {
-    _reg: Registered,
-    ptr: *mut u8,
-    len: usize,
+    /// The locking (undone when it drops, after `HostLock::drop` has waited for the copies).
+    reg: Registered,
     /// Copies that read the memory.
     pending: Mutex<Vec<Arc<Event>>>,
 }
-
-// SAFETY: the value only names the memory (the copies it records read it; it never does).
-unsafe impl Send for HostLock {}
-// SAFETY: as above; `pending` is behind a mutex.
-unsafe impl Sync for HostLock {}
 
 impl HostLock {
     /// Records a copy (complete when `event` is) that reads the memory.
@@ -195,8 +186,8 @@ impl HostPin for HostLock {
 impl Drop for HostLock {
     fn drop(&mut self) {
         self.wait_idle();
-        LOCKED.fetch_sub(self.len, Ordering::AcqRel);
-        // `_reg` unlocks the pages as it drops, after this.
+        LOCKED.fetch_sub(self.reg.len(), Ordering::AcqRel);
+        // `reg` unlocks the pages as it drops, after this.
     }
 }
 

@@ -167,6 +167,18 @@ impl Registered {
     }
 }
 
+impl Registered {
+    /// The first byte's address.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
 impl Drop for Registered {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();

@@ -99,21 +99,12 @@ pub(crate) fn compute_streamed(
     crate::failpoint::hit(dev.device, "cuda copy")?;
     let widest = inputs.first().map_or(1, |b| b.dtype.size()).max(out.dtype.size());
     let chunk = chunk.unwrap_or_else(|| chunk_elems(out.len, widest)).clamp(1, staging::CHUNK / widest);
-    if let Some(d) = to.iter().find(|d| !d.is_host()) {
-        return Err(Error::internal(
-            format!("streamed kernel on {}", dev.device),
-            format!("{d} is not a host device"),
-        ));
-    }
+    let bytes = out.len * out.dtype.size();
+    let blocks = host_blocks(dev, to, bytes, "streamed kernel")?;
     let copied = launch::peer_inputs(dev, inputs)?;
     let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
-    let dst = dev.alloc(out.len * out.dtype.size(), &dev.compute)?;
+    let dst = dev.alloc(bytes, &dev.compute)?;
     let ins = inputs.iter().map(|b| input(dev, b)).collect::<Result<Vec<_>>>()?;
-    let bytes = out.len * out.dtype.size();
-    let blocks = to
-        .iter()
-        .map(|_| (bytes > 0).then(|| pinned::take(bytes, &dev.ctx, dev.device)).transpose())
-        .collect::<Result<Vec<_>>>()?;
     let plan = Plan { dev, kernel, ins: &ins, in_dtype: inputs.first().map_or(out.dtype, |b| b.dtype), out };
     let (done, landed) = match plan.issue(&dst, &blocks, chunk) {
         Ok(events) => events,
@@ -158,6 +149,24 @@ fn input<'a>(dev: &CudaDevice, b: &'a Buffer) -> Result<Input<'a>> {
         }
     };
     Ok(Input::Host { from, scratch: dev.alloc(b.bytes(), &dev.copy_in)? })
+}
+
+/// A pinned block of `bytes` for each host device of `to`, which the result of a streamed kernel
+/// (`what`, chunked here or in one pass, `mapped.rs`) is copied into; none where the result is
+/// empty. An internal error where `to` names a device that is not a host device.
+pub(super) fn host_blocks(
+    dev: &CudaDevice,
+    to: &[Device],
+    bytes: usize,
+    what: &str,
+) -> Result<Vec<Option<PinnedBlock>>> {
+    if let Some(d) = to.iter().find(|d| !d.is_host()) {
+        return Err(Error::internal(
+            format!("{what} on {}", dev.device),
+            format!("{d} is not a host device"),
+        ));
+    }
+    to.iter().map(|_| (bytes > 0).then(|| pinned::take(bytes, &dev.ctx, dev.device)).transpose()).collect()
 }
 
 /// A host device `d`'s copy of the result, in `block`, complete when `landed` (recorded on
