@@ -95,6 +95,11 @@ impl<K: Copy + Eq + Hash, V> Shelf<K, V> {
         self.free.get(&key).map_or(0, VecDeque::len)
     }
 
+    /// The most bytes the shelf keeps.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Bytes kept.
     pub fn bytes(&self) -> usize {
         self.bytes

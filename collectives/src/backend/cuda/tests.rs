@@ -74,7 +74,7 @@ fn launch_failure_is_an_error_and_the_device_recovers() {
 }
 
 #[test]
-fn freed_allocations_are_reused_on_their_stream_and_given_up_for_an_allocation() {
+fn freed_allocations_of_every_size_are_reused_on_their_stream_and_given_up_for_an_allocation() {
     let Some(dev) = devices().into_iter().next() else {
         return;
     };
@@ -97,13 +97,25 @@ fn freed_allocations_are_reused_on_their_stream_and_given_up_for_an_allocation()
     let unparked = dev.alloc_unparked(bytes, &stream).expect("unparked");
     drop((again, on_other, tiny));
     assert_eq!(parked(&stream, bytes) + parked(&other, bytes), 2, "both parked");
-    assert_eq!(parked(&stream, small), 0, "small allocations are freed, not parked");
+    assert_eq!(parked(&stream, small), 1, "small allocations are parked too");
+    let tiny_again = dev.alloc(small, &stream).expect("small again");
+    assert_eq!(parked(&stream, small), 0, "and taken back");
+    drop(tiny_again);
     drop(unparked);
     assert_eq!(parked(&stream, bytes), 1, "an unparked allocation is freed");
+    // The small shelf keeps at most 256 allocations, the newest: 300 of 4 KiB, dropped in turn.
+    // (The shelf is the device's: other tests' small allocations may displace some of these.)
+    let many: Vec<_> = (0..300).map(|_| dev.alloc(4096, &stream).expect("4 KiB")).collect();
+    let newest = many.last().expect("300").ptr();
+    drop(many);
+    let kept = parked(&stream, 4096);
+    assert!((1..=256).contains(&kept), "the small shelf is full, the oldest freed: {kept} kept");
+    assert_eq!(dev.alloc(4096, &stream).expect("4 KiB").ptr(), newest, "newest first");
     // An allocation the pool cannot serve frees everything parked before it gives up.
     let err = dev.alloc(dev.total_mem * 2, &stream).err().expect("more than the device has");
     assert!(matches!(err, Error::OutOfMemory { .. }), "{err}");
     assert_eq!(parked(&stream, bytes) + parked(&other, bytes), 0, "the shelf was emptied");
+    assert_eq!(parked(&stream, small) + parked(&stream, 4096), 0, "both shelves were emptied");
 }
 
 #[test]
