@@ -66,6 +66,10 @@ const DRIVER_SYMBOLS: &[&str] = &[
 const INTEROP_SYMBOLS: &[&str] =
     &["cuImportExternalMemory", "cuExternalMemoryGetMappedBuffer", "cuDestroyExternalMemory", "cuMemFree_v2"];
 
+/// Driver entry points of the bridge's ordering (a Vulkan timeline semaphore imported here);
+/// checked when a timeline is first imported.
+const SEMAPHORE_SYMBOLS: &[&str] = &["cuImportExternalSemaphore", "cuWaitExternalSemaphoresAsync"];
+
 /// NVRTC entry points used to compile the kernels.
 const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcCreateProgram",
@@ -157,6 +161,59 @@ pub(crate) fn interop_status() -> &'static Result<(), String> {
         driver_status().clone()?;
         check("libcuda", true, has_symbol!(cudarc::driver::sys), INTEROP_SYMBOLS)
     })
+}
+
+/// `Ok` when libcuda loads with the entry points that import a Vulkan timeline semaphore and
+/// wait on it, else why not (cached).
+pub(crate) fn semaphore_status() -> &'static Result<(), String> {
+    static S: OnceLock<Result<(), String>> = OnceLock::new();
+    S.get_or_init(|| {
+        driver_status().clone()?;
+        check("libcuda", true, has_symbol!(cudarc::driver::sys), SEMAPHORE_SYMBOLS)
+    })
+}
+
+/// Imports the timeline semaphore `fd` names (an opaque file descriptor from Vulkan); the driver
+/// takes the descriptor over on success.
+///
+/// # Safety
+/// The current context is the importing device's; `fd` names a timeline semaphore of the same
+/// GPU.
+pub(crate) unsafe fn import_timeline(
+    fd: std::os::fd::OwnedFd,
+) -> Result<sys::CUexternalSemaphore, DriverError> {
+    use std::os::fd::{AsRawFd, IntoRawFd};
+    // SAFETY: a C union of an int, pointers and a pointer pair, valid all zero.
+    let mut handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 = unsafe { std::mem::zeroed() };
+    handle.fd = fd.as_raw_fd();
+    let desc = sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+        type_: sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+        handle,
+        flags: 0,
+        reserved: [0; 16],
+    };
+    let mut sem = std::ptr::null_mut();
+    // SAFETY: as the caller guarantees; `desc` names an open descriptor.
+    unsafe { sys::cuImportExternalSemaphore(&mut sem, &desc) }.result()?;
+    // The driver owns the descriptor now: it must not be closed here.
+    let _ = fd.into_raw_fd();
+    Ok(sem)
+}
+
+/// Makes `stream` wait, on the device, until the timeline `sem` reaches `value`.
+///
+/// # Safety
+/// `sem` was imported into the stream's context and is not yet destroyed; `stream` is live.
+pub(crate) unsafe fn wait_timeline(
+    sem: sys::CUexternalSemaphore,
+    value: u64,
+    stream: sys::CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: a C struct of integers and unions of integers and pointers, valid all zero.
+    let mut params: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+    params.params.fence.value = value;
+    // SAFETY: as the caller guarantees; one semaphore, one set of parameters.
+    unsafe { sys::cuWaitExternalSemaphoresAsync(&sem, &params, 1, stream) }.result()
 }
 
 /// Imports the memory object `fd` names (`size` bytes, an opaque file descriptor from Vulkan) and

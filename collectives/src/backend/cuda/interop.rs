@@ -11,10 +11,11 @@ use cudarc::driver::sys::{CUdeviceptr, CUexternalMemory};
 
 use super::device;
 use super::driver;
-use super::memory::{CudaFence, alloc_of, await_on, device_buffer, record};
+#[cfg(feature = "vulkan")]
+use super::memory::device_buffer;
+use super::memory::{CudaFence, alloc_of, await_on, record};
 use crate::backend::{Buffer, Fence};
 use crate::device::Device;
-use crate::dtype::DType;
 use crate::error::{Error, Result};
 
 /// The UUID of the physical GPU behind CUDA device `device` (`cuDeviceGetUuid`).
@@ -109,27 +110,31 @@ pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr) -> Result<Ar
     Ok(Arc::new(CudaFence::new(e, &stream, dev.device)))
 }
 
-/// A new buffer of `len` elements of `dtype` on CUDA device `device`, copied from device address
-/// `src` of the same GPU (another API's memory, mapped, whose writer has finished): on the
-/// device's upload stream.
+#[cfg(feature = "vulkan")]
+/// A new buffer on CUDA device `device` holding `src`'s elements (a Vulkan buffer of the same
+/// GPU), copied from device address `mapped` (`src`'s memory, mapped here): on the device's upload
+/// stream, which waits for `src`'s writer on the device ([`super::timeline`]), or, where the Vulkan
+/// timeline cannot be imported, after a host wait.
 ///
 /// # Safety
-/// `src` is mapped for at least the buffer's bytes and stays mapped until the copy has run.
-pub(crate) unsafe fn copy_from_mapped(
-    device: Device,
-    src: CUdeviceptr,
-    dtype: DType,
-    len: usize,
-) -> Result<Buffer> {
+/// `mapped` is `src`'s memory, mapped for at least its bytes, and stays mapped until the copy
+/// has run.
+pub(crate) unsafe fn copy_from_mapped(device: Device, src: &Buffer, mapped: CUdeviceptr) -> Result<Buffer> {
     let dev = opened(device, "device bridge")?;
     let stream = dev.copy_in.clone();
-    let bytes = len * dtype.size();
+    let bytes = src.bytes();
     let alloc = dev.alloc(bytes, &stream)?;
+    if let Some(f) = &src.fence
+        && !super::timeline::await_vulkan(&dev, &stream, f.as_ref())?
+    {
+        f.wait()?;
+    }
     crate::failpoint::hit(dev.device, "cuda copy")?;
     dev.bind()?;
-    // SAFETY: the new allocation holds `bytes`; `src` as the caller guarantees.
-    unsafe { driver::dtod_async(alloc.ptr(), src, bytes, stream.cu_stream()) }
+    // SAFETY: the new allocation holds `bytes`; `mapped` as the caller guarantees, its writer
+    // ordered before the copy above.
+    unsafe { driver::dtod_async(alloc.ptr(), mapped, bytes, stream.cu_stream()) }
         .map_err(driver::err(dev.device, "copy from mapped memory"))?;
     let e = record(&stream, dev.device)?;
-    Ok(device_buffer(dtype, len, alloc, e, &stream))
+    Ok(device_buffer(src.dtype, src.len, alloc, e, &stream))
 }

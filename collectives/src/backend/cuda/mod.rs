@@ -35,6 +35,8 @@ mod staging;
 mod stream;
 #[cfg(test)]
 mod tests;
+#[cfg(feature = "vulkan")]
+pub(crate) mod timeline;
 mod virt;
 
 use std::sync::Arc;
@@ -46,7 +48,9 @@ use crate::error::{Error, Result};
 
 pub(crate) use call::{CudaCall, Pull};
 // The CUDA half of the staged CUDA ↔ Vulkan chain.
-pub(crate) use interop::{ImportedMem, copy_from_mapped, copy_to_mapped, uuid};
+#[cfg(feature = "vulkan")]
+pub(crate) use interop::copy_from_mapped;
+pub(crate) use interop::{ImportedMem, copy_to_mapped, uuid};
 pub(crate) use staging::{Registered, RingMem, dest_end, source_end};
 
 /// The backend of one CUDA device.

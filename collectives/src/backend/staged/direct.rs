@@ -4,8 +4,10 @@
 //! On such a GPU, large Vulkan tensor buffers have exportable memory of their own
 //! ([`SharedBuf`]), which CUDA maps once (the mapping is kept with the memory, parked buffers
 //! included). A move to Vulkan allocates the destination and has CUDA copy into it; a move from
-//! Vulkan has CUDA copy out of the source, once its Vulkan writer has finished. Either way the data
-//! crosses no ring and the Vulkan queue does nothing: on the H200, a Vulkan copy runs at about
+//! Vulkan has CUDA copy out of the source once its Vulkan writer has finished, a wait on the GPU
+//! (the Vulkan device's timeline semaphore imported into CUDA, `cuda::await_vulkan`), not on the
+//! host, wherever the drivers allow it. Either way the data crosses no ring and the Vulkan queue
+//! does nothing: on the H200, a Vulkan copy runs at about
 //! 370 GB/s and every hand-over between the two APIs' work costs about 200 µs (`bench/gpu/11-bridge`),
 //! while CUDA copies device to device at about 1.9 TB/s. Smaller buffers, and Vulkan buffers
 //! without shared memory, take the device ring ([`super::ring`]).
@@ -75,13 +77,12 @@ fn to_vulkan(src: &Buffer, vk: Device) -> Result<Option<Buffer>> {
 }
 
 /// `src` (a Vulkan buffer) copied into a new buffer of CUDA device `cu`, if its memory is shared.
-fn to_cuda(src: &Buffer, cu: Device) -> Result<Option<Buffer>> {
+pub(super) fn to_cuda(src: &Buffer, cu: Device) -> Result<Option<Buffer>> {
     let Some(from) = SharedBuf::of(src) else { return Ok(None) };
-    src.wait()?;
     let Some(map) = mapping(&from, cu, src.device) else { return Ok(None) };
-    // SAFETY: the mapping covers the buffer, whose writer has finished (waited above); the
+    // SAFETY: the mapping is `src`'s memory and covers it (the copy waits for its writer); the
     // buffer waits for the copy (`set_busy`) before its memory is reused or freed.
-    let out = unsafe { cuda::copy_from_mapped(cu, map.ptr(), src.dtype, src.len) }?;
+    let out = unsafe { cuda::copy_from_mapped(cu, src, map.ptr()) }?;
     if let Some(f) = &out.fence {
         from.set_busy(f.clone())?;
     }

@@ -443,6 +443,53 @@ fn a_failed_share_falls_back_and_every_byte_still_arrives() {
     check(&back, "back to CUDA");
 }
 
+/// A move out of a Vulkan buffer issued while its Vulkan writer may still run waits for it on
+/// the GPU, through the Vulkan timeline imported into CUDA, and reads the written values; with
+/// the import refused (on this thread) it waits on the host, with the same values (the GPU
+/// machine's test; skipped without both devices of one GPU).
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+fn a_move_from_vulkan_waits_for_its_writer_on_the_gpu() {
+    use crate::backend::cuda::timeline::{FAIL_TIMELINE, imported};
+    use crate::backend::{Kernel, OutSpec};
+    use crate::dtype::DType;
+    use crate::graph::BinaryOp;
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else {
+        println!("skipped: needs {cu} and {vk}");
+        return;
+    };
+    if ring::choice(cu, vk) != crate::backend::chain::Bridge::Device {
+        println!("skipped: {cu} and {vk} are not one GPU");
+        return;
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let len = 16 << 20; // 64 MiB of f32: the fold runs long enough to be caught running
+    for refused in [false, true] {
+        let a: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let b: Vec<f32> = (0..len).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let up = |v: &Vec<f32>| vbe.htod(&Buffer::from_vec(Device::Cpu(0), v.clone())).unwrap();
+        let (va, vb) = (up(&a), up(&b));
+        let spec = OutSpec { dtype: DType::F32, len };
+        let sum = vbe.compute(&Kernel::Binary(BinaryOp::Add), &[&va, &vb], spec).unwrap();
+        let running = !sum.fence.as_ref().is_none_or(|f| f.is_complete());
+        FAIL_TIMELINE.with(|f| f.set(refused));
+        // Straight to the direct move: an earlier test may have marked the pair's sharing
+        // failed for this process, which only `transfer`'s choice reads.
+        let out = direct::to_cuda(&sum, cu).unwrap().expect("shared memory");
+        FAIL_TIMELINE.with(|f| f.set(false));
+        assert_eq!(out.device, cu);
+        assert!(imported(cu, vk), "{vk}'s timeline is imported into {cu}");
+        let back = cbe.dtoh(&out, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());
+        let want = |i: usize| (f64::from(a[i]) + f64::from(b[i])) as f32;
+        let wrong = (0..len).filter(|&i| got[i] != want(i)).count();
+        println!("import refused: {refused}; the writer still ran when the move was issued: {running}");
+        assert!(got.len() == len && wrong == 0, "import refused: {refused}: {wrong} of {len} wrong");
+    }
+}
+
 /// The line `a -> b: ...` of `g`'s listing.
 fn listed(g: &crate::collective::DeviceGroup, a: Device, b: Device) -> String {
     let head = format!("{a} -> {b}:");

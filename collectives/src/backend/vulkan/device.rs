@@ -39,6 +39,9 @@ pub(super) struct Gpu {
     pub host_import: Option<HostImport>,
     /// Memory export as a file descriptor (`VK_KHR_external_memory_fd`), when the device has it.
     pub export_fd: Option<ash::khr::external_memory_fd::Device>,
+    /// The timeline's export as a file descriptor (`VK_KHR_external_semaphore_fd`), when the
+    /// timeline was made exportable (see [`super::features::Physical::export_timeline`]).
+    pub timeline_fd: Option<ash::khr::external_semaphore_fd::Device>,
     /// The device's UUID, as another API of the same GPU reports it.
     pub uuid: [u8; 16],
     /// The device's memory types (picks the memory of exported allocations).
@@ -74,6 +77,8 @@ impl Gpu {
         let queue = unsafe { dev.get_device_queue(phys.family, 0) };
         let host_import = phys.host_import.map(|align| HostImport::new(&inst.raw, dev, align));
         let export_fd = phys.export_fd.then(|| ash::khr::external_memory_fd::Device::new(&inst.raw, dev));
+        let timeline_fd =
+            phys.export_timeline.then(|| ash::khr::external_semaphore_fd::Device::new(&inst.raw, dev));
         // SAFETY: the physical device came from the live instance.
         let memory = unsafe { inst.raw.get_physical_device_memory_properties(phys.handle) };
         let allocator = Allocator::new(&AllocatorCreateDesc {
@@ -85,8 +90,10 @@ impl Gpu {
             allocation_sizes: Default::default(),
         })
         .map_err(|e| Error::driver(device, "creating the memory allocator", e))?;
-        // SAFETY: `dev` is live with timelineSemaphore enabled.
-        let timeline = check(device, "vkCreateSemaphore", unsafe { raw::create_timeline(dev) })?;
+        // SAFETY: `dev` is live with timelineSemaphore enabled, and the semaphore extension
+        // where the timeline is exported.
+        let timeline =
+            check(device, "vkCreateSemaphore", unsafe { raw::create_timeline(dev, phys.export_timeline) })?;
         let state = match QueueState::new(device, dev, phys.family) {
             Ok(s) => s,
             Err(e) => {
@@ -108,6 +115,7 @@ impl Gpu {
             pipelines: Pipelines::default(),
             host_import,
             export_fd,
+            timeline_fd,
             uuid: phys.uuid,
             memory,
             software: phys.software,
@@ -207,6 +215,9 @@ fn create_device(
     }
     if phys.export_fd {
         exts.push(ash::khr::external_memory_fd::NAME.as_ptr());
+    }
+    if phys.export_timeline {
+        exts.push(ash::khr::external_semaphore_fd::NAME.as_ptr());
     }
     let info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)

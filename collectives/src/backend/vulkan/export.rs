@@ -16,6 +16,7 @@ use ash::vk;
 use super::bridge::{RingView, gpu};
 use super::memory::{DevBuf, Imported, Usage, VkMem};
 use super::raw::{self, check};
+use super::submit::TimelineFence;
 use crate::backend::{Buffer, Fence, Mem};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -24,6 +25,26 @@ use crate::error::{Error, Result};
 /// The UUID of Vulkan device `device` (`VkPhysicalDeviceIDProperties::deviceUUID`).
 pub(crate) fn uuid(device: Device) -> Result<[u8; 16]> {
     Ok(gpu(device)?.uuid)
+}
+
+/// A new descriptor of `device`'s timeline semaphore (submission n signals value n, see
+/// [`super::submit`]), for CUDA to import and wait on; an error when the timeline is not
+/// exportable (not an NVIDIA GPU, or no `VK_KHR_external_semaphore_fd`).
+pub(crate) fn timeline_fd(device: Device) -> Result<OwnedFd> {
+    let gpu = gpu(device)?;
+    let Some(ext) = &gpu.timeline_fd else {
+        return Err(Error::driver(device, "export the timeline semaphore", "the timeline is not exportable"));
+    };
+    // SAFETY: the timeline was created on this device exportable as an opaque descriptor
+    // (`timeline_fd` is set only then).
+    check(device, "vkGetSemaphoreFdKHR", unsafe { raw::semaphore_fd(ext, gpu.timeline) })
+}
+
+/// The Vulkan device and the value of its timeline that `fence` stands for, when `fence` is a
+/// Vulkan submission's.
+pub(crate) fn timeline_point(fence: &dyn Fence) -> Option<(Device, u64)> {
+    let t = fence.as_any().downcast_ref::<TimelineFence>()?;
+    Some((t.gpu.device, t.value))
 }
 
 /// Device memory of `device` exported for another API: the ring's view, the file descriptor

@@ -80,6 +80,10 @@ pub(super) struct Physical {
     pub export_fd: bool,
     /// Whether the device is an NVIDIA GPU (`vendorID` 0x10DE), the only kind CUDA also drives.
     pub nvidia: bool,
+    /// Whether the device's timeline semaphore is made exportable as a POSIX file descriptor
+    /// (`VK_KHR_external_semaphore_fd`), for CUDA to wait on its values: an NVIDIA GPU (CUDA
+    /// imports its own driver's semaphores) that reports timeline semaphores exportable so.
+    pub export_timeline: bool,
 }
 
 /// Probes `pd`: `Err` with the reason when the backend cannot use it (Vulkan below 1.2, no
@@ -137,6 +141,7 @@ pub(super) fn probe(
     let uuid = id.device_uuid;
     let family = family as u32;
     let nvidia = p.vendor_id == NVIDIA;
+    let export_timeline = nvidia && timeline_exportable(instance, pd);
     Ok(Physical {
         handle: pd,
         name,
@@ -148,6 +153,7 @@ pub(super) fn probe(
         uuid,
         export_fd,
         nvidia,
+        export_timeline,
     })
 }
 
@@ -159,6 +165,23 @@ fn has_extension(instance: &ash::Instance, pd: vk::PhysicalDevice, name: &std::f
     // SAFETY: `pd` was enumerated from the live `instance`.
     let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
     exts.iter().any(|e| e.extension_name_as_c_str() == Ok(name))
+}
+
+/// Whether `pd` has `VK_KHR_external_semaphore_fd` and exports timeline semaphores as opaque
+/// file descriptors.
+fn timeline_exportable(instance: &ash::Instance, pd: vk::PhysicalDevice) -> bool {
+    if !has_extension(instance, pd, ash::khr::external_semaphore_fd::NAME) {
+        return false;
+    }
+    let mut kind = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+    let info = vk::PhysicalDeviceExternalSemaphoreInfo::default()
+        .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD)
+        .push_next(&mut kind);
+    let mut props = vk::ExternalSemaphoreProperties::default();
+    // SAFETY: `pd` was enumerated from the live `instance` (Vulkan 1.2, checked); the chain is
+    // well formed.
+    unsafe { instance.get_physical_device_external_semaphore_properties(pd, &info, &mut props) };
+    props.external_semaphore_features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE)
 }
 
 /// `minImportedHostPointerAlignment` if `pd` has `VK_EXT_external_memory_host`.

@@ -233,14 +233,23 @@ pub(super) unsafe fn wait_timeline(
     unsafe { dev.wait_semaphores(&info, u64::MAX) }
 }
 
-/// A timeline semaphore starting at 0.
+/// A timeline semaphore starting at 0, exportable as an opaque file descriptor if `export`.
 ///
 /// # Safety
-/// `dev` is a live device with the timelineSemaphore feature enabled; destroy the result on it.
-pub(super) unsafe fn create_timeline(dev: &ash::Device) -> ash::prelude::VkResult<vk::Semaphore> {
+/// `dev` is a live device with the timelineSemaphore feature enabled (and, if `export`,
+/// `VK_KHR_external_semaphore_fd`); destroy the result on it.
+pub(super) unsafe fn create_timeline(
+    dev: &ash::Device,
+    export: bool,
+) -> ash::prelude::VkResult<vk::Semaphore> {
     let mut kind =
         vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
-    let info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+    let mut exported = vk::ExportSemaphoreCreateInfo::default()
+        .handle_types(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+    let mut info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+    if export {
+        info = info.push_next(&mut exported);
+    }
     // SAFETY: guaranteed by the caller.
     unsafe { dev.create_semaphore(&info, None) }
 }
@@ -347,6 +356,25 @@ pub(super) unsafe fn allocate_exportable(
         .push_next(&mut export);
     // SAFETY: guaranteed by the caller.
     unsafe { dev.allocate_memory(&info, None) }
+}
+
+/// A new file descriptor naming the payload of `semaphore` (created exportable as an opaque
+/// descriptor), owned by the caller.
+///
+/// # Safety
+/// `semaphore` was created on the device `ext` was loaded from, with the opaque-fd export type.
+pub(super) unsafe fn semaphore_fd(
+    ext: &ash::khr::external_semaphore_fd::Device,
+    semaphore: vk::Semaphore,
+) -> ash::prelude::VkResult<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let info = vk::SemaphoreGetFdInfoKHR::default()
+        .semaphore(semaphore)
+        .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+    // SAFETY: guaranteed by the caller.
+    let fd = unsafe { ext.get_semaphore_fd(&info) }?;
+    // SAFETY: the driver made a new descriptor for this call; nobody else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// A new file descriptor naming `memory` (allocated exportable), owned by the caller.
