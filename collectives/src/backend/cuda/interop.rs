@@ -110,24 +110,27 @@ pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr) -> Result<Ar
     Ok(Arc::new(CudaFence::new(e, &stream, dev.device)))
 }
 
-#[cfg(feature = "vulkan")]
 /// A new buffer on CUDA device `device` holding `src`'s elements (a Vulkan buffer of the same
 /// GPU), copied from device address `mapped` (`src`'s memory, mapped here): on the device's upload
-/// stream, which waits for `src`'s writer on the device ([`super::timeline`]), or, where the Vulkan
-/// timeline cannot be imported, after a host wait.
+/// stream, which waits for `src`'s writer on the device (a Vulkan writer through
+/// [`super::timeline`], a CUDA one by its event), or, where the Vulkan timeline cannot be
+/// imported, after a host wait.
 ///
 /// # Safety
 /// `mapped` is `src`'s memory, mapped for at least its bytes, and stays mapped until the copy
 /// has run.
+#[cfg(feature = "vulkan")]
 pub(crate) unsafe fn copy_from_mapped(device: Device, src: &Buffer, mapped: CUdeviceptr) -> Result<Buffer> {
     let dev = opened(device, "device bridge")?;
     let stream = dev.copy_in.clone();
     let bytes = src.bytes();
     let alloc = dev.alloc(bytes, &stream)?;
+    // A Vulkan writer's submission through the timeline; a CUDA writer's (a copy into this
+    // buffer by the bridge) by an event; anything else on the host.
     if let Some(f) = &src.fence
         && !super::timeline::await_vulkan(&dev, &stream, f.as_ref())?
     {
-        f.wait()?;
+        await_on(&stream, src, dev.device)?;
     }
     crate::failpoint::hit(dev.device, "cuda copy")?;
     dev.bind()?;
