@@ -15,13 +15,12 @@
 //! [`CUDA_POOL_ENV`] bytes per device (2 GiB unless set; `0` turns parking off); smaller ones on a
 //! shelf of their own of at most [`SMALL_SHELF_BYTES`], so a workload of many small sizes can
 //! neither crowd the large buffers out nor hold thousands of tiny allocations (each counts as at
-//! least 64 KiB there). Small calls are
-//! where the driver's allocate and free show: parking them took a 4 KiB `local_reduce` on one
-//! H200 from 16.2 to 14.0 µs and a 4 KiB all_reduce of two virtual CUDA devices from 24.2–24.4 to
-//! 16.5–20.2 µs (`bench/gpu/19-floors/c`). A newly parked allocation displaces the ones parked
-//! longest on its shelf, which are freed then (as above, after their readers); an allocation that
-//! fails frees everything parked and tries again, so parked memory never becomes an out-of-memory
-//! error.
+//! least 64 KiB there). Small calls are where the driver's allocate and free show: parking them
+//! took a 4 KiB `local_reduce` on one H200 from 15.6–16.2 to 13.9–15.0 µs and a 4 KiB all_reduce
+//! of two virtual CUDA devices from 22.4–24.4 to 16.5–20.2 µs (`bench/gpu/19-floors`, runs c and
+//! d). A newly parked allocation displaces the ones parked longest on its shelf, which are freed
+//! then (as above, after their readers); an allocation that fails frees everything parked and
+//! tries again, so parked memory never becomes an out-of-memory error.
 
 use std::sync::Arc;
 

@@ -4,17 +4,21 @@
 //! memory).
 //!
 //! Every Vulkan submission signals the next value of its device's timeline, and a Vulkan buffer's
-//! fence is that value (`backend/vulkan/submit.rs`). Where the Vulkan device exports its timeline as an opaque file descriptor (`VK_KHR_external_semaphore_fd`, NVIDIA),
-//! the CUDA device imports it once (`cuImportExternalSemaphore`) and a move out of a Vulkan buffer
-//! has its CUDA stream wait for the value (`cuWaitExternalSemaphoresAsync`). Where the import
-//! fails, the reason is warned about once and that pair's waits stay host waits.
+//! fence is that value (`backend/vulkan/submit.rs`). Where the Vulkan device exports its timeline
+//! as an opaque file descriptor (`VK_KHR_external_semaphore_fd`, NVIDIA), the CUDA device imports
+//! it once (`cuImportExternalSemaphore`) and a move out of a Vulkan buffer has its CUDA stream
+//! wait for the value (`cuWaitExternalSemaphoresAsync`). Where the import fails, the reason is
+//! warned about once and that pair's waits stay host waits.
+//!
+//! The other direction is not ordered this way yet: a Vulkan submission that reads a buffer a
+//! CUDA copy wrote waits for that copy on the host (`backend/vulkan/mod.rs`, `await_foreign`).
 //!
 //! A stream waiting on a value waits as long as the Vulkan submission runs; a Vulkan device that
 //! is lost never signals it. The host wait it replaces was unbounded too (`vkWaitSemaphores`
 //! without a timeout).
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUexternalSemaphore;
@@ -28,6 +32,7 @@ use crate::error::{Error, Result};
 
 /// A Vulkan device's timeline semaphore imported into one CUDA device, kept for the process
 /// (like the devices themselves).
+#[derive(Clone, Copy)]
 struct ImportedTimeline(CUexternalSemaphore);
 
 // SAFETY: the handle is a plain value the driver lets any thread use with the context bound.
@@ -36,7 +41,7 @@ unsafe impl Send for ImportedTimeline {}
 unsafe impl Sync for ImportedTimeline {}
 
 /// Every pair's import, or `None` where it failed.
-type Imports = Mutex<HashMap<(Device, Device), Option<Arc<ImportedTimeline>>>>;
+type Imports = Mutex<HashMap<(Device, Device), Option<ImportedTimeline>>>;
 
 fn imports() -> &'static Imports {
     static IMPORTS: OnceLock<Imports> = OnceLock::new();
@@ -45,7 +50,7 @@ fn imports() -> &'static Imports {
 
 /// The timeline of Vulkan device `vk` imported into `dev`, on first use; `None` when it cannot
 /// be (warned about once, with the reason), and then for the rest of the process.
-fn timeline(dev: &CudaDevice, vk: Device) -> Option<Arc<ImportedTimeline>> {
+fn timeline(dev: &CudaDevice, vk: Device) -> Option<ImportedTimeline> {
     #[cfg(test)]
     if FAIL_TIMELINE.with(|f| f.get()) {
         return None;
@@ -58,7 +63,7 @@ fn timeline(dev: &CudaDevice, vk: Device) -> Option<Arc<ImportedTimeline>> {
         };
         import_timeline(dev, vk).inspect_err(warn).ok()
     });
-    entry.clone()
+    *entry
 }
 
 /// Whether `vk`'s timeline is imported into `cu` (so moves out of `vk` wait on the GPU).
@@ -74,7 +79,7 @@ thread_local! {
     pub(crate) static FAIL_TIMELINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-fn import_timeline(dev: &CudaDevice, vk: Device) -> Result<Arc<ImportedTimeline>> {
+fn import_timeline(dev: &CudaDevice, vk: Device) -> Result<ImportedTimeline> {
     if let Err(reason) = driver::semaphore_status() {
         return Err(Error::driver(dev.device, "import a timeline semaphore", reason.clone()));
     }
@@ -84,7 +89,7 @@ fn import_timeline(dev: &CudaDevice, vk: Device) -> Result<Arc<ImportedTimeline>
     // same GPU (the bridge pairs devices by UUID); the import is kept for the process.
     let sem = unsafe { driver::import_timeline(fd) }
         .map_err(driver::err(dev.device, "cuImportExternalSemaphore"))?;
-    Ok(Arc::new(ImportedTimeline(sem)))
+    Ok(ImportedTimeline(sem))
 }
 
 /// Makes `stream` (of `dev`) wait, on the device, for the Vulkan submission `fence` stands for:
