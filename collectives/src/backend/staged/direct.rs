@@ -5,12 +5,12 @@
 //! ([`SharedBuf`]), which CUDA maps once (the mapping is kept with the memory, parked buffers
 //! included). A move to Vulkan allocates the destination and has CUDA copy into it; a move from
 //! Vulkan has CUDA copy out of the source once its Vulkan writer has finished, a wait on the GPU
-//! (the Vulkan device's timeline semaphore imported into CUDA, `cuda::await_vulkan`), not on the
-//! host, wherever the drivers allow it. Either way the data crosses no ring and the Vulkan queue
-//! does nothing: on the H200, a Vulkan copy runs at about
-//! 370 GB/s and every hand-over between the two APIs' work costs about 200 µs (`bench/gpu/11-bridge`),
-//! while CUDA copies device to device at about 1.9 TB/s. Smaller buffers, and Vulkan buffers
-//! without shared memory, take the device ring ([`super::ring`]).
+//! (the Vulkan device's timeline semaphore imported into CUDA, `backend/cuda/timeline.rs`), not on
+//! the host, wherever the drivers allow it. Either way the data crosses no ring and the Vulkan
+//! queue does nothing: on the H200, a Vulkan copy runs at about 370 GB/s and every hand-over
+//! between the two APIs' work costs about 200 µs (`bench/gpu/11-bridge`), while CUDA copies device
+//! to device at about 1.9 TB/s. Smaller buffers, and Vulkan buffers without shared memory, take
+//! the device ring ([`super::ring`]).
 
 use std::sync::Arc;
 
