@@ -16,7 +16,7 @@
 
 use std::any::Any;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use parking_lot::Mutex;
 
@@ -79,6 +79,8 @@ pub(crate) struct HostPages {
     pin: OnceLock<Box<dyn HostPin>>,
     /// How many times the allocation has been uploaded to a device (see [`HostPages::note_upload`]).
     uploads: AtomicU32,
+    /// Whether a device refused to lock the allocation: not asked again (see [`Declined`]).
+    refused: AtomicBool,
     pages: Vec<Page>,
 }
 
@@ -88,7 +90,7 @@ impl HostPages {
         // `vec![Page; n]` would write every page; zeroed memory from the allocator is mapped
         // lazily, as `vec![0u64; n]`'s is.
         let pages = bytemuck::allocation::zeroed_vec::<Page>(n);
-        HostPages { pin: OnceLock::new(), uploads: AtomicU32::new(0), pages }
+        HostPages { pin: OnceLock::new(), uploads: AtomicU32::new(0), refused: AtomicBool::new(false), pages }
     }
 
     /// The first byte's address.
@@ -112,18 +114,39 @@ impl HostPages {
     }
 
     /// Attaches the page-locking `make` returns (given the allocation's address and length)
-    /// unless one is attached already; returns the one attached, if any.
+    /// unless one is attached already; returns the one attached, if any. An allocation `make`
+    /// declined [`Declined::ForGood`] is not offered to it again (nor after the pool recycles it).
     pub fn pin_with(
         &self,
-        make: impl FnOnce(*mut u8, usize) -> Option<Box<dyn HostPin>>,
+        make: impl FnOnce(*mut u8, usize) -> Result<Box<dyn HostPin>, Declined>,
     ) -> Option<&dyn HostPin> {
         if let Some(p) = self.pin() {
             return Some(p);
         }
-        let made = make(self.ptr(), self.len())?;
+        if self.refused.load(Ordering::Acquire) {
+            return None;
+        }
+        let made = match make(self.ptr(), self.len()) {
+            Ok(made) => made,
+            Err(Declined::ForGood) => {
+                self.refused.store(true, Ordering::Release);
+                return None;
+            }
+            Err(Declined::ForNow) => return None,
+        };
         // Two uploads racing may both lock; the loser's locking is dropped (undone) here.
         Some(&**self.pin.get_or_init(|| made))
     }
+}
+
+/// Why a page-locking was not attached to a [`HostPages`] allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Declined {
+    /// Not now (a bound on locked memory is reached): offered again on a later upload.
+    ForNow,
+    /// Not for this allocation (the driver refused it): never offered again, so a loop uploading
+    /// it is not refused once per step.
+    ForGood,
 }
 
 /// Freed allocations by length in pages (see [`super::shelf`]).
@@ -280,7 +303,10 @@ mod tests {
         let probe =
             || Some(Box::new(Probe { waits: waits.clone(), released: released.clone() }) as Box<dyn HostPin>);
         assert!(p.pin().is_none());
-        assert!(p.pin_with(|ptr, len| (ptr == p.ptr() && len == p.len()).then(probe).flatten()).is_some());
+        let locked = p.pin_with(|ptr, len| {
+            (ptr == p.ptr() && len == p.len()).then(probe).flatten().ok_or(Declined::ForNow)
+        });
+        assert!(locked.is_some());
         assert!(p.pin_with(|_, _| panic!("locked once")).is_some());
         drop(a);
         assert_eq!(waits.load(Ordering::SeqCst), 1, "dropping a locked buffer waits for its copies");
@@ -292,10 +318,28 @@ mod tests {
     }
 
     #[test]
-    fn a_declined_locking_leaves_the_buffer_unlocked() {
-        let a = OwnedHost::uninit(POOL_MIN_BYTES * 7);
+    fn a_declined_locking_leaves_the_buffer_unlocked_and_a_refused_one_is_not_asked_again() {
+        let bytes = POOL_MIN_BYTES * 7;
+        let a = OwnedHost::uninit(bytes);
         let p = a.pages().unwrap();
-        assert!(p.pin_with(|_, _| None).is_none());
+        assert!(p.pin_with(|_, _| Err(Declined::ForNow)).is_none());
         assert!(p.pin().is_none());
+        let asked = AtomicU32::new(0);
+        let refuse = |_: *mut u8, _: usize| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            Err(Declined::ForGood)
+        };
+        assert!(p.pin_with(refuse).is_none(), "asked after a refusal for now");
+        assert!(p.pin_with(refuse).is_none());
+        assert_eq!(asked.load(Ordering::SeqCst), 1, "a refused allocation is not asked again");
+        assert!(p.pin().is_none());
+        let at = p.ptr();
+        drop(a);
+        let b = OwnedHost::uninit(bytes);
+        let q = b.pages().unwrap();
+        if q.ptr() == at {
+            assert!(q.pin_with(refuse).is_none());
+            assert_eq!(asked.load(Ordering::SeqCst), 1, "nor once the pool hands it out again");
+        }
     }
 }

@@ -36,7 +36,7 @@ pub(crate) use copy::copy;
 pub use cuda::{CUDA_DEVICES_ENV, register::HOST_REGISTER_ENV, reuse::CUDA_POOL_ENV};
 pub use host::HOST_POOL_ENV;
 #[cfg(feature = "cuda")]
-pub(crate) use host::HostPin;
+pub(crate) use host::{Declined, HostPin};
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use kernel::{Kernel, OutSpec};
 pub(crate) use registry::{device_count, device_name, get, nccl_available, nccl_usable, unavailable_reason};

@@ -8,7 +8,8 @@
 //! pages costs more than one staged upload, so an allocation is locked on its second upload of at
 //! least [`REGISTER_MIN_BYTES`] (the host pool keeps the count and the locking with the
 //! allocation, so a loop that uploads a buffer of the same size each step locks it once), up to
-//! [`HOST_REGISTER_ENV`] bytes locked at a time. A locking that fails leaves the buffer staged.
+//! [`HOST_REGISTER_ENV`] bytes locked at a time. A locking the driver refuses leaves the buffer
+//! staged for good (it is not tried again on every upload); one over the bound is tried again later.
 //!
 //! ```no_run
 //! # fn main() -> collectives::Result<()> {
@@ -33,7 +34,7 @@ use super::device::CudaDevice;
 use super::event::Event;
 use super::pinned::{self, PinnedBlock};
 use super::staging::Registered;
-use crate::backend::{Buffer, HostPin, Mem};
+use crate::backend::{Buffer, Declined, HostPin, Mem};
 use crate::log::{LogLevel, log};
 
 /// Environment variable bounding the bytes of owned host buffers the CUDA backend keeps
@@ -114,11 +115,11 @@ pub(crate) fn direct<'a>(dev: &CudaDevice, b: &'a Buffer) -> Option<Direct<'a>> 
     pin.as_any().downcast_ref::<HostLock>().map(Direct::Locked)
 }
 
-/// Locks the `len` bytes at `ptr` (a `HostPages` allocation) if the bound allows; `None`, with
-/// the reason logged, where it does not or the driver refuses.
-fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Option<Box<dyn HostPin>> {
+/// Locks the `len` bytes at `ptr` (a `HostPages` allocation) if the bound allows; with the reason
+/// logged, [`Declined::ForNow`] where it does not, [`Declined::ForGood`] where the driver refuses.
+fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Result<Box<dyn HostPin>, Declined> {
     // A `HostPages` allocation is never empty, so never at a null address.
-    let at = std::ptr::NonNull::new(ptr)?;
+    let at = std::ptr::NonNull::new(ptr).ok_or(Declined::ForGood)?;
     let held = LOCKED.fetch_add(len, Ordering::AcqRel);
     if held + len > limit() {
         LOCKED.fetch_sub(len, Ordering::AcqRel);
@@ -128,7 +129,7 @@ fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Option<Box<dyn HostPin>> 
             dev.device,
             limit()
         );
-        return None;
+        return Err(Declined::ForNow);
     }
     let start = Instant::now();
     // SAFETY: a `HostPages` allocation is `len` bytes of its own pages at `at`, and it drops
@@ -142,12 +143,16 @@ fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Option<Box<dyn HostPin>> 
                 dev.device,
                 start.elapsed().as_secs_f64() * 1e3
             );
-            Some(Box::new(HostLock { reg, pending: Mutex::new(Vec::new()) }))
+            Ok(Box::new(HostLock { reg, pending: Mutex::new(Vec::new()) }))
         }
         Err(e) => {
             LOCKED.fetch_sub(len, Ordering::AcqRel);
-            log!(LogLevel::Info, "{}: {len} host bytes left staged: locking failed: {e}", dev.device);
-            None
+            log!(
+                LogLevel::Info,
+                "{}: {len} host bytes left staged for good: locking failed: {e}",
+                dev.device
+            );
+            Err(Declined::ForGood)
         }
     }
 }
