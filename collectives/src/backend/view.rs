@@ -69,9 +69,14 @@ pub(crate) fn view(kernel: &Kernel, input: &Arc<Buffer>, device: Device) -> Resu
     if cuda {
         return Ok(cuda_view(input, offset, len * inner));
     }
-    let mem = HostView { of: input.clone(), offset, len: bytes };
-    let fence = input.fence.clone();
-    Ok(Some(Buffer { device, dtype: input.dtype, len: len * inner, mem: Mem::Host(Box::new(mem)), fence }))
+    Ok(Some(host_view(input, device, offset, len * inner)))
+}
+
+/// `len` elements of host buffer `of` from byte `offset` on, as a read-only buffer of host device
+/// `device` (the caller has checked the range), ready when `of` is.
+fn host_view(of: &Arc<Buffer>, device: Device, offset: usize, len: usize) -> Buffer {
+    let mem = HostView { of: of.clone(), offset, len: len * of.dtype.size() };
+    Buffer { device, dtype: of.dtype, len, mem: Mem::Host(Box::new(mem)), fence: of.fence.clone() }
 }
 
 /// The whole of `of` (a host buffer) as a buffer of host device `device`, read in place: how a
@@ -82,14 +87,7 @@ pub(crate) fn share(of: &Arc<Buffer>, device: Device) -> Option<Buffer> {
     if !device.is_host() || !matches!(of.mem, Mem::Host(_)) {
         return None;
     }
-    let mem = HostView { of: of.clone(), offset: 0, len: of.bytes() };
-    Some(Buffer {
-        device,
-        dtype: of.dtype,
-        len: of.len,
-        mem: Mem::Host(Box::new(mem)),
-        fence: of.fence.clone(),
-    })
+    Some(host_view(of, device, 0, of.len))
 }
 
 /// A CUDA view (`cuda::view`); none without the CUDA backend.

@@ -165,9 +165,7 @@ impl Registered {
             .map_err(driver::err(device, "register host memory"))?;
         Ok(Registered { ptr, len, ctx: dev.ctx.clone() })
     }
-}
 
-impl Registered {
     /// The first byte's address.
     pub fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()

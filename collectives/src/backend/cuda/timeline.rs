@@ -10,6 +10,11 @@
 //! wait for the value (`cuWaitExternalSemaphoresAsync`). Where the import fails, the reason is
 //! warned about once and that pair's waits stay host waits.
 //!
+//! Only work the device does may wait this way: a host buffer a Vulkan copy wrote (a readback)
+//! is read by the host when an upload of it is issued, so `memory::await_on` keeps waiting for it
+//! on the host, and the bridge's copy out of Vulkan memory (`interop::copy_from_mapped`) is the
+//! one caller.
+//!
 //! The other direction is not ordered this way yet: a Vulkan submission that reads a buffer a
 //! CUDA copy wrote waits for that copy on the host (`backend/vulkan/mod.rs`, `await_foreign`).
 //!
