@@ -183,6 +183,12 @@ pub(crate) trait ChunkEnd {
     fn buffer_to_ring(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>>;
     /// Issues copies of `spans` from the ring into this end's buffer.
     fn ring_to_buffer(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>>;
+    /// Orders this end's next copies after `fence`, the other end's copies (or an earlier
+    /// call's): on the device where this end can wait for such a fence there (the device
+    /// ring's two ends, one GPU), else by waiting for it on the host, as this default does.
+    fn after(&mut self, fence: &Arc<dyn Fence>) -> Result<()> {
+        fence.wait()
+    }
 }
 
 /// The shape of a ring: `slots` chunks of `chunk` bytes.
@@ -281,7 +287,7 @@ fn pump_chunks(
     let mut fill = |upto: usize, issued: &mut usize, busy: &mut [Option<Arc<dyn Fence>>]| -> Result<()> {
         for k in *issued..upto.min(chunks) {
             if let Some(f) = busy[k % n].take() {
-                f.wait()?;
+                src.after(&f)?;
             }
             busy[k % n] = src.buffer_to_ring(&[span(k)])?;
             *issued = k + 1;
@@ -299,7 +305,7 @@ fn pump_chunks(
             fill(last + n, &mut issued, busy)?;
         }
         if let Some(f) = busy[i % n].take() {
-            f.wait()?;
+            dst.after(&f)?;
         }
         let mut end = i + 1;
         while end < issued && busy[end % n].as_ref().is_none_or(|f| f.is_complete()) {

@@ -66,9 +66,10 @@ const DRIVER_SYMBOLS: &[&str] = &[
 const INTEROP_SYMBOLS: &[&str] =
     &["cuImportExternalMemory", "cuExternalMemoryGetMappedBuffer", "cuDestroyExternalMemory", "cuMemFree_v2"];
 
-/// Driver entry points of the bridge's ordering (a Vulkan timeline semaphore imported here);
-/// checked when a timeline is first imported.
-const SEMAPHORE_SYMBOLS: &[&str] = &["cuImportExternalSemaphore", "cuWaitExternalSemaphoresAsync"];
+/// Driver entry points of the bridge's ordering (Vulkan timeline semaphores imported here, waited
+/// on and signalled); checked when a timeline is first imported.
+const SEMAPHORE_SYMBOLS: &[&str] =
+    &["cuImportExternalSemaphore", "cuWaitExternalSemaphoresAsync", "cuSignalExternalSemaphoresAsync"];
 
 /// NVRTC entry points used to compile the kernels.
 const NVRTC_SYMBOLS: &[&str] = &[
@@ -163,8 +164,8 @@ pub(crate) fn interop_status() -> &'static Result<(), String> {
     })
 }
 
-/// `Ok` when libcuda loads with the entry points that import a Vulkan timeline semaphore and
-/// wait on it, else why not (cached).
+/// `Ok` when libcuda loads with the entry points that import a Vulkan timeline semaphore, wait on
+/// it and signal it, else why not (cached).
 pub(crate) fn semaphore_status() -> &'static Result<(), String> {
     static S: OnceLock<Result<(), String>> = OnceLock::new();
     S.get_or_init(|| {
@@ -214,6 +215,22 @@ pub(crate) unsafe fn wait_timeline(
     params.params.fence.value = value;
     // SAFETY: as the caller guarantees; one semaphore, one set of parameters.
     unsafe { sys::cuWaitExternalSemaphoresAsync(&sem, &params, 1, stream) }.result()
+}
+
+/// Makes `stream` set the timeline `sem` to `value` once the work issued to it before has run.
+///
+/// # Safety
+/// `sem` was imported into the stream's context and is not yet destroyed; `stream` is live.
+pub(crate) unsafe fn signal_timeline(
+    sem: sys::CUexternalSemaphore,
+    value: u64,
+    stream: sys::CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: a C struct of integers and unions of integers and pointers, valid all zero.
+    let mut params: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+    params.params.fence.value = value;
+    // SAFETY: as the caller guarantees; one semaphore, one set of parameters.
+    unsafe { sys::cuSignalExternalSemaphoresAsync(&sem, &params, 1, stream) }.result()
 }
 
 /// Imports the memory object `fd` names (`size` bytes, an opaque file descriptor from Vulkan) and

@@ -14,6 +14,8 @@ use super::driver;
 #[cfg(feature = "vulkan")]
 use super::memory::device_buffer;
 use super::memory::{CudaFence, alloc_of, await_on, record};
+#[cfg(feature = "vulkan")]
+use crate::backend::vulkan::export::Signalled;
 use crate::backend::{Buffer, Fence};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -89,12 +91,17 @@ impl Drop for ImportedMem {
     }
 }
 
-/// Copies all of `src` (a CUDA buffer) to device address `dst` of the same GPU (another API's
-/// memory, mapped): on the device's download stream, after `src`'s writer. The fence of the copy.
+/// Copies all of `src` (a CUDA buffer) to device address `dst`, the memory of a buffer of Vulkan
+/// device `to` on the same GPU, mapped: on the device's download stream (the stream that signals
+/// `to`), after `src`'s writer. The
+/// fence of the copy, which also tells `to`'s submissions which value of a timeline they wait
+/// for on the device (see [`super::timeline::signal_vulkan`]; where the pair cannot signal, they
+/// wait for the copy on the host).
 ///
 /// # Safety
 /// `dst` is mapped for at least `src.bytes()` bytes and stays mapped until the copy has run.
-pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr) -> Result<Arc<dyn Fence>> {
+#[cfg(feature = "vulkan")]
+pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr, to: Device) -> Result<Arc<dyn Fence>> {
     let dev = opened(src.device, "device bridge")?;
     let alloc = alloc_of(src, "device bridge")?;
     let stream = dev.copy_out.clone();
@@ -107,7 +114,11 @@ pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr) -> Result<Ar
         .map_err(driver::err(dev.device, "copy to mapped memory"))?;
     let e = record(&stream, dev.device)?;
     alloc.note_use(&stream, &e);
-    Ok(Arc::new(CudaFence::new(e, &stream, dev.device)))
+    let copy = Arc::new(CudaFence::new(e, &stream, dev.device));
+    Ok(match super::timeline::signal_vulkan(&dev, to) {
+        Some((to, value)) => Arc::new(Signalled { copy, to, value }),
+        None => copy,
+    })
 }
 
 /// A new buffer on CUDA device `device` holding `src`'s elements (a Vulkan buffer of the same

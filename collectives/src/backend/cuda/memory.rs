@@ -254,7 +254,19 @@ impl Fence for CudaFence {
 /// aborted (by whoever polls it, at the latest its watchdog at the deadline), which ends its
 /// kernels and so this wait, but `stream`'s work then reads undefined data.
 pub(crate) fn await_on(stream: &CudaStream, buf: &Buffer, device: Device) -> Result<()> {
-    let Some(f) = &buf.fence else { return Ok(()) };
+    match &buf.fence {
+        Some(f) => await_fence(stream, f.as_ref(), device),
+        None => Ok(()),
+    }
+}
+
+/// Makes `stream` wait until the work `f` stands for has run, as [`await_on`] does: on the device
+/// for a CUDA fence (also one a Vulkan device waits for by its signal), on the host for any other.
+pub(crate) fn await_fence(stream: &CudaStream, f: &dyn Fence, device: Device) -> Result<()> {
+    #[cfg(feature = "vulkan")]
+    if let Some(s) = f.as_any().downcast_ref::<crate::backend::vulkan::export::Signalled>() {
+        return await_fence(stream, s.copy.as_ref(), device);
+    }
     let Some(cf) = f.as_any().downcast_ref::<CudaFence>() else { return f.wait() };
     if cf.is_done() {
         return Ok(());

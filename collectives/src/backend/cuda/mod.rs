@@ -48,9 +48,9 @@ use crate::error::{Error, Result};
 
 pub(crate) use call::{CudaCall, Pull};
 // The CUDA half of the staged CUDA ↔ Vulkan chain.
+pub(crate) use interop::{ImportedMem, uuid};
 #[cfg(feature = "vulkan")]
-pub(crate) use interop::copy_from_mapped;
-pub(crate) use interop::{ImportedMem, copy_to_mapped, uuid};
+pub(crate) use interop::{copy_from_mapped, copy_to_mapped};
 pub(crate) use staging::{Registered, RingMem, dest_end, source_end};
 
 /// The backend of one CUDA device.

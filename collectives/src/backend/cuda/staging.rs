@@ -21,7 +21,7 @@ use super::event::Event;
 
 use super::device::{self, CudaDevice};
 use super::driver;
-use super::memory::{CudaFence, DevAlloc, alloc_of, await_on, device_buffer, record};
+use super::memory::{CudaFence, DevAlloc, alloc_of, await_fence, await_on, device_buffer, record};
 use super::pinned::{self, PinnedBlock};
 use crate::backend::chain::{ChunkEnd, Span};
 use crate::backend::{Buffer, Fence};
@@ -198,9 +198,15 @@ fn cuda_device(device: Device, op: &str) -> Result<Arc<CudaDevice>> {
 pub(crate) enum RingMem<'r> {
     /// Host memory registered with CUDA (the host ring): chunks are copied device ↔ host.
     Host(&'r Registered),
-    /// Vulkan device memory of the same GPU, imported (the device ring): chunks are copied on
-    /// the device.
-    Device(&'r super::ImportedMem),
+    /// Memory of Vulkan device `vk`, the same GPU, imported (the device ring): chunks are copied
+    /// on the device, and the two ends wait for each other's copies there
+    /// ([`super::timeline`]).
+    Device {
+        /// The ring's memory.
+        mem: &'r super::ImportedMem,
+        /// The Vulkan device it belongs to.
+        vk: Device,
+    },
 }
 
 impl RingMem<'_> {
@@ -208,7 +214,7 @@ impl RingMem<'_> {
     fn len(self) -> usize {
         match self {
             RingMem::Host(r) => r.len,
-            RingMem::Device(m) => m.len(),
+            RingMem::Device { mem, .. } => mem.len(),
         }
     }
 }
@@ -225,7 +231,8 @@ pub(crate) struct CudaEnd<'r> {
 }
 
 /// The end reading `src` (a CUDA buffer), on the device's download stream, which first waits for
-/// `src`'s writer.
+/// `src`'s writer. On the device ring, each of its copies signals the Vulkan device's timeline
+/// for it, so the other end waits for them on the device.
 pub(crate) fn source_end<'r>(src: &Buffer, ring: RingMem<'r>) -> Result<CudaEnd<'r>> {
     let dev = cuda_device(src.device, "staged copy")?;
     let alloc = alloc_of(src, "staged copy")?.clone();
@@ -249,12 +256,21 @@ impl CudaEnd<'_> {
     }
 
     /// Records the copy just issued: the allocation's reader list, the end's last event, and the
-    /// fence returned to the chain.
+    /// fence returned to the chain (which signals the Vulkan end's timeline where this is the
+    /// device ring's source end, on the download stream, see [`source_end`]).
     fn issued(&mut self) -> Result<Option<Arc<dyn Fence>>> {
         let e = record(&self.stream, self.dev.device)?;
         self.alloc.note_use(&self.stream, &e);
         self.last = Some(e.clone());
-        Ok(Some(Arc::new(CudaFence::new(e, &self.stream, self.dev.device))))
+        let copy = Arc::new(CudaFence::new(e, &self.stream, self.dev.device));
+        #[cfg(feature = "vulkan")]
+        if let RingMem::Device { vk, .. } = self.ring
+            && Arc::ptr_eq(&self.stream, &self.dev.copy_out)
+            && let Some((to, value)) = super::timeline::signal_vulkan(&self.dev, vk)
+        {
+            return Ok(Some(Arc::new(crate::backend::vulkan::export::Signalled { copy, to, value })));
+        }
+        Ok(Some(copy))
     }
 
     /// The destination allocation as a tensor buffer of `len` elements of `dtype`, complete when
@@ -295,10 +311,22 @@ impl CudaEnd<'_> {
 }
 
 impl ChunkEnd for CudaEnd<'_> {
+    /// On the device ring, a Vulkan end's copies are waited for on the device (its timeline
+    /// imported here); a CUDA fence is waited for by its event; anything else on the host.
+    fn after(&mut self, fence: &Arc<dyn Fence>) -> Result<()> {
+        #[cfg(feature = "vulkan")]
+        if matches!(self.ring, RingMem::Device { .. })
+            && super::timeline::await_vulkan(&self.dev, &self.stream, fence.as_ref())?
+        {
+            return Ok(());
+        }
+        await_fence(&self.stream, fence.as_ref(), self.dev.device)
+    }
+
     fn buffer_to_ring(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
         let what = match self.ring {
             RingMem::Host(_) => "copy device to host",
-            RingMem::Device(_) => "copy device to device",
+            RingMem::Device { .. } => "copy device to device",
         };
         self.issue_each(spans, what, |end, s| {
             let (buf, stream) = (end.alloc.ptr() + s.off as u64, end.stream.cu_stream());
@@ -310,8 +338,8 @@ impl ChunkEnd for CudaEnd<'_> {
                     driver::dtoh_async(r.ptr.as_ptr().add(s.at), buf, s.len, stream)
                 },
                 // SAFETY: as above, the ring being imported device memory of this GPU.
-                RingMem::Device(m) => unsafe {
-                    driver::dtod_async(m.ptr() + s.at as u64, buf, s.len, stream)
+                RingMem::Device { mem, .. } => unsafe {
+                    driver::dtod_async(mem.ptr() + s.at as u64, buf, s.len, stream)
                 },
             }
         })
@@ -320,7 +348,7 @@ impl ChunkEnd for CudaEnd<'_> {
     fn ring_to_buffer(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
         let what = match self.ring {
             RingMem::Host(_) => "copy host to device",
-            RingMem::Device(_) => "copy device to device",
+            RingMem::Device { .. } => "copy device to device",
         };
         self.issue_each(spans, what, |end, s| {
             let (buf, stream) = (end.alloc.ptr() + s.off as u64, end.stream.cu_stream());
@@ -331,8 +359,8 @@ impl ChunkEnd for CudaEnd<'_> {
                     driver::htod_async(buf, r.ptr.as_ptr().add(s.at), s.len, stream)
                 },
                 // SAFETY: as above.
-                RingMem::Device(m) => unsafe {
-                    driver::dtod_async(buf, m.ptr() + s.at as u64, s.len, stream)
+                RingMem::Device { mem, .. } => unsafe {
+                    driver::dtod_async(buf, mem.ptr() + s.at as u64, s.len, stream)
                 },
             }
         })

@@ -1,26 +1,30 @@
-//! A Vulkan device's timeline semaphore imported into a CUDA device, so a CUDA stream waits for
-//! a Vulkan submission on the GPU instead of the host waiting for it: the ordering half of the
-//! device bridge between a CUDA and a Vulkan device of one GPU (`super::interop` maps the
-//! memory).
+//! Vulkan timeline semaphores imported into a CUDA device, so that neither API's work waits for
+//! the other's on the host: the ordering half of the device bridge between a CUDA and a Vulkan
+//! device of one GPU (`super::interop` maps the memory).
 //!
-//! Every Vulkan submission signals the next value of its device's timeline, and a Vulkan buffer's
-//! fence is that value (`backend/vulkan/submit.rs`). Where the Vulkan device exports its timeline
-//! as an opaque file descriptor (`VK_KHR_external_semaphore_fd`, NVIDIA), the CUDA device imports
-//! it once (`cuImportExternalSemaphore`) and a move out of a Vulkan buffer has its CUDA stream
-//! wait for the value (`cuWaitExternalSemaphoresAsync`). Where the import fails, the reason is
-//! warned about once and that pair's waits stay host waits.
+//! - **Vulkan, then CUDA.** Every Vulkan submission signals the next value of its device's
+//!   timeline, and a Vulkan buffer's fence is that value (`backend/vulkan/submit.rs`). Where the
+//!   Vulkan device exports its timeline as an opaque file descriptor
+//!   (`VK_KHR_external_semaphore_fd`, NVIDIA), the CUDA device imports it once
+//!   (`cuImportExternalSemaphore`) and a move out of a Vulkan buffer has its CUDA stream wait for
+//!   the value (`cuWaitExternalSemaphoresAsync`, [`await_vulkan`]).
+//! - **CUDA, then Vulkan.** A CUDA copy into a Vulkan buffer (the bridge's move to Vulkan) then
+//!   signals the next value of a timeline the Vulkan device made for this CUDA device to signal
+//!   (`cuSignalExternalSemaphoresAsync`, [`signal_vulkan`]); the buffer's fence carries the value,
+//!   and a Vulkan submission reading the buffer waits for it on the device
+//!   (`backend/vulkan/export.rs`, `foreign_waits`). Each CUDA device signals its own timeline, from
+//!   one stream (its download stream), so its values are signalled in the order they are issued.
+//!
+//! Where an import fails, the reason is warned about once and that pair's waits stay host waits.
 //!
 //! Only work the device does may wait this way: a host buffer a Vulkan copy wrote (a readback)
 //! is read by the host when an upload of it is issued, so `memory::await_on` keeps waiting for it
 //! on the host, and the bridge's copy out of Vulkan memory (`interop::copy_from_mapped`) is the
-//! one caller.
+//! one caller of [`await_vulkan`].
 //!
-//! The other direction is not ordered this way yet: a Vulkan submission that reads a buffer a
-//! CUDA copy wrote waits for that copy on the host (`backend/vulkan/mod.rs`, `await_foreign`).
-//!
-//! A stream waiting on a value waits as long as the Vulkan submission runs; a Vulkan device that
-//! is lost never signals it. The host wait it replaces was unbounded too (`vkWaitSemaphores`
-//! without a timeout).
+//! A stream or a queue waiting on a value waits as long as the other API's work runs; a device
+//! that is lost never signals it. The host waits they replace were unbounded too
+//! (`vkWaitSemaphores` without a timeout, `cuEventSynchronize`).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -32,6 +36,7 @@ use parking_lot::Mutex;
 use super::device::CudaDevice;
 use super::driver;
 use crate::backend::Fence;
+use crate::backend::vulkan::export::Inbound;
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -85,13 +90,17 @@ thread_local! {
 }
 
 fn import_timeline(dev: &CudaDevice, vk: Device) -> Result<ImportedTimeline> {
+    import(dev, crate::backend::vulkan::export::timeline_fd(vk)?)
+}
+
+/// Imports the timeline semaphore `fd` names (a Vulkan device's, of the same GPU) into `dev`.
+fn import(dev: &CudaDevice, fd: std::os::fd::OwnedFd) -> Result<ImportedTimeline> {
     if let Err(reason) = driver::semaphore_status() {
         return Err(Error::driver(dev.device, "import a timeline semaphore", reason.clone()));
     }
-    let fd = crate::backend::vulkan::export::timeline_fd(vk)?;
     dev.bind()?;
-    // SAFETY: the context is current; the descriptor names `vk`'s timeline, a semaphore of the
-    // same GPU (the bridge pairs devices by UUID); the import is kept for the process.
+    // SAFETY: the context is current; the descriptor names a timeline semaphore of a Vulkan device
+    // of the same GPU (the bridge pairs devices by UUID); the import is kept for the process.
     let sem = unsafe { driver::import_timeline(fd) }
         .map_err(driver::err(dev.device, "cuImportExternalSemaphore"))?;
     Ok(ImportedTimeline(sem))
@@ -115,4 +124,72 @@ pub(crate) fn await_vulkan(dev: &CudaDevice, stream: &CudaStream, fence: &dyn Fe
     unsafe { driver::wait_timeline(t.0, value, stream.cu_stream()) }
         .map_err(driver::err(dev.device, "wait on a Vulkan timeline"))?;
     Ok(true)
+}
+
+/// One CUDA device's signals to one Vulkan device: the timeline that device made for it, imported
+/// here, and the last value signalled.
+struct Outbound {
+    imported: ImportedTimeline,
+    to: Inbound,
+    last: u64,
+}
+
+/// Every pair's signals, or `None` where they cannot be made.
+type Signals = Mutex<HashMap<(Device, Device), Option<Outbound>>>;
+
+fn signals() -> &'static Signals {
+    static SIGNALS: OnceLock<Signals> = OnceLock::new();
+    SIGNALS.get_or_init(Default::default)
+}
+
+/// Makes `dev`'s download stream (the one stream that signals `vk` for `dev`, so values are
+/// signalled in the order they are issued) signal the next value of the timeline `vk` reads
+/// `dev`'s copies by, once the work issued to it so far has run. Returns that timeline and value,
+/// for the fence of that work; `None`, having done nothing, when the pair cannot signal (warned
+/// about once, with the reason; `vk`'s submissions then wait for the work on the host).
+pub(crate) fn signal_vulkan(dev: &CudaDevice, vk: Device) -> Option<(Inbound, u64)> {
+    #[cfg(test)]
+    if FAIL_TIMELINE.with(|f| f.get()) {
+        return None;
+    }
+    let mut signals = signals().lock();
+    let entry = signals.entry((dev.device, vk)).or_insert_with(|| {
+        let made = crate::backend::vulkan::export::inbound_timeline(vk)
+            .and_then(|(to, fd)| Ok(Outbound { imported: import(dev, fd)?, to, last: 0 }));
+        made.inspect_err(|e| signal_failed(dev.device, vk, e)).ok()
+    });
+    let out = entry.as_mut()?;
+    let value = out.last + 1;
+    // SAFETY: the semaphore was imported into this context and is kept for the process; the
+    // stream belongs to `dev`; `value` is above every value issued before on this stream, which
+    // is the only one signalling this timeline.
+    let signalled = dev.bind().and_then(|()| {
+        unsafe { driver::signal_timeline(out.imported.0, value, dev.copy_out.cu_stream()) }
+            .map_err(driver::err(dev.device, "signal a Vulkan timeline"))
+    });
+    match signalled {
+        Ok(()) => {
+            out.last = value;
+            Some((out.to, value))
+        }
+        Err(e) => {
+            signal_failed(dev.device, vk, &e);
+            *entry = None;
+            None
+        }
+    }
+}
+
+/// Warns, once per pair, that `vk` waits for `cu`'s copies on the host, and why.
+fn signal_failed(cu: Device, vk: Device, e: &Error) {
+    crate::knob::warn_once(
+        &format!("signal {cu} {vk}"),
+        &format!("{vk} waits for {cu}'s copies on the host: {e}"),
+    );
+}
+
+/// Whether `cu` signals `vk` (so `vk` waits for `cu`'s copies on the device).
+#[cfg(test)]
+pub(crate) fn signalling(cu: Device, vk: Device) -> bool {
+    signals().lock().get(&(cu, vk)).is_some_and(Option::is_some)
 }

@@ -3,10 +3,10 @@
 //!
 //! On such a GPU, large Vulkan tensor buffers have exportable memory of their own
 //! ([`SharedBuf`]), which CUDA maps once (the mapping is kept with the memory, parked buffers
-//! included). A move to Vulkan allocates the destination and has CUDA copy into it; a move from
-//! Vulkan has CUDA copy out of the source once its Vulkan writer has finished, a wait on the GPU
-//! (the Vulkan device's timeline semaphore imported into CUDA, `backend/cuda/timeline.rs`), not on
-//! the host, wherever the drivers allow it. Either way the data crosses no ring and the Vulkan
+//! included). A move to Vulkan allocates the destination and has CUDA copy into it (Vulkan work
+//! reading it waits for the copy's signal on the device); a move from Vulkan has CUDA copy out of
+//! the source once its Vulkan writer has finished, a wait on the GPU too. Both are Vulkan timeline
+//! semaphores imported into CUDA (`backend/cuda/timeline.rs`), wherever the drivers allow it. Either way the data crosses no ring and the Vulkan
 //! queue does nothing: on the H200, a Vulkan copy runs at about 370 GB/s and every hand-over
 //! between the two APIs' work costs about 200 µs (`bench/gpu/11-bridge`), while CUDA copies device
 //! to device at about 1.9 TB/s. Smaller buffers, and Vulkan buffers without shared memory, take
@@ -66,12 +66,12 @@ fn mapping(buf: &SharedBuf, cu: Device, vk: Device) -> Option<Arc<cuda::Imported
 }
 
 /// `src` (on a CUDA device) copied into a new shared buffer of `vk`.
-fn to_vulkan(src: &Buffer, vk: Device) -> Result<Option<Buffer>> {
+pub(super) fn to_vulkan(src: &Buffer, vk: Device) -> Result<Option<Buffer>> {
     let Some(dst) = SharedBuf::alloc(vk, src.bytes())? else { return Ok(None) };
     let Some(map) = mapping(&dst, src.device, vk) else { return Ok(None) };
     // SAFETY: the mapping covers the buffer (at least `src.bytes()`), and the buffer waits for
     // the copy (`set_busy`) before its memory is reused or freed.
-    let fence = unsafe { cuda::copy_to_mapped(src, map.ptr()) }?;
+    let fence = unsafe { cuda::copy_to_mapped(src, map.ptr(), vk) }?;
     dst.set_busy(fence.clone())?;
     Ok(Some(dst.into_buffer(src.dtype, src.len, fence)))
 }

@@ -174,9 +174,10 @@ impl Ring {
     /// `src` moved to `to` through the ring.
     fn run(&mut self, src: &Buffer, to: Device) -> Result<Buffer> {
         let bytes = src.bytes();
+        let (_, vk) = super::cuda_and_vulkan(src.device, to);
         let mem = match &self.cuda {
             CudaSide::Host { cuda, .. } => cuda::RingMem::Host(cuda),
-            CudaSide::Device(m) => cuda::RingMem::Device(m),
+            CudaSide::Device(mem) => cuda::RingMem::Device { mem, vk },
         };
         match src.device {
             Device::Cuda(_) => {

@@ -351,7 +351,7 @@ fn device_ring_timing() {
         let span = [Span { at: 0, off: 0, len }];
         for round in 0..4 {
             let t = Instant::now();
-            let mut from = cuda::source_end(&on_cu, cuda::RingMem::Device(&mem)).unwrap();
+            let mut from = cuda::source_end(&on_cu, cuda::RingMem::Device { mem: &mem, vk }).unwrap();
             let mut into = vulkan::bridge::dest_end(vk, len, &ex.view).unwrap();
             let t_ends = us(t);
             let t = Instant::now();
@@ -372,7 +372,7 @@ fn device_ring_timing() {
             h.wait().unwrap();
             let t_vk_out = us(t);
             let t = Instant::now();
-            let mut cinto = cuda::dest_end(cu, len, cuda::RingMem::Device(&mem)).unwrap();
+            let mut cinto = cuda::dest_end(cu, len, cuda::RingMem::Device { mem: &mem, vk }).unwrap();
             let k = cinto.ring_to_buffer(&span).unwrap().unwrap();
             k.wait().unwrap();
             let t_cu_in = us(t);
@@ -488,6 +488,150 @@ fn a_move_from_vulkan_waits_for_its_writer_on_the_gpu() {
         println!("import refused: {refused}; the writer still ran when the move was issued: {running}");
         assert!(got.len() == len && wrong == 0, "import refused: {refused}: {wrong} of {len} wrong");
     }
+}
+
+/// A Vulkan kernel reading a tensor just moved from CUDA, issued while the CUDA work before the
+/// move may still run, waits for the move's signal on the GPU (a timeline of the Vulkan device
+/// imported into CUDA and signalled after the copy) and reads the moved values; with the import
+/// refused (on this thread) it waits on the host, with the same values (the GPU machine's test;
+/// skipped without both devices of one GPU).
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+fn a_vulkan_kernel_after_a_move_from_cuda_waits_for_it_on_the_gpu() {
+    use crate::backend::cuda::timeline::{FAIL_TIMELINE, signalling};
+    use crate::backend::vulkan::export::Signalled;
+    use crate::backend::{Kernel, OutSpec};
+    use crate::dtype::DType;
+    use crate::graph::BinaryOp;
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else {
+        println!("skipped: needs {cu} and {vk}");
+        return;
+    };
+    if ring::choice(cu, vk) != crate::backend::chain::Bridge::Device {
+        println!("skipped: {cu} and {vk} are not one GPU");
+        return;
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+    let len = 16 << 20; // 64 MiB of f32; eight CUDA adds before the move keep it waiting
+    let spec = OutSpec { dtype: DType::F32, len };
+    let add = Kernel::Binary(BinaryOp::Add);
+    for refused in [false, true] {
+        let mut random = || (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect::<Vec<f32>>();
+        let (a, b, c) = (random(), random(), random());
+        let on = |be: &Arc<dyn crate::backend::Backend>, v: &Vec<f32>| {
+            be.htod(&Buffer::from_vec(Device::Cpu(0), v.clone())).unwrap()
+        };
+        let (ca, cb, vc) = (on(&cbe, &a), on(&cbe, &b), on(&vbe, &c));
+        vc.wait().unwrap();
+        let mut sum = cbe.compute(&add, &[&ca, &cb], spec).unwrap();
+        for _ in 1..8 {
+            sum = cbe.compute(&add, &[&sum, &cb], spec).unwrap();
+        }
+        FAIL_TIMELINE.with(|f| f.set(refused));
+        // Straight to the direct move: an earlier test may have marked the pair's sharing
+        // failed for this process, which only `transfer`'s choice reads.
+        let moved = direct::to_vulkan(&sum, vk).unwrap().expect("shared memory");
+        FAIL_TIMELINE.with(|f| f.set(false));
+        let fence = moved.fence.clone().expect("the copy's fence");
+        let running = !fence.is_complete();
+        let out = vbe.compute(&add, &[&moved, &vc], spec).unwrap();
+        assert_eq!(fence.as_any().is::<Signalled>(), !refused, "import refused: {refused}");
+        assert!(signalling(cu, vk), "{cu} signals {vk}");
+        let back = vbe.dtoh(&out, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());
+        let want = |i: usize| {
+            let s = (1..8).fold((f64::from(a[i]) + f64::from(b[i])) as f32, |s, _| {
+                (f64::from(s) + f64::from(b[i])) as f32
+            });
+            (f64::from(s) + f64::from(c[i])) as f32
+        };
+        let wrong = (0..len).filter(|&i| got[i] != want(i)).count();
+        println!(
+            "import refused: {refused}; the move still ran when the Vulkan kernel was issued: {running}"
+        );
+        assert!(got.len() == len && wrong == 0, "import refused: {refused}: {wrong} of {len} wrong");
+    }
+}
+
+/// The device ring hands chunks over on the GPU, both ways: a move through it (four chunks
+/// through two slots, so slots are reused too) is issued while the source's writer may still run
+/// and reads every written value, the CUDA end's copies signalling the Vulkan end and the CUDA
+/// end waiting on the Vulkan timeline; with the imports refused (on this thread), the same by
+/// host waits (the GPU machine's test; skipped without both devices of one GPU).
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+fn the_device_ring_hands_chunks_over_on_the_gpu() {
+    use crate::backend::cuda::timeline::{FAIL_TIMELINE, signalling};
+    use crate::backend::{Kernel, OutSpec, cuda, vulkan};
+    use crate::dtype::DType;
+    use crate::graph::BinaryOp;
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else {
+        println!("skipped: needs {cu} and {vk}");
+        return;
+    };
+    if ring::choice(cu, vk) != crate::backend::chain::Bridge::Device {
+        println!("skipped: {cu} and {vk} are not one GPU");
+        return;
+    }
+    let len = 16 << 20; // 64 MiB of f32 through 2 slots of 16 MiB
+    let geo = Geometry { chunk: 16 << 20, slots: 2 };
+    let ex = vulkan::export::export(vk, geo.bytes()).unwrap();
+    // SAFETY: the descriptor names `ex.size` bytes of the same GPU; dropped before `ex.view`.
+    let mem = unsafe { cuda::ImportedMem::new(cu, ex.fd, ex.size, geo.bytes()) }.unwrap();
+    let ring = cuda::RingMem::Device { mem: &mem, vk };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    let spec = OutSpec { dtype: DType::F32, len };
+    let add = Kernel::Binary(BinaryOp::Add);
+    let mut busy = vec![None; geo.slots];
+    for refused in [false, true] {
+        for from_cuda in [true, false] {
+            let (src_be, dst_be) = if from_cuda { (&cbe, &vbe) } else { (&vbe, &cbe) };
+            let mut random = || (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect::<Vec<f32>>();
+            let (a, b) = (random(), random());
+            let up = |v: &Vec<f32>| src_be.htod(&Buffer::from_vec(Device::Cpu(0), v.clone())).unwrap();
+            let (sa, sb) = (up(&a), up(&b));
+            // Eight adds keep the source's writer running while the move is issued.
+            let mut sum = src_be.compute(&add, &[&sa, &sb], spec).unwrap();
+            for _ in 1..8 {
+                sum = src_be.compute(&add, &[&sum, &sb], spec).unwrap();
+            }
+            FAIL_TIMELINE.with(|f| f.set(refused));
+            let out = if from_cuda {
+                let mut from = cuda::source_end(&sum, ring).unwrap();
+                let mut into = vulkan::bridge::dest_end(vk, len * 4, &ex.view).unwrap();
+                pump(&mut from, &mut into, len * 4, geo, &mut busy)
+                    .map(|()| into.into_buffer(DType::F32, len))
+            } else {
+                let mut from = vulkan::bridge::source_end(&sum, &ex.view).unwrap();
+                let mut into = cuda::dest_end(cu, len * 4, ring).unwrap();
+                pump(&mut from, &mut into, len * 4, geo, &mut busy)
+                    .and_then(|()| into.into_buffer(DType::F32, len))
+            };
+            FAIL_TIMELINE.with(|f| f.set(false));
+            let running = !sum.fence.as_ref().is_none_or(|f| f.is_complete());
+            let back = dst_be.dtoh(&out.unwrap(), Device::Cpu(0)).unwrap();
+            back.wait().unwrap();
+            let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());
+            let want = |i: usize| {
+                let s = (f64::from(a[i]) + f64::from(b[i])) as f32;
+                (1..8).fold(s, |s, _| (f64::from(s) + f64::from(b[i])) as f32)
+            };
+            let wrong = (0..len).filter(|&i| got[i] != want(i)).count();
+            let way = if from_cuda { format!("{cu} -> {vk}") } else { format!("{vk} -> {cu}") };
+            println!(
+                "{way}, imports refused: {refused}; the writer still ran when the move returned: {running}"
+            );
+            assert!(
+                got.len() == len && wrong == 0,
+                "{way}, imports refused: {refused}: {wrong} of {len} wrong"
+            );
+        }
+        assert!(signalling(cu, vk), "{cu} signals {vk}");
+    }
+    settle(&mut busy);
 }
 
 /// The line `a -> b: ...` of `g`'s listing.

@@ -118,6 +118,8 @@ pub(crate) struct VulkanEnd<'r> {
     bytes: usize,
     ring: &'r RingView,
     last: Option<Arc<TimelineFence>>,
+    /// What the first submission waits for (a CUDA copy into the source, on the device).
+    waits: Vec<(vk::Semaphore, u64)>,
 }
 
 /// The end reading `src`, a Vulkan buffer of the ring's device.
@@ -127,9 +129,9 @@ pub(crate) fn source_end<'r>(src: &Buffer, ring: &'r RingView) -> Result<VulkanE
         return Err(Error::internal("staged copy", format!("the ring does not belong to {}", src.device)));
     }
     // Work on one device runs in queue order, so the copies wait for `src`'s writer themselves
-    // (unless CUDA wrote it).
-    super::await_foreign(src)?;
-    Ok(VulkanEnd { gpu: buf.gpu.clone(), buf, bytes: src.bytes(), ring, last: None })
+    // (a CUDA writer by its signal, or on the host).
+    let waits = super::export::foreign_waits(&buf.gpu, &[src])?;
+    Ok(VulkanEnd { gpu: buf.gpu.clone(), buf, bytes: src.bytes(), ring, last: None, waits })
 }
 
 /// The end writing a new buffer of `bytes` on `device`, the ring's device.
@@ -139,7 +141,7 @@ pub(crate) fn dest_end(device: Device, bytes: usize, ring: &RingView) -> Result<
         return Err(Error::internal("staged copy", format!("the ring does not belong to {device}")));
     }
     let buf = DevBuf::new(&gpu, bytes as u64, Usage::Device)?;
-    Ok(VulkanEnd { gpu, buf, bytes, ring, last: None })
+    Ok(VulkanEnd { gpu, buf, bytes, ring, last: None, waits: vec![] })
 }
 
 impl VulkanEnd<'_> {
@@ -161,6 +163,7 @@ impl VulkanEnd<'_> {
         let (buf, ring) = (self.buf.clone(), self.ring.buf.clone());
         let (src, dst) = if into_ring { (&buf, &ring) } else { (&ring, &buf) };
         let mut rec = Recorder::begin(&self.gpu)?;
+        rec.wait_for(&std::mem::take(&mut self.waits));
         rec.copy(src, dst, &regions);
         let fence = rec.submit()?;
         self.last = Some(fence.clone());
@@ -186,6 +189,13 @@ impl VulkanEnd<'_> {
 }
 
 impl ChunkEnd for VulkanEnd<'_> {
+    /// A CUDA copy that signals this device's timeline is waited for by the next submission, on
+    /// the device; this queue's own work needs no wait; anything else is waited for on the host.
+    fn after(&mut self, fence: &Arc<dyn Fence>) -> Result<()> {
+        self.waits.extend(super::export::foreign_wait(&self.gpu, fence.as_ref())?);
+        Ok(())
+    }
+
     fn buffer_to_ring(&mut self, spans: &[Span]) -> Result<Option<Arc<dyn Fence>>> {
         self.submit(spans, true)
     }

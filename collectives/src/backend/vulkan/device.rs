@@ -42,6 +42,9 @@ pub(super) struct Gpu {
     /// The timeline's export as a file descriptor (`VK_KHR_external_semaphore_fd`), when the
     /// timeline was made exportable (see [`super::features::Physical::export_timeline`]).
     pub timeline_fd: Option<ash::khr::external_semaphore_fd::Device>,
+    /// Timeline semaphores another API signals and this device's submissions wait on (see
+    /// [`super::export::inbound_timeline`]), destroyed with the device.
+    pub inbound: Mutex<Vec<vk::Semaphore>>,
     /// The device's UUID, as another API of the same GPU reports it.
     pub uuid: [u8; 16],
     /// The device's memory types (picks the memory of exported allocations).
@@ -116,6 +119,7 @@ impl Gpu {
             host_import,
             export_fd,
             timeline_fd,
+            inbound: Mutex::new(vec![]),
             uuid: phys.uuid,
             memory,
             software: phys.software,
@@ -169,6 +173,9 @@ impl Drop for Gpu {
             self.pipelines.destroy(&self.raw);
             self.cache.get_mut().clear(&self.raw, self.allocator.get_mut());
             self.raw.destroy_semaphore(self.timeline, None);
+            for s in self.inbound.get_mut().drain(..) {
+                self.raw.destroy_semaphore(s, None);
+            }
             ManuallyDrop::drop(self.allocator.get_mut());
             self.raw.destroy_device(None);
         }

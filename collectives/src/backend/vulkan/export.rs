@@ -14,6 +14,7 @@ use std::sync::Arc;
 use ash::vk;
 
 use super::bridge::{RingView, gpu};
+use super::device::Gpu;
 use super::memory::{DevBuf, Imported, Usage, VkMem};
 use super::raw::{self, check};
 use super::submit::TimelineFence;
@@ -45,6 +46,105 @@ pub(crate) fn timeline_fd(device: Device) -> Result<OwnedFd> {
 pub(crate) fn timeline_point(fence: &dyn Fence) -> Option<(Device, u64)> {
     let t = fence.as_any().downcast_ref::<TimelineFence>()?;
     Some((t.gpu.device, t.value))
+}
+
+/// A timeline semaphore of one Vulkan device that CUDA signals and that device's submissions
+/// wait on: the ordering of the bridge's other direction (a CUDA copy into a Vulkan buffer,
+/// then Vulkan work reading it). One per signalling CUDA device, each counting its own values
+/// up from 0, so that every signal of one is greater than the one before.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Inbound {
+    device: Device,
+    semaphore: vk::Semaphore,
+}
+
+/// A new inbound timeline of Vulkan device `device` (at 0, kept until the device is closed) and
+/// a descriptor of it for CUDA to import; an error when the device cannot export semaphores
+/// (not an NVIDIA GPU, or no `VK_KHR_external_semaphore_fd`).
+pub(crate) fn inbound_timeline(device: Device) -> Result<(Inbound, OwnedFd)> {
+    let gpu = gpu(device)?;
+    let Some(ext) = &gpu.timeline_fd else {
+        return Err(Error::driver(device, "export a timeline semaphore", "semaphores are not exportable"));
+    };
+    // SAFETY: the device is live with timeline semaphores and the export extension enabled; the
+    // semaphore is destroyed with the device (`Gpu::inbound`).
+    let semaphore = check(device, "vkCreateSemaphore", unsafe { raw::create_timeline(&gpu.raw, true) })?;
+    gpu.inbound.lock().push(semaphore);
+    // SAFETY: the semaphore was created on this device, exportable as an opaque descriptor.
+    let fd = check(device, "vkGetSemaphoreFdKHR", unsafe { raw::semaphore_fd(ext, semaphore) })?;
+    Ok((Inbound { device, semaphore }, fd))
+}
+
+#[cfg(test)]
+impl Inbound {
+    /// An inbound timeline of `gpu` that is not exported: the host signals it ([`Self::signal`]),
+    /// standing in for CUDA on machines without it.
+    pub(super) fn unexported(gpu: &Gpu) -> Result<Inbound> {
+        // SAFETY: the device is live with timeline semaphores; destroyed with the device.
+        let semaphore =
+            check(gpu.device, "vkCreateSemaphore", unsafe { raw::create_timeline(&gpu.raw, false) })?;
+        gpu.inbound.lock().push(semaphore);
+        Ok(Inbound { device: gpu.device, semaphore })
+    }
+
+    /// Sets the timeline to `value` from the host.
+    pub(super) fn signal(&self, gpu: &Gpu, value: u64) -> Result<()> {
+        let info = vk::SemaphoreSignalInfo::default().semaphore(self.semaphore).value(value);
+        // SAFETY: the semaphore is `gpu`'s, a timeline, and `value` is above its current value.
+        check(gpu.device, "vkSignalSemaphore", unsafe { gpu.raw.signal_semaphore(&info) })
+    }
+}
+
+/// The fence of a CUDA copy into a Vulkan buffer that signals `to` at `value` once it has run:
+/// the host waits on the copy's own fence, and a submission of `to`'s device reading the buffer
+/// waits for the signal on the device instead ([`foreign_waits`]).
+pub(crate) struct Signalled {
+    /// The copy's own fence.
+    pub copy: Arc<dyn Fence>,
+    /// The timeline the copy signals.
+    pub to: Inbound,
+    /// The value it signals.
+    pub value: u64,
+}
+
+impl Fence for Signalled {
+    fn wait(&self) -> Result<()> {
+        self.copy.wait()
+    }
+
+    fn is_complete(&self) -> bool {
+        self.copy.is_complete()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What a submission of `gpu` that reads `bufs` waits for, by [`foreign_wait`] on each one's
+/// fence: the points to wait for on the device, for [`Recorder::wait_for`].
+///
+/// [`Recorder::wait_for`]: super::submit::Recorder::wait_for
+pub(super) fn foreign_waits(gpu: &Gpu, bufs: &[&Buffer]) -> Result<Vec<(vk::Semaphore, u64)>> {
+    let fences = bufs.iter().filter_map(|b| b.fence.as_deref());
+    fences.filter_map(|f| foreign_wait(gpu, f).transpose()).collect()
+}
+
+/// What a submission of `gpu` waits for to come after the work `fence` stands for. Work of `gpu`'s
+/// own queue needs no wait (the queue orders it); a CUDA copy that signals one of `gpu`'s inbound
+/// timelines is waited for on the device (the point returned); any other work still running is
+/// waited for here, on the host.
+pub(super) fn foreign_wait(gpu: &Gpu, fence: &dyn Fence) -> Result<Option<(vk::Semaphore, u64)>> {
+    let any = fence.as_any();
+    if any.downcast_ref::<TimelineFence>().is_some_and(|t| t.gpu.device == gpu.device) {
+        return Ok(None);
+    }
+    match any.downcast_ref::<Signalled>() {
+        Some(s) if s.to.device == gpu.device => {
+            Ok((!s.copy.is_complete()).then_some((s.to.semaphore, s.value)))
+        }
+        _ => fence.wait().map(|()| None),
+    }
 }
 
 /// Device memory of `device` exported for another API: the ring's view, the file descriptor

@@ -88,8 +88,8 @@ pub(crate) struct VulkanBackend {
 }
 
 impl VulkanBackend {
-    /// The device buffer of `b`, which must live on this device.
-    /// The device buffer of input `b`, once its contents are valid for this device's queue.
+    /// The device buffer of input `b`, which must live on this device (a submission reading it
+    /// waits for its writer through [`export::foreign_waits`]).
     fn mem<'b>(&self, b: &'b Buffer, op: &str) -> Result<&'b Arc<DevBuf>> {
         let m = b.device_mem::<VkMem>(op)?;
         if !Arc::ptr_eq(&m.0.gpu, &self.gpu) {
@@ -98,7 +98,6 @@ impl VulkanBackend {
                 format!("a buffer of {} handed to {}", b.device, self.gpu.device),
             ));
         }
-        await_foreign(b)?;
         Ok(&m.0)
     }
 
@@ -177,19 +176,12 @@ impl VulkanBackend {
         if src.len == 0 {
             return Ok(self.output(out, src.dtype, 0, None));
         }
+        let waits = export::foreign_waits(&self.gpu, &[src])?;
         let mut rec = Recorder::begin(&self.gpu)?;
+        rec.wait_for(&waits);
         rec.copy(from, &out, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: src.bytes() as u64 }]);
         let fence = rec.submit()?;
         Ok(self.output(out, src.dtype, src.len, Some(fence)))
-    }
-}
-
-/// Waits on the host for `b`'s writer when that was not this device's queue (the device bridge's
-/// CUDA copy into a shared buffer): the queue orders only its own work.
-pub(super) fn await_foreign(b: &Buffer) -> Result<()> {
-    match &b.fence {
-        Some(f) if f.as_any().downcast_ref::<TimelineFence>().is_none() => f.wait(),
-        _ => Ok(()),
     }
 }
 
@@ -239,7 +231,9 @@ impl Backend for VulkanBackend {
         if let Some(key) = pipeline_key(kernel, in_dtype, spec.dtype) {
             self.gpu.pipelines.get(&self.gpu, key)?;
         }
+        let waits = export::foreign_waits(&self.gpu, inputs)?;
         let mut rec = Recorder::begin(&self.gpu)?;
+        rec.wait_for(&waits);
         self.record(&mut rec, kernel, &ins, in_dtype, &out, spec)?;
         rec.keep(&out);
         let fence = rec.submit()?;
@@ -307,7 +301,9 @@ impl Backend for VulkanBackend {
         }
         let mut fence = None;
         if bytes > 0 {
+            let waits = export::foreign_waits(&self.gpu, &[src])?;
             let mut rec = Recorder::begin(&self.gpu)?;
+            rec.wait_for(&waits);
             rec.copy(from, &staging, &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: bytes as u64 }]);
             fence = Some(rec.submit()? as Arc<dyn Fence>);
         }
@@ -478,6 +474,60 @@ mod tests {
         let back = vk.dtoh(&ok, Device::Cpu(0)).unwrap();
         back.wait().unwrap();
         assert_eq!(back.host_bytes("test").unwrap(), bytemuck::cast_slice::<f32, u8>(&[2.0, 4.0, 6.0]));
+    }
+
+    /// A submission reading a buffer another API writes waits for that writer's signal of an
+    /// inbound timeline on the device: a kernel issued before the values are written and the
+    /// timeline is signalled (here from the host, standing in for CUDA's stream) reads the
+    /// written values, and the host never waits for the writer.
+    #[test]
+    fn a_kernel_waits_on_the_device_for_a_foreign_writers_signal() {
+        use rand::{Rng, SeedableRng};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        struct Writer(Arc<AtomicBool>);
+        impl Fence for Writer {
+            fn wait(&self) -> Result<()> {
+                Err(Error::internal("test", "the foreign writer was waited for on the host"))
+            }
+            fn is_complete(&self) -> bool {
+                !self.0.load(Ordering::Acquire)
+            }
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+        }
+        let Some(vk) = backend() else { return };
+        let n = 4099;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let x: Vec<f32> = (0..n).map(|_| rng.random_range(-1e3..1e3)).collect();
+        let y: Vec<f32> = (0..n).map(|_| rng.random_range(-1e3..1e3)).collect();
+        let target = vk.alloc(DType::F32, n).unwrap();
+        if !target.is_mapped() {
+            println!("skipped: {} tensor memory is not host-visible", vk.gpu.device);
+            return;
+        }
+        let inbound = export::Inbound::unexported(&vk.gpu).unwrap();
+        let pending = Arc::new(AtomicBool::new(true));
+        let signalled = export::Signalled { copy: Arc::new(Writer(pending.clone())), to: inbound, value: 1 };
+        let written = Buffer {
+            mem: Mem::Device(Box::new(VkMem(target.clone()))),
+            fence: Some(Arc::new(signalled)),
+            ..vk.output(target.clone(), DType::F32, n, None)
+        };
+        let vy = vk.htod(&Buffer::from_vec(Device::Cpu(0), y.clone())).unwrap();
+        let spec = OutSpec { dtype: DType::F32, len: n };
+        let sum = vk.compute(&Kernel::Binary(BinaryOp::Add), &[&written, &vy], spec).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!sum.fence.as_ref().expect("submitted").is_complete(), "the kernel waits for the signal");
+        // SAFETY: mapped, `n` f32 long; the only submission using it waits for the signal below.
+        copy_bytes(bytemuck::cast_slice(&x), unsafe { target.mapped_bytes_mut(n * 4) });
+        inbound.signal(&vk.gpu, 1).unwrap();
+        pending.store(false, Ordering::Release);
+        let back = vk.dtoh(&sum, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());
+        let wrong = (0..n).filter(|&i| got[i] != (f64::from(x[i]) + f64::from(y[i])) as f32).count();
+        assert!(got.len() == n && wrong == 0, "{wrong} of {n} wrong");
     }
 
     /// Run by hand under the validation layer (it makes an invalid call on purpose, and the

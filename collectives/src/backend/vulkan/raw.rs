@@ -193,25 +193,34 @@ pub(super) unsafe fn barrier(dev: &ash::Device, cmd: vk::CommandBuffer, host: bo
     unsafe { dev.cmd_pipeline_barrier(cmd, work, dst_stage, vk::DependencyFlags::empty(), &mb, &[], &[]) }
 }
 
-/// Submits `cmd` to `queue`, signalling `value` on the timeline semaphore `timeline`.
+/// Submits `cmd` to `queue`, signalling `value` on the timeline semaphore `timeline`, its
+/// commands waiting first for each timeline semaphore of `waits` to reach its value.
 ///
 /// # Safety
 /// All handles belong to the live `dev`; the caller holds the queue's lock; `cmd` is executable;
-/// `value` is greater than every value signalled on `timeline` before.
+/// `value` is greater than every value signalled on `timeline` before; every wait's value is
+/// signalled, or will be, by work already issued (or the queue never gets past it).
 pub(super) unsafe fn submit(
     dev: &ash::Device,
     queue: vk::Queue,
     cmd: vk::CommandBuffer,
-    timeline: vk::Semaphore,
-    value: u64,
+    (timeline, value): (vk::Semaphore, u64),
+    waits: &[(vk::Semaphore, u64)],
 ) -> ash::prelude::VkResult<()> {
     let cmds = [cmd];
     let sems = [timeline];
     let values = [value];
-    let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+    let wait_sems: Vec<vk::Semaphore> = waits.iter().map(|w| w.0).collect();
+    let wait_values: Vec<u64> = waits.iter().map(|w| w.1).collect();
+    let stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; waits.len()];
+    let mut timeline_info = vk::TimelineSemaphoreSubmitInfo::default()
+        .signal_semaphore_values(&values)
+        .wait_semaphore_values(&wait_values);
     let info = [vk::SubmitInfo::default()
         .command_buffers(&cmds)
         .signal_semaphores(&sems)
+        .wait_semaphores(&wait_sems)
+        .wait_dst_stage_mask(&stages)
         .push_next(&mut timeline_info)];
     // SAFETY: guaranteed by the caller.
     unsafe { dev.queue_submit(queue, &info, vk::Fence::null()) }

@@ -179,6 +179,8 @@ pub(super) struct Recorder<'g> {
     pools: Vec<vk::DescriptorPool>,
     sets_left: u32,
     keep: Vec<Arc<DevBuf>>,
+    /// Points of other timelines (a CUDA copy's signal) the submission waits for first.
+    waits: Vec<(vk::Semaphore, u64)>,
 }
 
 impl<'g> Recorder<'g> {
@@ -196,7 +198,7 @@ impl<'g> Recorder<'g> {
             }
             raw::barrier(&gpu.raw, cmd, false);
         }
-        Ok(Recorder { gpu, state, cmd, pools: vec![], sets_left: 0, keep: vec![] })
+        Ok(Recorder { gpu, state, cmd, pools: vec![], sets_left: 0, keep: vec![], waits: vec![] })
     }
 
     /// The device the work runs on.
@@ -207,6 +209,12 @@ impl<'g> Recorder<'g> {
     /// Keeps `buf` alive until the submission completes.
     pub fn keep(&mut self, buf: &Arc<DevBuf>) {
         self.keep.push(buf.clone());
+    }
+
+    /// Makes the submission wait, on the device, for each timeline point of `waits` (semaphores
+    /// of this device, see [`super::foreign_waits`]).
+    pub fn wait_for(&mut self, waits: &[(vk::Semaphore, u64)]) {
+        self.waits.extend_from_slice(waits);
     }
 
     /// Orders everything recorded so far before what is recorded next.
@@ -289,12 +297,14 @@ impl<'g> Recorder<'g> {
         crate::failpoint::hit(self.gpu.device, "vulkan submit")?;
         let dev = &self.gpu.raw;
         let value = self.state.last + 1;
-        // SAFETY: `cmd` is recording on this device; the queue is used under the state lock, and
-        // `value` is above every value signalled so far.
+        let (timeline, queue) = ((self.gpu.timeline, value), self.gpu.queue);
+        // SAFETY: `cmd` is recording on this device; the queue is used under the state lock;
+        // `value` is above every value signalled so far; the waits' values were issued to be
+        // signalled (see `wait_for`).
         let submitted = unsafe {
             raw::barrier(dev, self.cmd, true);
             dev.end_command_buffer(self.cmd)
-                .and_then(|()| raw::submit(dev, self.gpu.queue, self.cmd, self.gpu.timeline, value))
+                .and_then(|()| raw::submit(dev, queue, self.cmd, timeline, &self.waits))
         };
         let cmd = std::mem::replace(&mut self.cmd, vk::CommandBuffer::null());
         if let Err(e) = submitted {
