@@ -6,8 +6,8 @@
 //! kernel launch each (the 4 KiB reduce_scatter of `cuda:0, cpu:0` spent most of its time in two
 //! slice kernels, `bench/gpu/18-locked` run f). Tensors are immutable once realized, so a view can
 //! never see its bytes change; it keeps the whole buffer it slices alive, as a PyTorch view does.
-//! A CUDA view starts where an allocation could (`cuda::VIEW_ALIGN`), so kernels reading it with
-//! wide loads see the alignment they expect; elsewhere, and on Vulkan, a slice is a copy.
+//! A CUDA view may start at any element: its kernels take their 16-byte vector path where every
+//! pointer allows it and read element by element elsewhere. On Vulkan a slice is a copy.
 //!
 //! ```
 //! use collectives::{Device, Tensor};

@@ -141,17 +141,17 @@ impl Backend for CudaBackend {
     }
 }
 
-/// Alignment of a CUDA view's start (bytes): what `cuMemAlloc` guarantees, so that kernels
-/// reading a view with wide loads see the alignment they would see in an allocation.
-pub(crate) const VIEW_ALIGN: usize = 256;
-
-/// `len` elements of `input` (a CUDA buffer) from byte `offset` (a multiple of [`VIEW_ALIGN`]),
+/// `len` elements of `input` (a CUDA buffer) from byte `offset` (a whole number of elements),
 /// read in place: a view sharing `input`'s memory and fence (`backend/view.rs`). `None` where
 /// `input`'s memory is not an allocation of this backend.
+///
+/// A view may start anywhere an element can: every kernel picks its 16-byte vector path only when
+/// all its pointers are 16-byte aligned (else it reads element by element), and copies take the
+/// widest unit every pointer allows (`launch.rs`).
 pub(crate) fn view(input: &Buffer, offset: usize, len: usize) -> Option<Buffer> {
     let alloc = memory::alloc_of(input, "slice view").ok()?;
     let bytes = len * input.dtype.size();
-    if !offset.is_multiple_of(VIEW_ALIGN) || offset + bytes > alloc.bytes() {
+    if !offset.is_multiple_of(input.dtype.size()) || offset + bytes > alloc.bytes() {
         return None;
     }
     let view = Arc::new(memory::DevAlloc::view(alloc, offset, bytes));
