@@ -92,8 +92,7 @@ impl Drop for ImportedMem {
 }
 
 /// Copies all of `src` (a CUDA buffer) to device address `dst`, the memory of a buffer of Vulkan
-/// device `to` on the same GPU, mapped: on the device's download stream (the stream that signals
-/// `to`), after `src`'s writer. The
+/// device `to` on the same GPU, mapped: on the device's download stream, after `src`'s writer. The
 /// fence of the copy, which also tells `to`'s submissions which value of a timeline they wait
 /// for on the device (see [`super::timeline::signal_vulkan`]; where the pair cannot signal, they
 /// wait for the copy on the host).
@@ -115,7 +114,7 @@ pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr, to: Device) 
     let e = record(&stream, dev.device)?;
     alloc.note_use(&stream, &e);
     let copy = Arc::new(CudaFence::new(e, &stream, dev.device));
-    Ok(match super::timeline::signal_vulkan(&dev, to) {
+    Ok(match super::timeline::signal_vulkan(&dev, &stream, to) {
         Some((to, value)) => Arc::new(Signalled { copy, to, value }),
         None => copy,
     })

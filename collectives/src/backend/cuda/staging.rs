@@ -231,8 +231,7 @@ pub(crate) struct CudaEnd<'r> {
 }
 
 /// The end reading `src` (a CUDA buffer), on the device's download stream, which first waits for
-/// `src`'s writer. On the device ring, each of its copies signals the Vulkan device's timeline
-/// for it, so the other end waits for them on the device.
+/// `src`'s writer.
 pub(crate) fn source_end<'r>(src: &Buffer, ring: RingMem<'r>) -> Result<CudaEnd<'r>> {
     let dev = cuda_device(src.device, "staged copy")?;
     let alloc = alloc_of(src, "staged copy")?.clone();
@@ -256,8 +255,8 @@ impl CudaEnd<'_> {
     }
 
     /// Records the copy just issued: the allocation's reader list, the end's last event, and the
-    /// fence returned to the chain (which signals the Vulkan end's timeline where this is the
-    /// device ring's source end, on the download stream, see [`source_end`]).
+    /// fence returned to the chain (on the device ring, it also signals a timeline of the Vulkan
+    /// end's device, so that end waits for it there).
     fn issued(&mut self) -> Result<Option<Arc<dyn Fence>>> {
         let e = record(&self.stream, self.dev.device)?;
         self.alloc.note_use(&self.stream, &e);
@@ -265,8 +264,7 @@ impl CudaEnd<'_> {
         let copy = Arc::new(CudaFence::new(e, &self.stream, self.dev.device));
         #[cfg(feature = "vulkan")]
         if let RingMem::Device { vk, .. } = self.ring
-            && Arc::ptr_eq(&self.stream, &self.dev.copy_out)
-            && let Some((to, value)) = super::timeline::signal_vulkan(&self.dev, vk)
+            && let Some((to, value)) = super::timeline::signal_vulkan(&self.dev, &self.stream, vk)
         {
             return Ok(Some(Arc::new(crate::backend::vulkan::export::Signalled { copy, to, value })));
         }

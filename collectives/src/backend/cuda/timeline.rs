@@ -12,8 +12,8 @@
 //!   signals the next value of a timeline the Vulkan device made for this CUDA device to signal
 //!   (`cuSignalExternalSemaphoresAsync`, [`signal_vulkan`]); the buffer's fence carries the value,
 //!   and a Vulkan submission reading the buffer waits for it on the device
-//!   (`backend/vulkan/export.rs`, `foreign_waits`). Each CUDA device signals its own timeline, from
-//!   one stream (its download stream), so its values are signalled in the order they are issued.
+//!   (`backend/vulkan/export.rs`, `foreign_waits`). Each CUDA copy stream signals a timeline of its
+//!   own, so its values are signalled in the order they are issued.
 //!
 //! Where an import fails, the reason is warned about once and that pair's waits stay host waits.
 //!
@@ -27,7 +27,7 @@
 //! (`vkWaitSemaphores` without a timeout, `cuEventSynchronize`).
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUexternalSemaphore;
@@ -126,34 +126,42 @@ pub(crate) fn await_vulkan(dev: &CudaDevice, stream: &CudaStream, fence: &dyn Fe
     Ok(true)
 }
 
-/// One CUDA device's signals to one Vulkan device: the timeline that device made for it, imported
-/// here, and the last value signalled.
+/// One CUDA stream's signals to one Vulkan device: the timeline that device made for it,
+/// imported here, and the last value signalled.
 struct Outbound {
     imported: ImportedTimeline,
     to: Inbound,
     last: u64,
 }
 
-/// Every pair's signals, or `None` where they cannot be made.
-type Signals = Mutex<HashMap<(Device, Device), Option<Outbound>>>;
+/// Every (CUDA device, Vulkan device, stream)'s signals, or `None` where they cannot be made.
+type Signals = Mutex<HashMap<(Device, Device, usize), Option<Outbound>>>;
 
 fn signals() -> &'static Signals {
     static SIGNALS: OnceLock<Signals> = OnceLock::new();
     SIGNALS.get_or_init(Default::default)
 }
 
-/// Makes `dev`'s download stream (the one stream that signals `vk` for `dev`, so values are
-/// signalled in the order they are issued) signal the next value of the timeline `vk` reads
-/// `dev`'s copies by, once the work issued to it so far has run. Returns that timeline and value,
-/// for the fence of that work; `None`, having done nothing, when the pair cannot signal (warned
-/// about once, with the reason; `vk`'s submissions then wait for the work on the host).
-pub(crate) fn signal_vulkan(dev: &CudaDevice, vk: Device) -> Option<(Inbound, u64)> {
+/// Makes `stream`, one of `dev`'s two copy streams, signal the next value of the timeline `vk`
+/// reads that stream's copies by, once the work issued to it so far has run: each stream signals
+/// a timeline of its own, so its values are signalled in the order they are issued. Returns that
+/// timeline and value, for the fence of that work; `None`, having done nothing, when the pair
+/// cannot signal (warned about once, with the reason; `vk`'s submissions then wait for the work
+/// on the host) or `stream` is not a copy stream of `dev`.
+pub(crate) fn signal_vulkan(
+    dev: &CudaDevice,
+    stream: &Arc<CudaStream>,
+    vk: Device,
+) -> Option<(Inbound, u64)> {
     #[cfg(test)]
     if FAIL_TIMELINE.with(|f| f.get()) {
         return None;
     }
+    if !Arc::ptr_eq(stream, &dev.copy_out) && !Arc::ptr_eq(stream, &dev.copy_in) {
+        return None;
+    }
     let mut signals = signals().lock();
-    let entry = signals.entry((dev.device, vk)).or_insert_with(|| {
+    let entry = signals.entry((dev.device, vk, stream.cu_stream() as usize)).or_insert_with(|| {
         let made = crate::backend::vulkan::export::inbound_timeline(vk)
             .and_then(|(to, fd)| Ok(Outbound { imported: import(dev, fd)?, to, last: 0 }));
         made.inspect_err(|e| signal_failed(dev.device, vk, e)).ok()
@@ -161,10 +169,10 @@ pub(crate) fn signal_vulkan(dev: &CudaDevice, vk: Device) -> Option<(Inbound, u6
     let out = entry.as_mut()?;
     let value = out.last + 1;
     // SAFETY: the semaphore was imported into this context and is kept for the process; the
-    // stream belongs to `dev`; `value` is above every value issued before on this stream, which
-    // is the only one signalling this timeline.
+    // stream belongs to `dev` and lives as long; `value` is above every value issued before on
+    // this stream, the only one signalling this timeline.
     let signalled = dev.bind().and_then(|()| {
-        unsafe { driver::signal_timeline(out.imported.0, value, dev.copy_out.cu_stream()) }
+        unsafe { driver::signal_timeline(out.imported.0, value, stream.cu_stream()) }
             .map_err(driver::err(dev.device, "signal a Vulkan timeline"))
     });
     match signalled {
@@ -188,8 +196,9 @@ fn signal_failed(cu: Device, vk: Device, e: &Error) {
     );
 }
 
-/// Whether `cu` signals `vk` (so `vk` waits for `cu`'s copies on the device).
+/// How many of `cu`'s streams signal `vk` (so `vk` waits for their copies on the device).
 #[cfg(test)]
-pub(crate) fn signalling(cu: Device, vk: Device) -> bool {
-    signals().lock().get(&(cu, vk)).is_some_and(Option::is_some)
+pub(crate) fn signalling(cu: Device, vk: Device) -> usize {
+    let signals = signals().lock();
+    signals.iter().filter(|((c, v, _), out)| (*c, *v) == (cu, vk) && out.is_some()).count()
 }

@@ -537,7 +537,7 @@ fn a_vulkan_kernel_after_a_move_from_cuda_waits_for_it_on_the_gpu() {
         let running = !fence.is_complete();
         let out = vbe.compute(&add, &[&moved, &vc], spec).unwrap();
         assert_eq!(fence.as_any().is::<Signalled>(), !refused, "import refused: {refused}");
-        assert!(signalling(cu, vk), "{cu} signals {vk}");
+        assert!(signalling(cu, vk) > 0, "{cu} signals {vk}");
         let back = vbe.dtoh(&out, Device::Cpu(0)).unwrap();
         back.wait().unwrap();
         let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());
@@ -629,7 +629,7 @@ fn the_device_ring_hands_chunks_over_on_the_gpu() {
                 "{way}, imports refused: {refused}: {wrong} of {len} wrong"
             );
         }
-        assert!(signalling(cu, vk), "{cu} signals {vk}");
+        assert_eq!(signalling(cu, vk), 2, "both of {cu}'s copy streams signal {vk}");
     }
     settle(&mut busy);
 }
