@@ -634,6 +634,86 @@ fn the_device_ring_hands_chunks_over_on_the_gpu() {
     settle(&mut busy);
 }
 
+/// The ceiling of the host ring on one GPU (run with `--ignored --nocapture` on the GPU machine):
+/// the two hops of each direction's move as raw copies of 256 MiB between device memory and
+/// page-locked host memory, each alone and both at once (on separate host buffers, so nothing
+/// orders them), each copy's rate to its own completion. What the staged ring can reach on one
+/// GPU is what the two APIs' copies reach together here.
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+#[ignore = "a bandwidth probe for the GPU machine"]
+fn two_apis_copying_at_once_probe() {
+    use crate::backend::{cuda, vulkan};
+    use std::time::Instant;
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else { return };
+    let len = 256usize << 20;
+    let align = vulkan::bridge::import_alignment(vk).unwrap().max(4096);
+    let slab = || Arc::new(ring::Slab::new(len.div_ceil(align) * align, align).unwrap());
+    let (for_cuda, for_vulkan) = (slab(), slab());
+    // SAFETY: the slabs outlive the registration and the import (dropped at the end, after every
+    // copy has been waited for).
+    let reg = unsafe { cuda::Registered::new(cu, for_cuda.ptr(), for_cuda.len()) }.unwrap();
+    // SAFETY: as above; the view keeps its slab alive.
+    let view = unsafe { vulkan::bridge::import(vk, for_vulkan.ptr(), for_vulkan.len(), for_vulkan.clone()) }
+        .unwrap();
+    let data = random_bytes(len, 9);
+    let on_cu = cbe.htod(&Buffer::from_vec(Device::Cpu(0), data.clone())).unwrap();
+    let on_vk = vbe.htod(&Buffer::from_vec(Device::Cpu(0), data)).unwrap();
+    on_cu.wait().unwrap();
+    on_vk.wait().unwrap();
+    let span = [Span { at: 0, off: 0, len }];
+    let gbps = |us: f64| len as f64 / us / 1e3;
+    // Issues the copies `which` picks (cuda, vulkan), then polls both; each one's µs to completion.
+    let run = |cuda_out: bool, which: (bool, bool)| -> (f64, f64) {
+        let ring = cuda::RingMem::Host(&reg);
+        let t = Instant::now();
+        let mut fences: Vec<(usize, Arc<dyn Fence>)> = vec![];
+        if which.0 {
+            let f = if cuda_out {
+                cuda::source_end(&on_cu, ring).unwrap().buffer_to_ring(&span)
+            } else {
+                cuda::dest_end(cu, len, ring).unwrap().ring_to_buffer(&span)
+            };
+            fences.push((0, f.unwrap().unwrap()));
+        }
+        if which.1 {
+            let f = if cuda_out {
+                vulkan::bridge::dest_end(vk, len, &view).unwrap().ring_to_buffer(&span)
+            } else {
+                vulkan::bridge::source_end(&on_vk, &view).unwrap().buffer_to_ring(&span)
+            };
+            fences.push((1, f.unwrap().unwrap()));
+        }
+        let mut done = [0.0f64; 2];
+        while fences.iter().any(|(k, _)| done[*k] == 0.0) {
+            for (k, f) in &fences {
+                if done[*k] == 0.0 && f.is_complete() {
+                    done[*k] = t.elapsed().as_secs_f64() * 1e6;
+                }
+            }
+        }
+        fences.iter().for_each(|(_, f)| f.wait().unwrap());
+        (done[0], done[1])
+    };
+    for cuda_out in [true, false] {
+        let (c, v) = if cuda_out { ("cuda d2h", "vulkan h2d") } else { ("cuda h2d", "vulkan d2h") };
+        for round in 0..3 {
+            let (alone_c, _) = run(cuda_out, (true, false));
+            let (_, alone_v) = run(cuda_out, (false, true));
+            let (both_c, both_v) = run(cuda_out, (true, true));
+            println!(
+                "round {round}: {c} alone {:.2} GB/s, {v} alone {:.2}; at once {c} {:.2}, {v} {:.2} GB/s",
+                gbps(alone_c),
+                gbps(alone_v),
+                gbps(both_c),
+                gbps(both_v)
+            );
+        }
+    }
+    drop(reg);
+}
+
 /// The line `a -> b: ...` of `g`'s listing.
 fn listed(g: &crate::collective::DeviceGroup, a: Device, b: Device) -> String {
     let head = format!("{a} -> {b}:");
