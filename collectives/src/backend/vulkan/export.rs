@@ -50,8 +50,8 @@ pub(crate) fn timeline_point(fence: &dyn Fence) -> Option<(Device, u64)> {
 
 /// A timeline semaphore of one Vulkan device that CUDA signals and that device's submissions
 /// wait on: the ordering of the bridge's other direction (a CUDA copy into a Vulkan buffer,
-/// then Vulkan work reading it). One per signalling CUDA device, each counting its own values
-/// up from 0, so that every signal of one is greater than the one before.
+/// then Vulkan work reading it). One per signalling CUDA stream, each counting its own values up
+/// from 0, so that every signal of one is greater than the one before.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inbound {
     device: Device,
