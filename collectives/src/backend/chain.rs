@@ -27,8 +27,9 @@ pub const STAGED_MIN_BYTES: usize = 4 << 20;
 
 /// Tensors smaller than this (in bytes) keep the plain two hops between a CUDA and a Vulkan
 /// device of one GPU too: below it Vulkan buffers have no memory of their own to share, and a
-/// hop through the device ring costs two hand-overs between the APIs (about 370 µs on the H200
-/// against 150–250 µs for two small host hops, `bench/gpu/11-bridge`).
+/// hop through the device ring cost two hand-overs between the APIs (about 370 µs on the H200
+/// against 150–250 µs for two small host hops, `bench/gpu/11-bridge`, when the hand-overs were
+/// host waits; they are waits on the GPU now, `ChunkEnd::after`).
 pub const DEVICE_MIN_BYTES: usize = 1 << 20;
 
 /// Environment variable: `0` (or `off`) turns the fusion off, so every CUDA ↔ Vulkan chain runs

@@ -593,12 +593,15 @@ fn the_device_ring_hands_chunks_over_on_the_gpu() {
             let (a, b) = (random(), random());
             let up = |v: &Vec<f32>| src_be.htod(&Buffer::from_vec(Device::Cpu(0), v.clone())).unwrap();
             let (sa, sb) = (up(&a), up(&b));
-            // Eight adds keep the source's writer running while the move is issued.
+            // Adds keep the source's writer running while the move is issued (more on Vulkan,
+            // whose queue a submission reaches later than a CUDA launch its stream).
+            let adds = if from_cuda { 8 } else { 64 };
             let mut sum = src_be.compute(&add, &[&sa, &sb], spec).unwrap();
-            for _ in 1..8 {
+            for _ in 1..adds {
                 sum = src_be.compute(&add, &[&sum, &sb], spec).unwrap();
             }
             FAIL_TIMELINE.with(|f| f.set(refused));
+            let t = std::time::Instant::now();
             let out = if from_cuda {
                 let mut from = cuda::source_end(&sum, ring).unwrap();
                 let mut into = vulkan::bridge::dest_end(vk, len * 4, &ex.view).unwrap();
@@ -610,6 +613,7 @@ fn the_device_ring_hands_chunks_over_on_the_gpu() {
                 pump(&mut from, &mut into, len * 4, geo, &mut busy)
                     .and_then(|()| into.into_buffer(DType::F32, len))
             };
+            let issue_us = t.elapsed().as_secs_f64() * 1e6;
             FAIL_TIMELINE.with(|f| f.set(false));
             let running = !sum.fence.as_ref().is_none_or(|f| f.is_complete());
             let back = dst_be.dtoh(&out.unwrap(), Device::Cpu(0)).unwrap();
@@ -617,12 +621,13 @@ fn the_device_ring_hands_chunks_over_on_the_gpu() {
             let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());
             let want = |i: usize| {
                 let s = (f64::from(a[i]) + f64::from(b[i])) as f32;
-                (1..8).fold(s, |s, _| (f64::from(s) + f64::from(b[i])) as f32)
+                (1..adds).fold(s, |s, _| (f64::from(s) + f64::from(b[i])) as f32)
             };
             let wrong = (0..len).filter(|&i| got[i] != want(i)).count();
             let way = if from_cuda { format!("{cu} -> {vk}") } else { format!("{vk} -> {cu}") };
             println!(
-                "{way}, imports refused: {refused}; the writer still ran when the move returned: {running}"
+                "{way}, imports refused: {refused}; the move issued in {issue_us:.0} us, \
+                 the writer still ran when it returned: {running}"
             );
             assert!(
                 got.len() == len && wrong == 0,
