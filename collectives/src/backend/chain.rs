@@ -26,11 +26,12 @@ use crate::error::{Error, Result};
 pub const STAGED_MIN_BYTES: usize = 4 << 20;
 
 /// Tensors smaller than this (in bytes) keep the plain two hops between a CUDA and a Vulkan
-/// device of one GPU too: below it Vulkan buffers have no memory of their own to share, and a
-/// hop through the device ring cost two hand-overs between the APIs (about 370 µs on the H200
-/// against 150–250 µs for two small host hops, `bench/gpu/11-bridge`, when the hand-overs were
-/// host waits; they are waits on the GPU now, `ChunkEnd::after`).
-pub const DEVICE_MIN_BYTES: usize = 1 << 20;
+/// device of one GPU too: from this size on the Vulkan device gives tensor buffers exportable
+/// memory of their own, so a move is one CUDA copy straight into or out of it (12–15 µs on the
+/// H200 from 256 KiB up, where two host hops took 29–75 µs at 256–512 KiB,
+/// `bench/gpu/20-signals` run d); below it they live in host memory, where two host hops of a few
+/// kilobytes cost about as much as the bridge and the host reads them without a submission.
+pub const DEVICE_MIN_BYTES: usize = 256 << 10;
 
 /// Environment variable: `0` (or `off`) turns the fusion off, so every CUDA ↔ Vulkan chain runs
 /// as its two hops. Read once per process.

@@ -21,8 +21,21 @@ use super::memory::{Shared, Usage};
 use super::raw;
 use crate::backend::shelf::Shelf;
 
-/// Buffers smaller than this are not parked (the allocator serves them from its blocks).
+/// Buffers smaller than this are not parked (the allocator serves them from its blocks), unless
+/// they have memory of their own ([`SHARE_MIN_BYTES`]).
 pub(super) const POOL_MIN_BYTES: u64 = 1 << 20;
+
+/// On a device that shares memory with CUDA (`Gpu::shares_memory`), tensor buffers of at least
+/// this many bytes get exportable memory of their own, so a move between the two APIs is one
+/// CUDA copy (the device bridge, `backend::staged`), and are parked from this size on (each is a
+/// driver allocation and a CUDA mapping, too dear to make on every call). On the H200, from
+/// 256 KiB to 512 KiB: a move either way 12–15 µs instead of 28–75 through two host hops, the
+/// all_reduce of `cuda:0,vulkan:0` 29–38 µs instead of 71–169, a Vulkan fold 46–52 instead of
+/// 59–82; what it costs is a download of such a tensor to the host, 47–54 µs instead of 9.5–21
+/// (a submission instead of a read of mapped memory). Below 256 KiB the moves gain less (1–17 µs)
+/// than a download loses (38–54), so smaller tensors stay in host memory
+/// (`bench/gpu/20-signals`, run d).
+pub(super) const SHARE_MIN_BYTES: u64 = 256 << 10;
 
 /// Environment variable bounding each Vulkan device's cache of freed buffers, in bytes (`0`
 /// turns the cache off). Read when the device is opened.
@@ -72,7 +85,8 @@ impl BufCache {
     /// that it displaced, for the caller to free; or gives `p` back when it is too small or
     /// larger than the whole cache.
     pub fn park(&mut self, usage: Usage, size: u64, p: Parked) -> Result<Vec<Parked>, Parked> {
-        if size < POOL_MIN_BYTES {
+        let min = if matches!(p.alloc, Backing::Shared(_)) { SHARE_MIN_BYTES } else { POOL_MIN_BYTES };
+        if size < min {
             return Err(p);
         }
         self.0.keep((usage, size), size as usize, p)

@@ -11,7 +11,7 @@ use gpu_allocator::MemoryLocation;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use parking_lot::Mutex;
 
-use super::cache::{self, Backing, POOL_MIN_BYTES, Parked};
+use super::cache::{self, Backing, POOL_MIN_BYTES, Parked, SHARE_MIN_BYTES};
 use super::device::Gpu;
 use super::raw;
 use crate::backend::{Fence, HostMem};
@@ -129,11 +129,11 @@ impl DevBuf {
     }
 
     /// A new buffer of `size` bytes with memory bound for `usage`; the error is the driver's or
-    /// the allocator's. Tensor storage of at least [`POOL_MIN_BYTES`] on a device that shares
+    /// the allocator's. Tensor storage of at least [`SHARE_MIN_BYTES`] on a device that shares
     /// memory with CUDA ([`Gpu::shares_memory`]) gets memory of its own, exportable; smaller
     /// tensor storage is in host memory when under the device's bound ([`VULKAN_HOST_BELOW_BYTES`]).
     fn create(gpu: &Gpu, size: u64, usage: Usage) -> std::result::Result<Parked, String> {
-        if usage == Usage::Device && size >= POOL_MIN_BYTES && gpu.shares_memory() {
+        if usage == Usage::Device && size >= SHARE_MIN_BYTES && gpu.shares_memory() {
             return create_shared(gpu, size);
         }
         // SAFETY: the device is live; the buffer is destroyed below on failure or by `Drop`.
