@@ -443,6 +443,22 @@ fn a_failed_share_falls_back_and_every_byte_still_arrives() {
     check(&back, "back to CUDA");
 }
 
+/// The backends of `cuda:0` and `vulkan:0` where the two are one GPU whose memory they share (the
+/// device bridge); `None`, having printed why, elsewhere.
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+fn one_gpu_pair() -> Option<(Arc<dyn crate::backend::Backend>, Arc<dyn crate::backend::Backend>)> {
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else {
+        println!("skipped: needs {cu} and {vk}");
+        return None;
+    };
+    if ring::choice(cu, vk) != crate::backend::chain::Bridge::Device {
+        println!("skipped: {cu} and {vk} are not one GPU");
+        return None;
+    }
+    Some((cbe, vbe))
+}
+
 /// A move out of a Vulkan buffer issued while its Vulkan writer may still run waits for it on
 /// the GPU, through the Vulkan timeline imported into CUDA, and reads the written values; with
 /// the import refused (on this thread) it waits on the host, with the same values (the GPU
@@ -455,14 +471,7 @@ fn a_move_from_vulkan_waits_for_its_writer_on_the_gpu() {
     use crate::dtype::DType;
     use crate::graph::BinaryOp;
     let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
-    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else {
-        println!("skipped: needs {cu} and {vk}");
-        return;
-    };
-    if ring::choice(cu, vk) != crate::backend::chain::Bridge::Device {
-        println!("skipped: {cu} and {vk} are not one GPU");
-        return;
-    }
+    let Some((cbe, vbe)) = one_gpu_pair() else { return };
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
     let len = 16 << 20; // 64 MiB of f32: the fold runs long enough to be caught running
     for refused in [false, true] {
@@ -504,14 +513,7 @@ fn a_vulkan_kernel_after_a_move_from_cuda_waits_for_it_on_the_gpu() {
     use crate::dtype::DType;
     use crate::graph::BinaryOp;
     let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
-    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else {
-        println!("skipped: needs {cu} and {vk}");
-        return;
-    };
-    if ring::choice(cu, vk) != crate::backend::chain::Bridge::Device {
-        println!("skipped: {cu} and {vk} are not one GPU");
-        return;
-    }
+    let Some((cbe, vbe)) = one_gpu_pair() else { return };
     let mut rng = rand::rngs::StdRng::seed_from_u64(12);
     let len = 16 << 20; // 64 MiB of f32; eight CUDA adds before the move keep it waiting
     let spec = OutSpec { dtype: DType::F32, len };
@@ -568,14 +570,7 @@ fn the_device_ring_hands_chunks_over_on_the_gpu() {
     use crate::dtype::DType;
     use crate::graph::BinaryOp;
     let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
-    let (Ok(cbe), Ok(vbe)) = (crate::backend::get(cu), crate::backend::get(vk)) else {
-        println!("skipped: needs {cu} and {vk}");
-        return;
-    };
-    if ring::choice(cu, vk) != crate::backend::chain::Bridge::Device {
-        println!("skipped: {cu} and {vk} are not one GPU");
-        return;
-    }
+    let Some((cbe, vbe)) = one_gpu_pair() else { return };
     let len = 16 << 20; // 64 MiB of f32 through 2 slots of 16 MiB
     let geo = Geometry { chunk: 16 << 20, slots: 2 };
     let ex = vulkan::export::export(vk, geo.bytes()).unwrap();
