@@ -9,7 +9,7 @@
 //!   (`cuImportExternalSemaphore`) and a move out of a Vulkan buffer has its CUDA stream wait for
 //!   the value (`cuWaitExternalSemaphoresAsync`, [`await_vulkan`]).
 //! - **CUDA, then Vulkan.** A CUDA copy into a Vulkan buffer (the bridge's move to Vulkan) then
-//!   signals the next value of a timeline the Vulkan device made for this CUDA device to signal
+//!   signals the next value of a timeline the Vulkan device made for that CUDA stream to signal
 //!   (`cuSignalExternalSemaphoresAsync`, [`signal_vulkan`]); the buffer's fence carries the value,
 //!   and a Vulkan submission reading the buffer waits for it on the device
 //!   (`backend/vulkan/export.rs`, `foreign_waits`). Each CUDA copy stream signals a timeline of its
