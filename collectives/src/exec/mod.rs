@@ -55,7 +55,7 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
         return done;
     }
     let rewritten = opt::insert_cross_device_copies(&pending);
-    let sched = schedule::build(&rewritten);
+    let sched = Arc::new(schedule::build(&rewritten));
     let debug = crate::log::enabled(LogLevel::Debug);
     let summary = debug.then(|| sched.summary());
     let (bufs, timeline) = run::run(&sched, debug)?;
@@ -105,7 +105,7 @@ pub(crate) fn issue(target: &Tensor) -> Result<Arc<Buffer>> {
         return Ok(buf);
     }
     let rewritten = opt::insert_cross_device_copies(std::slice::from_ref(target));
-    let sched = schedule::build(&rewritten);
+    let sched = Arc::new(schedule::build(&rewritten));
     let (mut bufs, _) = run::run(&sched, false)?;
     bufs.pop()
         .ok_or_else(|| crate::Error::internal("issue", "the schedule returned no result for its target"))

@@ -1,7 +1,10 @@
 //! Running a schedule: one queue per device, so work on disjoint devices overlaps.
 //!
 //! Each device in the schedule gets a host thread that issues its steps in order, waiting for
-//! their inputs to have been issued (possibly on other queues). GPU backends issue work
+//! their inputs to have been issued (possibly on other queues). The threads are the process's
+//! pool of blocking workers (the `blocking` crate: a thread for every job at once, idle threads
+//! kept for half a second and reused), so a realize starts no thread of its own once the pool has
+//! as many as the schedule has queues. GPU backends issue work
 //! asynchronously and return buffers carrying fences, so a queue's thread runs ahead of its
 //! device; whoever reads a buffer waits on its fence (on the device, when the backend can).
 //! Buffers are dropped as soon as their last reader has been issued, unless kept.
@@ -9,10 +12,11 @@
 //! A schedule of one queue, whose queues are all CUDA devices (or CUDA devices and a Vulkan device
 //! of the same GPU), or whose every step is smaller than [`ONE_THREAD_BELOW_BYTES`] is issued from
 //! the calling thread in topological order instead: issuing such GPU work never waits for the
-//! device (inputs are waited for on the device), and on small tensors the host waits that threads
-//! would overlap are shorter than the threads' start-up (tens of microseconds a realize).
+//! device (inputs are waited for on the device), and on small tensors the host waits that workers
+//! would overlap are shorter than handing the queues to them.
 
 use std::sync::Arc;
+use std::thread::ThreadId;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
@@ -29,8 +33,8 @@ struct State {
     failed: Option<crate::error::Error>,
 }
 
-struct Shared<'a> {
-    sched: &'a Schedule,
+struct Shared {
+    sched: Arc<Schedule>,
     state: Mutex<State>,
     cv: Condvar,
     /// When the log asks for it: each issued step's times (see [`Timeline`]).
@@ -42,8 +46,8 @@ struct Shared<'a> {
 /// figure that is not what was expected needs to say which.
 pub(crate) struct Timeline {
     start: Instant,
-    /// (step, inputs ready, issued), in µs since `start`.
-    steps: Mutex<Vec<(usize, f64, f64)>>,
+    /// (step, inputs ready, issued), in µs since `start`, and the thread that issued it.
+    steps: Mutex<Vec<(usize, f64, f64, ThreadId)>>,
 }
 
 impl Timeline {
@@ -58,14 +62,14 @@ impl Timeline {
         steps.sort_by(|a, b| a.1.total_cmp(&b.1));
         steps
             .iter()
-            .map(|&(i, ready, done)| format!("{ready:8.1} {done:8.1}  {}", sched.describe(i)))
+            .map(|&(i, ready, done, _)| format!("{ready:8.1} {done:8.1}  {}", sched.describe(i)))
             .collect()
     }
 }
 
 /// Runs every step; returns the targets' buffers (not yet waited on), and, when `timed`, the
 /// run's timeline.
-pub(crate) fn run(sched: &Schedule, timed: bool) -> Result<(Vec<Arc<Buffer>>, Option<Timeline>)> {
+pub(crate) fn run(sched: &Arc<Schedule>, timed: bool) -> Result<(Vec<Arc<Buffer>>, Option<Timeline>)> {
     let timeline = timed.then(|| Timeline { start: Instant::now(), steps: Mutex::new(vec![]) });
     let n = sched.steps.len();
     let state = State {
@@ -74,7 +78,8 @@ pub(crate) fn run(sched: &Schedule, timed: bool) -> Result<(Vec<Arc<Buffer>>, Op
         remaining: sched.steps.iter().map(|s| s.consumers).collect(),
         failed: None,
     };
-    let shared = Shared { sched, state: Mutex::new(state), cv: Condvar::new(), timeline };
+    let shared =
+        Arc::new(Shared { sched: sched.clone(), state: Mutex::new(state), cv: Condvar::new(), timeline });
     let mut queues: Vec<(Device, Vec<usize>)> = Vec::new();
     for i in (0..n).filter(|&i| sched.steps[i].issued()) {
         let q = sched.steps[i].queue;
@@ -89,26 +94,51 @@ pub(crate) fn run(sched: &Schedule, timed: bool) -> Result<(Vec<Arc<Buffer>>, Op
         _ if one_thread(sched, &queues) => {
             shared.drain(&(0..n).filter(|&i| sched.steps[i].issued()).collect::<Vec<_>>())
         }
-        _ => std::thread::scope(|s| {
-            for (_, list) in &queues {
-                let shared = &shared;
-                s.spawn(move || shared.drain(list));
-            }
-        }),
+        _ => on_workers(&shared, queues.into_iter().map(|(_, list)| list).collect()),
     }
-    let mut st = shared.state.into_inner();
+    let mut st = shared.state.lock();
     if let Some(e) = st.failed.take() {
         return Err(e);
     }
     let bufs = sched.targets.iter().map(|&t| st.values[t].clone().expect("target realized")).collect();
-    Ok((bufs, shared.timeline))
+    drop(st);
+    // Each worker drops its handle before its job ends, so this is the last one.
+    let timeline = Arc::try_unwrap(shared).ok().and_then(|s| s.timeline);
+    Ok((bufs, timeline))
+}
+
+/// Drains each of `lists` (one queue's steps each) on a worker of the blocking pool, all at once,
+/// and returns when all are done. A worker that panics stops the others (as a failure does) and
+/// its panic is resumed here, once every job has ended.
+fn on_workers(shared: &Arc<Shared>, lists: Vec<Vec<usize>>) {
+    let tasks: Vec<_> = lists
+        .into_iter()
+        .map(|list| {
+            let shared = shared.clone();
+            blocking::unblock(move || {
+                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.drain(&list)));
+                if out.is_err() {
+                    let mut st = shared.state.lock();
+                    st.failed.get_or_insert(crate::Error::internal("realize", "a queue's worker panicked"));
+                    shared.cv.notify_all();
+                }
+                out
+            })
+        })
+        .collect();
+    let outs: Vec<_> = tasks.into_iter().map(futures_lite::future::block_on).collect();
+    if let Some(Err(panic)) = outs.into_iter().find(|o| o.is_err()) {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 /// Schedules whose every step moves less than this many bytes are issued from the calling
-/// thread, in topological order. Starting a thread per queue costs tens of microseconds a
-/// realize (`pthread_create` alone took 14 % of a 4 KiB `cuda:0, vulkan:0` all_reduce's host
-/// samples on the H200, `bench/gpu/16-vulkan-host`), while what the threads buy — one queue's host
-/// work or host wait overlapping another's — is worth less than that on tensors this small.
+/// thread, in topological order. Handing the queues to workers costs a wake-up each and a
+/// hand-off at every step one queue waits for on another (and before the workers were pooled, a
+/// thread start: `pthread_create` alone took 14 % of a 4 KiB `cuda:0, vulkan:0` all_reduce's
+/// host samples on the H200, `bench/gpu/16-vulkan-host`), while what the workers buy — one
+/// queue's host work or host wait overlapping another's — is worth less than that on tensors
+/// this small.
 pub const ONE_THREAD_BELOW_BYTES: usize = 1 << 20;
 
 /// Whether `sched` (of `queues`) is issued from the calling thread: where issuing its steps never
@@ -125,7 +155,7 @@ fn one_thread(sched: &Schedule, queues: &[(Device, Vec<usize>)]) -> bool {
 /// Vulkan device that is the same GPU as each of them (the device bridge: a move between them is a
 /// CUDA copy, and each API waits for the other's work on the GPU, `backend/cuda/timeline.rs`).
 /// Host devices, two Vulkan devices (their moves stage through the host) and the host bridge
-/// wait on the host, and take a thread per queue.
+/// wait on the host, and take a worker per queue.
 fn issued_without_host_waits(queues: &[(Device, Vec<usize>)]) -> bool {
     use crate::device::DeviceKind;
     let of = |k: DeviceKind| queues.iter().map(|q| q.0).filter(move |d| d.kind() == k);
@@ -140,7 +170,7 @@ fn issued_without_host_waits(queues: &[(Device, Vec<usize>)]) -> bool {
     }
 }
 
-impl Shared<'_> {
+impl Shared {
     /// Issues one queue's steps in order; stops at the first failure anywhere.
     fn drain(&self, list: &[usize]) {
         for &i in list {
@@ -148,9 +178,9 @@ impl Shared<'_> {
                 return;
             };
             let ready = self.timeline.as_ref().map(Timeline::us);
-            let out = super::step::issue(self.sched, i, &inputs);
+            let out = super::step::issue(&self.sched, i, &inputs);
             if let (Some(t), Some(ready)) = (&self.timeline, ready) {
-                t.steps.lock().push((i, ready, t.us()));
+                t.steps.lock().push((i, ready, t.us(), std::thread::current().id()));
             }
             drop(inputs);
             let mut st = self.state.lock();
@@ -261,7 +291,7 @@ mod tests {
         let t = Timeline { start: Instant::now(), steps: Mutex::new(vec![]) };
         let issued: Vec<usize> = (0..sched.steps.len()).filter(|&i| sched.steps[i].issued()).collect();
         for (k, &i) in issued.iter().enumerate().rev() {
-            t.steps.lock().push((i, k as f64 * 2.0, k as f64 * 2.0 + 1.0));
+            t.steps.lock().push((i, k as f64 * 2.0, k as f64 * 2.0 + 1.0, std::thread::current().id()));
         }
         let lines = t.lines(&sched);
         assert_eq!(lines.len(), issued.len());
@@ -272,5 +302,44 @@ mod tests {
         // Streamed (in one pass, the host shard read in place) unless `COLLECTIVES_STREAM=0`.
         let kernel = |l: &String| l.contains("[cuda:0] reduce kernel") && l.ends_with(", 32 B on cuda:0");
         assert!(lines.iter().any(kernel), "{lines:?}");
+    }
+
+    /// A schedule of two host queues whose steps are 1 MiB, so each queue is drained by a worker.
+    fn two_queue_sum(values: &[f32]) -> (Arc<Schedule>, Tensor) {
+        let a = Tensor::from_vec(values.to_vec(), [values.len()], Device::Cpu(0)).unwrap();
+        let b = Tensor::from_vec(values.iter().map(|v| v * 0.5).collect(), [values.len()], Device::Cpu(1))
+            .unwrap();
+        let sum = a.add(&b.copy_to_device(Device::Cpu(0)).unwrap()).unwrap();
+        let back = sum.copy_to_device(Device::Cpu(1)).unwrap().add(&b).unwrap();
+        (
+            Arc::new(super::super::schedule::build(&insert_cross_device_copies(std::slice::from_ref(&back)))),
+            back,
+        )
+    }
+
+    #[test]
+    fn workers_are_reused_across_runs_not_started_per_run() {
+        use rand::Rng;
+        let mut rng = rand::rng();
+        let values: Vec<f32> = (0..ONE_THREAD_BELOW_BYTES / 4).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let mut threads = std::collections::HashSet::new();
+        let runs = 40;
+        for _ in 0..runs {
+            let (sched, _) = two_queue_sum(&values);
+            let (bufs, timeline) = run(&sched, true).unwrap();
+            let steps = timeline.unwrap().steps.into_inner();
+            let ran_on: std::collections::HashSet<ThreadId> = steps.iter().map(|s| s.3).collect();
+            assert!(!ran_on.contains(&std::thread::current().id()), "the queues ran on workers");
+            threads.extend(ran_on);
+            bufs[0].wait().unwrap();
+            let got: &[f32] = bytemuck::cast_slice(bufs[0].host_bytes("read").unwrap());
+            assert_eq!(got.len(), values.len());
+            for (k, (&g, &v)) in got.iter().zip(&values).enumerate() {
+                let want = v as f64 * 2.0;
+                assert!((g as f64 - want).abs() <= 1e-6 * want.abs().max(1.0), "element {k}: {g} != {want}");
+            }
+        }
+        // A thread per queue and run would be at least two new threads a run.
+        assert!(threads.len() < runs, "{} threads over {runs} runs", threads.len());
     }
 }
