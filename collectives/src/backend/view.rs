@@ -1,5 +1,5 @@
 //! A contiguous slice of a buffer, read in place: what a `narrow` over one contiguous range of a
-//! host or CUDA tensor becomes, instead of a copy.
+//! host, CUDA or Vulkan tensor becomes, instead of a copy.
 //!
 //! Why: a mixed group's reduce_scatter folds every shard on the leader, then hands each member
 //! its slice of the result; those slices are ranges of one buffer, and copying them costs a
@@ -7,7 +7,9 @@
 //! slice kernels, `bench/gpu/18-locked` run f). Tensors are immutable once realized, so a view can
 //! never see its bytes change; it keeps the whole buffer it slices alive, as a PyTorch view does.
 //! A CUDA view may start at any element: its kernels take their 16-byte vector path where every
-//! pointer allows it and read element by element elsewhere. On Vulkan a slice is a copy.
+//! pointer allows it and read element by element elsewhere. A Vulkan view is a `VkBuffer` of its
+//! own bound to the same memory, where the slice starts on the device's alignment for that (16
+//! bytes or more); elsewhere a Vulkan slice is a copy.
 //!
 //! ```
 //! use collectives::{Device, Tensor};
@@ -45,14 +47,16 @@ impl HostMem for HostView {
 }
 
 /// `kernel` on `input` for a result on `device` as a view of `input`, where it is a slice of one
-/// contiguous range (`outer == 1`) of a host buffer (for a host device) or of a CUDA buffer on
-/// `device` itself; `None` for every other kernel and buffer. The view's fence is the input's: it
+/// contiguous range (`outer == 1`) of a host buffer (for a host device) or of a CUDA or Vulkan
+/// buffer on `device` itself (a Vulkan one where it starts on the device's alignment); `None` for
+/// every other kernel and buffer. The view's fence is the input's: it
 /// is ready when the input is.
 pub(crate) fn view(kernel: &Kernel, input: &Arc<Buffer>, device: Device) -> Result<Option<Buffer>> {
     let Kernel::Slice { outer: 1, in_mid, start, len, inner } = *kernel else { return Ok(None) };
     let host = device.is_host() && matches!(input.mem, Mem::Host(_));
     let cuda = matches!(device, Device::Cuda(_)) && input.device == device;
-    if !host && !cuda {
+    let vulkan = matches!(device, Device::Vulkan(_)) && input.device == device;
+    if !host && !cuda && !vulkan {
         return Ok(None);
     }
     let size = input.dtype.size();
@@ -68,6 +72,9 @@ pub(crate) fn view(kernel: &Kernel, input: &Arc<Buffer>, device: Device) -> Resu
     }
     if cuda {
         return Ok(cuda_view(input, offset, len * inner));
+    }
+    if vulkan {
+        return vulkan_view(input, offset, len * inner);
     }
     Ok(Some(host_view(input, device, offset, len * inner)))
 }
@@ -98,6 +105,17 @@ fn cuda_view(input: &Buffer, offset: usize, len: usize) -> Option<Buffer> {
     {
         let _ = (input, offset, len);
         None
+    }
+}
+
+/// A Vulkan view (`vulkan::view`); none without the Vulkan backend.
+fn vulkan_view(input: &Buffer, offset: usize, len: usize) -> Result<Option<Buffer>> {
+    #[cfg(feature = "vulkan")]
+    return super::vulkan::view(input, offset, len);
+    #[cfg(not(feature = "vulkan"))]
+    {
+        let _ = (input, offset, len);
+        Ok(None)
     }
 }
 

@@ -80,9 +80,10 @@ pub(super) fn to_vulkan(src: &Buffer, vk: Device) -> Result<Option<Buffer>> {
 pub(super) fn to_cuda(src: &Buffer, cu: Device) -> Result<Option<Buffer>> {
     let Some(from) = SharedBuf::of(src) else { return Ok(None) };
     let Some(map) = mapping(&from, cu, src.device) else { return Ok(None) };
-    // SAFETY: the mapping is `src`'s memory and covers it (the copy waits for its writer); the
-    // buffer waits for the copy (`set_busy`) before its memory is reused or freed.
-    let out = unsafe { cuda::copy_from_mapped(cu, src, map.ptr()) }?;
+    // SAFETY: the mapping is the memory of `src` (or of the buffer `src` is a view of, from
+    // `offset`) and covers it (the copy waits for its writer); the memory waits for the copy
+    // (`set_busy`) before it is reused or freed.
+    let out = unsafe { cuda::copy_from_mapped(cu, src, map.ptr() + from.offset()) }?;
     if let Some(f) = &out.fence {
         from.set_busy(f.clone())?;
     }

@@ -225,26 +225,41 @@ fn export_error(device: Device, bytes: u64, e: vk::Result) -> Error {
 }
 
 /// A Vulkan tensor buffer whose memory CUDA can map (exportable memory of its own, see
-/// [`super::memory::Shared`]): the device bridge copies straight into or out of it on CUDA.
-pub(crate) struct SharedBuf(Arc<DevBuf>);
+/// [`super::memory::Shared`]), or a view of one: the device bridge copies straight into or out
+/// of it on CUDA.
+pub(crate) struct SharedBuf {
+    /// The buffer that owns the memory.
+    buf: Arc<DevBuf>,
+    /// Where the tensor starts in it (a view's offset; 0 for the buffer itself).
+    offset: u64,
+}
 
 impl SharedBuf {
-    /// `buf`'s memory, when it is shared.
+    /// `buf`'s memory, when it is shared (a view's, when its parent's is).
     pub fn of(buf: &Buffer) -> Option<SharedBuf> {
         let m = buf.device_mem::<VkMem>("device bridge").ok()?;
-        m.0.shared().map(|_| SharedBuf(m.0.clone()))
+        let (root, offset) = match &m.0.parent {
+            Some((root, offset)) => (root, *offset),
+            None => (&m.0, 0),
+        };
+        root.shared().map(|_| SharedBuf { buf: root.clone(), offset })
+    }
+
+    /// Where the tensor starts in the memory CUDA maps, in bytes.
+    pub fn offset(&self) -> u64 {
+        self.offset
     }
 
     /// A new tensor buffer of at least `bytes` on Vulkan device `device`, if it gets shared memory
     /// (large enough, on a device that shares memory); `None` otherwise.
     pub fn alloc(device: Device, bytes: usize) -> Result<Option<SharedBuf>> {
         let buf = DevBuf::new(&gpu(device)?, bytes as u64, Usage::Device)?;
-        Ok(buf.shared().is_some().then_some(SharedBuf(buf)))
+        Ok(buf.shared().is_some().then_some(SharedBuf { buf, offset: 0 }))
     }
 
-    /// The buffer's size in bytes (its mapping covers them all).
+    /// The owning buffer's size in bytes (its mapping covers them all).
     pub fn size(&self) -> usize {
-        self.0.size as usize
+        self.buf.size as usize
     }
 
     /// CUDA's mapping of the memory: made by `import` from a descriptor of the memory and the
@@ -261,8 +276,8 @@ impl SharedBuf {
                 .downcast::<T>()
                 .map_err(|_| Error::internal("device bridge", "a foreign mapping"));
         }
-        let device = self.0.gpu.device;
-        let Some(ext) = &self.0.gpu.export_fd else {
+        let device = self.buf.gpu.device;
+        let Some(ext) = &self.buf.gpu.export_fd else {
             return Err(Error::internal("device bridge", format!("{device} does not export memory")));
         };
         // SAFETY: the memory was allocated on this device with the opaque-fd export type.
@@ -279,13 +294,15 @@ impl SharedBuf {
         Ok(())
     }
 
-    /// The buffer as a tensor buffer of `len` elements of `dtype`, valid once `fence` completes.
+    /// The buffer (one [`SharedBuf::alloc`] made, not a view) as a tensor buffer of `len`
+    /// elements of `dtype`, valid once `fence` completes.
     pub fn into_buffer(self, dtype: DType, len: usize, fence: Arc<dyn Fence>) -> Buffer {
-        let device = self.0.gpu.device;
-        Buffer { device, dtype, len, mem: Mem::Device(Box::new(VkMem(self.0))), fence: Some(fence) }
+        debug_assert_eq!(self.offset, 0, "a new shared buffer");
+        let device = self.buf.gpu.device;
+        Buffer { device, dtype, len, mem: Mem::Device(Box::new(VkMem(self.buf))), fence: Some(fence) }
     }
 
     fn shared(&self) -> Result<&super::memory::Shared> {
-        self.0.shared().ok_or_else(|| Error::internal("device bridge", "the buffer's memory is not shared"))
+        self.buf.shared().ok_or_else(|| Error::internal("device bridge", "the buffer's memory is not shared"))
     }
 }

@@ -64,6 +64,9 @@ pub(super) struct DevBuf {
     mapped: Option<NonNull<u8>>,
     /// Whether host reads of the mapped memory are cached (fast).
     pub host_cached: bool,
+    /// For a view ([`DevBuf::view`]): the buffer whose memory it is bound to (never itself a
+    /// view) and the view's first byte in it. The view owns only its `VkBuffer`.
+    pub parent: Option<(Arc<DevBuf>, u64)>,
 }
 
 // SAFETY: the mapped pointer is only dereferenced through `&self`/`&mut self` methods whose
@@ -108,6 +111,7 @@ impl DevBuf {
             imported: None,
             mapped: p.mapped,
             host_cached: p.host_cached,
+            parent: None,
         }))
     }
 
@@ -174,7 +178,71 @@ impl DevBuf {
             imported: Some(imported),
             mapped: host,
             host_cached: true,
+            parent: None,
         })
+    }
+
+    /// `bytes` bytes of `of` from byte `offset` on, as a buffer of its own bound to the same
+    /// memory (a `VkBuffer` aliasing that range): what a contiguous slice of a tensor becomes
+    /// instead of a copy. `None` where the range cannot be bound so — it does not start at a
+    /// multiple of 16 bytes (the kernels' block) and of the buffer's memory alignment, or its
+    /// binding would run past the memory — or `of`'s memory is not the allocator's or the
+    /// bridge's. The caller checked that the range lies within `of`.
+    pub fn view(of: &Arc<DevBuf>, offset: u64, bytes: u64) -> Result<Option<Arc<DevBuf>>> {
+        let (root, offset) = match &of.parent {
+            Some((root, at)) => (root, at + offset),
+            None => (of, offset),
+        };
+        let Some((memory, base, len)) = root.bound_memory() else { return Ok(None) };
+        let gpu = &root.gpu;
+        let size = padded(bytes);
+        let shared = root.shared().is_some();
+        // SAFETY: the device is live; the buffer is destroyed below if unused, else by `Drop`.
+        let made = unsafe {
+            if shared {
+                raw::create_export_buffer(&gpu.raw, size)
+            } else {
+                raw::create_buffer(&gpu.raw, size)
+            }
+        };
+        let buffer = made.map_err(|e| raw::vk_error(gpu.device, "vkCreateBuffer (view)", e))?;
+        // SAFETY: `buffer` belongs to this device.
+        let needs = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
+        let fits = offset % 16 == 0 && offset % needs.alignment.max(1) == 0 && offset + needs.size <= len;
+        // SAFETY (bind): the range `base + offset ..+ needs.size` lies within `memory`, which
+        // `root` keeps alive as long as the view (it holds an `Arc` of `root`).
+        let bound = fits && unsafe { gpu.raw.bind_buffer_memory(buffer, memory, base + offset) }.is_ok();
+        if !bound {
+            // SAFETY: the buffer was never used.
+            unsafe { raw::destroy_buffer(&gpu.raw, buffer) };
+            return Ok(None);
+        }
+        #[cfg(feature = "failpoints")]
+        crate::failpoint::live::inc(&crate::failpoint::live::VULKAN);
+        Ok(Some(Arc::new(DevBuf {
+            gpu: gpu.clone(),
+            buffer,
+            size,
+            alloc: None,
+            usage: None,
+            imported: None,
+            // SAFETY: `offset + size` lies within the mapping, which covers all of `root`.
+            mapped: root.mapped.map(|p| unsafe { p.add(offset as usize) }),
+            host_cached: root.host_cached,
+            parent: Some((root.clone(), offset)),
+        })))
+    }
+
+    /// The memory this buffer (not a view) is bound to, where in it the buffer starts, and how
+    /// many bytes of it the buffer may use from there: for memory from the allocator or the
+    /// bridge's exportable memory; `None` for imported memory.
+    fn bound_memory(&self) -> Option<(vk::DeviceMemory, u64, u64)> {
+        match &self.alloc {
+            // SAFETY: the allocation is live (owned by `self`), so its memory handle is valid.
+            Some(Backing::Pool(a)) => Some((unsafe { a.memory() }, a.offset(), a.size())),
+            Some(Backing::Shared(s)) => Some((s.memory, 0, s.size)),
+            None => None,
+        }
     }
 
     /// The buffer's exportable memory, when it has memory of its own that CUDA can map.

@@ -40,6 +40,7 @@ mod memory;
 mod pipelines;
 mod raw;
 mod submit;
+mod view;
 
 use std::sync::Arc;
 
@@ -58,6 +59,7 @@ use kernels::Fold;
 use memory::{DevBuf, StagingHost, Usage, VkMem};
 pub use memory::{VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV};
 use submit::{Recorder, TimelineFence};
+pub(crate) use view::view;
 
 /// Opens `Vulkan(ordinal)`.
 pub(crate) fn open(ordinal: u32) -> Result<Arc<dyn Backend>> {
