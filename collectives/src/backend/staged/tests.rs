@@ -327,6 +327,39 @@ fn one_gpu_moves_through_its_own_memory() {
     }
 }
 
+/// A view of a Vulkan tensor in memory CUDA maps (a slice from an aligned offset) moves to CUDA
+/// through the device bridge from its offset in the parent's mapping, every element right; and a
+/// Vulkan kernel reads the view (the GPU machine's test; skipped without both devices of one GPU).
+#[cfg(all(feature = "cuda", feature = "vulkan"))]
+#[test]
+fn a_vulkan_view_moves_to_cuda_from_its_offset() {
+    use crate::backend::{Kernel, OutSpec};
+    use crate::dtype::DType;
+    use crate::graph::BinaryOp;
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let Some((cbe, vbe)) = one_gpu_pair() else { return };
+    let n = 1 << 20;
+    let values: Vec<f32> =
+        random_bytes(n * 4, 77).chunks(4).map(|c| f32::from(c[0]) - f32::from(c[1]) * 0.5).collect();
+    let parent = Arc::new(vbe.htod(&Buffer::from_vec(Device::Cpu(0), values.clone())).unwrap());
+    let read = |b: &Buffer, be: &Arc<dyn crate::backend::Backend>| -> Vec<f32> {
+        let host = be.dtoh(b, Device::Cpu(0)).unwrap();
+        host.wait().unwrap();
+        bytemuck::cast_slice(host.host_bytes("test").unwrap()).to_vec()
+    };
+    for (start, len) in [(16384usize, 100_003usize), (n / 2, n / 2), (0, 5)] {
+        let slice = Kernel::Slice { outer: 1, in_mid: n, start, len, inner: 1 };
+        let view = crate::backend::view(&slice, &parent, vk).unwrap().expect("a view at a 64 KiB multiple");
+        let moved = super::direct::to_cuda(&view, cu).unwrap().expect("through the device bridge");
+        assert_eq!(read(&moved, &cbe), values[start..start + len], "from element {start}");
+        let spec = OutSpec { dtype: DType::F32, len };
+        let twice = read(&vbe.compute(&Kernel::Binary(BinaryOp::Add), &[&view, &view], spec).unwrap(), &vbe);
+        for (i, got) in twice.into_iter().enumerate() {
+            assert_eq!(got as f64, values[start + i] as f64 * 2.0, "add, element {}", start + i);
+        }
+    }
+}
+
 /// Where a device-ring hop's time goes on the GPU machine (run with `--ignored --nocapture`):
 /// each side's issue and completion, for a small and a large chunk, both ways.
 #[cfg(all(feature = "cuda", feature = "vulkan"))]
