@@ -4,7 +4,8 @@
 //! their inputs to have been issued (possibly on other queues). The threads are the process's
 //! pool of blocking workers (the `blocking` crate: a thread for every job at once, idle threads
 //! kept for half a second and reused), so a realize starts no thread of its own once the pool has
-//! as many as the schedule has queues. GPU backends issue work
+//! as many as the schedule has queues (unless the process bounds that pool below its default,
+//! `BLOCKING_MAX_THREADS`: then each realize starts its own). GPU backends issue work
 //! asynchronously and return buffers carrying fences, so a queue's thread runs ahead of its
 //! device; whoever reads a buffer waits on its fence (on the device, when the backend can).
 //! Buffers are dropped as soon as their last reader has been issued, unless kept.
@@ -94,7 +95,13 @@ pub(crate) fn run(sched: &Arc<Schedule>, timed: bool) -> Result<(Vec<Arc<Buffer>
         _ if one_thread(sched, &queues) => {
             shared.drain(&(0..n).filter(|&i| sched.steps[i].issued()).collect::<Vec<_>>())
         }
-        _ => on_workers(&shared, queues.into_iter().map(|(_, list)| list).collect()),
+        _ if pool_unbounded() => on_workers(&shared, queues.into_iter().map(|(_, list)| list).collect()),
+        _ => std::thread::scope(|s| {
+            for (_, list) in &queues {
+                let shared = &shared;
+                s.spawn(move || shared.drain(list));
+            }
+        }),
     }
     let mut st = shared.state.lock();
     if let Some(e) = st.failed.take() {
@@ -130,6 +137,24 @@ fn on_workers(shared: &Arc<Shared>, lists: Vec<Vec<usize>>) {
     if let Some(Err(panic)) = outs.into_iter().find(|o| o.is_err()) {
         std::panic::resume_unwind(panic);
     }
+}
+
+/// The blocking crate's bound on its pool's threads (read once by the crate, as here).
+const POOL_LIMIT_ENV: &str = "BLOCKING_MAX_THREADS";
+
+/// Whether the blocking pool keeps its default bound (500 threads): queues wait for one another,
+/// so a pool bounded below the queues of the realizes running at once would leave a queue
+/// waiting for a thread that never comes. Where the process lowered it ([`POOL_LIMIT_ENV`], for
+/// its own async runtime's sake), realizes start their own threads as they did before the pool.
+fn pool_unbounded() -> bool {
+    static UNBOUNDED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *UNBOUNDED.get_or_init(|| limit_is_default(std::env::var(POOL_LIMIT_ENV).ok().as_deref()))
+}
+
+/// Whether [`POOL_LIMIT_ENV`] set to `value` leaves the pool its default bound: unset, not a
+/// number (the crate then keeps its default), or 500 and more.
+fn limit_is_default(value: Option<&str>) -> bool {
+    value.and_then(|v| v.trim().parse::<usize>().ok()).is_none_or(|n| n >= 500)
 }
 
 /// Schedules whose every step moves less than this many bytes are issued from the calling
@@ -318,7 +343,17 @@ mod tests {
     }
 
     #[test]
+    fn a_lowered_pool_bound_is_seen() {
+        assert!(limit_is_default(None) && limit_is_default(Some("500")) && limit_is_default(Some("many")));
+        assert!(!limit_is_default(Some("4")) && !limit_is_default(Some(" 1 ")));
+    }
+
+    #[test]
     fn workers_are_reused_across_runs_not_started_per_run() {
+        if !pool_unbounded() {
+            println!("skipped: {POOL_LIMIT_ENV} bounds the pool, so each run starts its threads");
+            return;
+        }
         use rand::Rng;
         let mut rng = rand::rng();
         let values: Vec<f32> = (0..ONE_THREAD_BELOW_BYTES / 4).map(|_| rng.random_range(-1.0..1.0)).collect();
