@@ -4,7 +4,8 @@
 //! columns of the output. Rows that are contiguous on both sides, or long (16 KiB or more), go
 //! as buffer copies (`vkCmdCopyBuffer`, any byte offset, no binding-size limit). Short strided
 //! rows go through the `copy_bytes` kernel, which handles rows starting at any byte, in pieces of
-//! rows whose bindings fit within `maxStorageBufferRange`.
+//! rows whose bindings fit within `maxStorageBufferRange`. A small slice or concat of tensors in
+//! host memory is done by the host instead ([`on_host`]), with no submission.
 
 use std::sync::Arc;
 
@@ -127,6 +128,38 @@ pub(super) fn record(
         copy_kernel(rec, src, rows, dst)?;
     }
     Ok(())
+}
+
+/// Whether [`on_host`] may do `parts` into `dst`: every buffer is host memory the host reads
+/// fast (mapped and cached), and `dst` is smaller than `host_below` (the device's bound for
+/// tensors in host memory, so only small copies take the host's time).
+pub(super) fn suits_host(parts: &[(&Arc<DevBuf>, Rows)], dst: &DevBuf, host_below: u64) -> bool {
+    let fast = |b: &DevBuf| b.is_mapped() && b.host_cached;
+    dst.size < host_below && fast(dst) && parts.iter().all(|(b, _)| fast(b))
+}
+
+/// Does the copies of `parts` into `dst` on the host, through the mappings: a small slice or
+/// concat of tensors in host memory costs no submission (on an H200 that CUDA also drives, a
+/// Vulkan submission following CUDA work costs up to hundreds of microseconds).
+///
+/// # Safety
+/// [`suits_host`] holds; the sources' writers have finished (waited for) and `dst` is new, not yet
+/// shared; every row lies within its buffer.
+pub(super) unsafe fn on_host(parts: &[(&Arc<DevBuf>, Rows)], dst: &DevBuf) {
+    // SAFETY: as the caller guarantees: `dst` is mapped, `size` bytes, and ours alone.
+    let out = unsafe { dst.mapped_bytes_mut(dst.size as usize) };
+    for (src, rows) in parts.iter().filter(|(_, r)| !r.is_empty()) {
+        // SAFETY: as above: mapped, `size` bytes, its writer finished.
+        let from = unsafe { src.mapped_bytes(src.size as usize) };
+        let n = rows.row_bytes as usize;
+        for r in 0..rows.rows {
+            let (s, d) = (
+                (rows.src_base + r * rows.src_stride) as usize,
+                (rows.dst_base + r * rows.dst_stride) as usize,
+            );
+            out[d..d + n].copy_from_slice(&from[s..s + n]);
+        }
+    }
 }
 
 /// Records `rows` through the `copy_bytes` kernel, in pieces.

@@ -134,7 +134,6 @@ impl VulkanBackend {
         spec: OutSpec,
     ) -> Result<()> {
         let (dtype, n) = (spec.dtype, spec.len as u64);
-        let inner_bytes = |inner: &usize| (inner * dtype.size()) as u64;
         match kernel {
             Kernel::Binary(op) => Fold { dtype, op: *op, scale: None }.record(rec, ins, out, n),
             Kernel::Reduce { kind, scale } => {
@@ -150,24 +149,34 @@ impl VulkanBackend {
                 Ok(())
             }
             Kernel::Cast => kernels::cast(rec, in_dtype, dtype, ins[0], out, n),
-            Kernel::Slice { outer, in_mid, start, len, inner } => {
-                let rows = Rows::slice(
-                    *outer as u64,
-                    *in_mid as u64,
-                    *start as u64,
-                    *len as u64,
-                    inner_bytes(inner),
-                );
-                copy::record(rec, &[(ins[0], rows)], out)
-            }
-            Kernel::Concat { outer, mids, inner } => {
-                let mids: Vec<u64> = mids.iter().map(|&m| m as u64).collect();
-                let parts: Vec<(&Arc<DevBuf>, Rows)> = (0..mids.len())
-                    .map(|k| (ins[k], Rows::concat_input(*outer as u64, &mids, k, inner_bytes(inner))))
-                    .collect();
-                copy::record(rec, &parts, out)
+            Kernel::Slice { .. } | Kernel::Concat { .. } => {
+                copy::record(rec, &row_copies(kernel, ins, dtype).unwrap_or_default(), out)
             }
         }
+    }
+
+    /// `kernel` as host copies into `out`, where it is a slice or concat that suits them
+    /// ([`copy::suits_host`]): its inputs waited for on the host, then copied row by row. `false`
+    /// (nothing done) otherwise.
+    fn copy_on_host(
+        &self,
+        kernel: &Kernel,
+        inputs: &[&Buffer],
+        ins: &[&Arc<DevBuf>],
+        out: &DevBuf,
+        dtype: DType,
+    ) -> Result<bool> {
+        let Some(parts) = row_copies(kernel, ins, dtype) else { return Ok(false) };
+        if !copy::suits_host(&parts, out, self.gpu.host_below) {
+            return Ok(false);
+        }
+        for b in inputs {
+            b.wait()?;
+        }
+        // SAFETY: `suits_host` holds, the inputs' writers are waited for, `out` is new; the rows
+        // are the kernel's, which the kernel contract checked against its inputs and output.
+        unsafe { copy::on_host(&parts, out) };
+        Ok(true)
     }
 
     /// A copy of `src` (a buffer of this device) into a new buffer of this device.
@@ -203,6 +212,27 @@ fn check_features(gpu: &Gpu, kernel: &Kernel, inputs: &[&Buffer], spec: OutSpec)
     }
 }
 
+/// The row copies of a slice or concat of `ins` (elements of `dtype`); `None` for other kernels.
+fn row_copies<'a>(
+    kernel: &Kernel,
+    ins: &[&'a Arc<DevBuf>],
+    dtype: DType,
+) -> Option<Vec<(&'a Arc<DevBuf>, Rows)>> {
+    let inner_bytes = |inner: usize| (inner * dtype.size()) as u64;
+    match kernel {
+        Kernel::Slice { outer, in_mid, start, len, inner } => {
+            let (o, m, s, l) = (*outer as u64, *in_mid as u64, *start as u64, *len as u64);
+            Some(vec![(ins[0], Rows::slice(o, m, s, l, inner_bytes(*inner)))])
+        }
+        Kernel::Concat { outer, mids, inner } => {
+            let mids: Vec<u64> = mids.iter().map(|&m| m as u64).collect();
+            let row = |k| Rows::concat_input(*outer as u64, &mids, k, inner_bytes(*inner));
+            Some((0..mids.len()).map(|k| (ins[k], row(k))).collect())
+        }
+        _ => None,
+    }
+}
+
 /// The pipeline `kernel` runs (slices and concats may also get by with buffer copies alone).
 fn pipeline_key(kernel: &Kernel, from: DType, to: DType) -> Option<pipelines::Key> {
     use pipelines::Key;
@@ -226,8 +256,8 @@ impl Backend for VulkanBackend {
         let ins = inputs.iter().map(|b| self.mem(b, kernel.name())).collect::<Result<Vec<_>>>()?;
         let in_dtype = inputs.first().map_or(spec.dtype, |b| b.dtype);
         let out = self.alloc(spec.dtype, spec.len)?;
-        if spec.len == 0 {
-            return Ok(self.output(out, spec.dtype, 0, None));
+        if spec.len == 0 || self.copy_on_host(kernel, inputs, &ins, &out, spec.dtype)? {
+            return Ok(self.output(out, spec.dtype, spec.len, None));
         }
         // Build the kernel's pipeline (on first use) before taking the queue.
         if let Some(key) = pipeline_key(kernel, in_dtype, spec.dtype) {
@@ -448,6 +478,42 @@ mod tests {
         let back = vk.dtoh(&sum, Device::Cpu(0)).unwrap();
         back.wait().unwrap();
         assert_eq!(back.host_bytes("test").unwrap(), bytemuck::cast_slice::<f32, u8>(&twice));
+    }
+
+    /// A small strided slice and a concat of tensors in host memory are done by the host: no
+    /// submission, every byte right, an input still being written by a kernel waited for first.
+    #[test]
+    fn small_slices_and_concats_in_host_memory_submit_nothing() {
+        let Some(vk) = backend() else { return };
+        if vk.gpu.host_below <= 4096 {
+            println!("skipped: {VULKAN_HOST_ENV} keeps 4 KiB tensors in device memory");
+            return;
+        }
+        use rand::Rng;
+        let mut rng = rand::rng();
+        let (rows, cols) = (24usize, 37usize);
+        let a: Vec<f32> = (0..rows * cols).map(|_| rng.random_range(-1e3..1e3)).collect();
+        let b: Vec<f32> = (0..rows * 5).map(|_| rng.random_range(-1e3..1e3)).collect();
+        let up = |v: &[f32]| vk.htod(&Buffer::from_vec(Device::Cpu(0), v.to_vec())).unwrap();
+        let (ta, tb) = (up(&a), up(&b));
+        // `a + a` by a kernel: the concat below must wait for it.
+        let spec = OutSpec { dtype: DType::F32, len: a.len() };
+        let twice = vk.compute(&Kernel::Binary(BinaryOp::Add), &[&ta, &ta], spec).unwrap();
+        let before = vk.gpu.state.lock().last_submitted();
+        let slice = Kernel::Slice { outer: rows, in_mid: cols, start: 3, len: 30, inner: 1 };
+        let s = vk.compute(&slice, &[&twice], OutSpec { dtype: DType::F32, len: rows * 30 }).unwrap();
+        let concat = Kernel::Concat { outer: rows, mids: vec![30, 5], inner: 1 };
+        let c = vk.compute(&concat, &[&s, &tb], OutSpec { dtype: DType::F32, len: rows * 35 }).unwrap();
+        assert_eq!(vk.gpu.state.lock().last_submitted(), before, "a submission was made");
+        let back = vk.dtoh(&c, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());
+        for r in 0..rows {
+            for k in 0..35 {
+                let want = if k < 30 { a[r * cols + 3 + k] as f64 * 2.0 } else { b[r * 5 + k - 30] as f64 };
+                assert_eq!(got[r * 35 + k] as f64, want, "row {r}, column {k}");
+            }
+        }
     }
 
     #[test]
