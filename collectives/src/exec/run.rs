@@ -180,7 +180,8 @@ fn one_thread(sched: &Schedule, queues: &[(Device, Vec<usize>)]) -> bool {
 /// Vulkan device that is the same GPU as each of them (the device bridge: a move between them is a
 /// CUDA copy, and each API waits for the other's work on the GPU, `backend/cuda/timeline.rs`).
 /// Host devices, two Vulkan devices (their moves stage through the host) and the host bridge
-/// wait on the host, and take a worker per queue.
+/// wait on the host, and take a worker per queue. (A Vulkan slice or concat of small tensors in
+/// host memory waits on the host too, for inputs already issued: short, and no reason for threads.)
 fn issued_without_host_waits(queues: &[(Device, Vec<usize>)]) -> bool {
     use crate::device::DeviceKind;
     let of = |k: DeviceKind| queues.iter().map(|q| q.0).filter(move |d| d.kind() == k);

@@ -195,6 +195,7 @@ impl DevBuf {
         };
         let Some((memory, base, len)) = root.bound_memory() else { return Ok(None) };
         let gpu = &root.gpu;
+        crate::failpoint::hit(gpu.device, "vulkan alloc")?;
         let size = padded(bytes);
         let shared = root.shared().is_some();
         // SAFETY: the device is live; the buffer is destroyed below if unused, else by `Drop`.
