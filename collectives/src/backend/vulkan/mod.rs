@@ -380,7 +380,7 @@ mod tests {
     use super::*;
 
     /// `Vulkan(0)`, or `None` (printing the skip) without one; `REQUIRE_VULKAN=1` makes it a failure.
-    fn backend() -> Option<VulkanBackend> {
+    pub(super) fn backend() -> Option<VulkanBackend> {
         match Gpu::open(0) {
             Ok(gpu) => Some(VulkanBackend { gpu }),
             Err(e) if std::env::var("REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {

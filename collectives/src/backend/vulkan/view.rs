@@ -41,26 +41,13 @@ mod tests {
     use rand::Rng;
 
     use super::super::VulkanBackend;
-    use super::super::device::Gpu;
     use super::super::memory::Usage;
+    use super::super::tests::backend;
     use super::*;
     use crate::backend::{Backend, Kernel, OutSpec};
     use crate::device::Device;
     use crate::dtype::DType;
     use crate::graph::BinaryOp;
-
-    fn backend() -> Option<VulkanBackend> {
-        match Gpu::open(0) {
-            Ok(gpu) => Some(VulkanBackend { gpu }),
-            Err(e) if std::env::var("REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
-                panic!("REQUIRE_VULKAN=1: {e}")
-            }
-            Err(e) => {
-                println!("skipped: no Vulkan device ({e})");
-                None
-            }
-        }
-    }
 
     fn random(n: usize) -> Vec<f32> {
         let mut rng = rand::rng();
