@@ -118,21 +118,44 @@ pub(crate) fn run(sched: &Arc<Schedule>, timed: bool) -> Result<(Vec<Arc<Buffer>
 /// and returns when all are done. A worker that panics stops the others (as a failure does) and
 /// its panic is resumed here, once every job has ended.
 fn on_workers(shared: &Arc<Shared>, lists: Vec<Vec<usize>>) {
-    let tasks: Vec<_> = lists
+    let jobs = lists.into_iter().map(|list| {
+        let shared = shared.clone();
+        move || shared.drain(&list)
+    });
+    let stopper = shared.clone();
+    join_on_pool(jobs.collect(), move || {
+        stopper
+            .state
+            .lock()
+            .failed
+            .get_or_insert(crate::Error::internal("realize", "a queue's worker panicked"));
+        stopper.cv.notify_all();
+    });
+}
+
+/// Runs each of `jobs` on a worker of the blocking pool, all at once, and returns when all have
+/// ended. Where one panics, `stop` is called (so that the others stop waiting for it) and the
+/// first panic is resumed here once every job has ended. Each job drops what it captured before
+/// it ends.
+fn join_on_pool<J>(jobs: Vec<J>, stop: impl Fn() + Send + Sync + 'static)
+where
+    J: FnOnce() + Send + 'static,
+{
+    let stop = Arc::new(stop);
+    let tasks: Vec<_> = jobs
         .into_iter()
-        .map(|list| {
-            let shared = shared.clone();
+        .map(|job| {
+            let stop = stop.clone();
             blocking::unblock(move || {
-                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shared.drain(&list)));
+                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
                 if out.is_err() {
-                    let mut st = shared.state.lock();
-                    st.failed.get_or_insert(crate::Error::internal("realize", "a queue's worker panicked"));
-                    shared.cv.notify_all();
+                    stop();
                 }
                 out
             })
         })
         .collect();
+    drop(stop);
     let outs: Vec<_> = tasks.into_iter().map(futures_lite::future::block_on).collect();
     if let Some(Err(panic)) = outs.into_iter().find(|o| o.is_err()) {
         std::panic::resume_unwind(panic);
@@ -341,6 +364,31 @@ mod tests {
             Arc::new(super::super::schedule::build(&insert_cross_device_copies(std::slice::from_ref(&back)))),
             back,
         )
+    }
+
+    #[test]
+    fn a_panicking_worker_stops_the_others_and_its_panic_reaches_the_caller() {
+        type Job = Box<dyn FnOnce() + Send>;
+        let flag = Arc::new((Mutex::new(false), Condvar::new()));
+        let (f, g) = (flag.clone(), flag.clone());
+        // Waits (at most 10 s) for `stop`, as a queue waits for an input another queue issues.
+        let waiter: Job = Box::new(move || {
+            let mut stopped = f.0.lock();
+            let deadline = Instant::now() + std::time::Duration::from_secs(10);
+            while !*stopped && !f.1.wait_until(&mut stopped, deadline).timed_out() {}
+            assert!(*stopped, "the waiting job was never stopped");
+        });
+        let panics: Job = Box::new(|| panic!("a step panicked"));
+        let stop = move || {
+            *g.0.lock() = true;
+            g.1.notify_all();
+        };
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            join_on_pool(vec![waiter, panics], stop)
+        }));
+        let panic = caught.expect_err("the panic reaches the caller");
+        assert_eq!(panic.downcast_ref::<&str>(), Some(&"a step panicked"));
+        assert!(*flag.0.lock(), "stopped");
     }
 
     #[test]
