@@ -211,7 +211,9 @@ impl DevBuf {
         let needs = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
         let fits = offset % 16 == 0 && offset % needs.alignment.max(1) == 0 && offset + needs.size <= len;
         // SAFETY (bind): the range `base + offset ..+ needs.size` lies within `memory`, which
-        // `root` keeps alive as long as the view (it holds an `Arc` of `root`).
+        // `root` keeps alive as long as the view (it holds an `Arc` of `root`); the memory's type
+        // suits the view, which is created as `root` was (same flags, usage and handle types:
+        // Vulkan gives such buffers the same `memoryTypeBits`).
         let bound = fits && unsafe { gpu.raw.bind_buffer_memory(buffer, memory, base + offset) }.is_ok();
         if !bound {
             // SAFETY: the buffer was never used.
