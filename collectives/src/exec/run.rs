@@ -165,7 +165,10 @@ where
 /// The blocking crate's bound on its pool's threads (read once by the crate, as here).
 const POOL_LIMIT_ENV: &str = "BLOCKING_MAX_THREADS";
 
-/// Whether the blocking pool keeps its default bound (500 threads): queues wait for one another,
+/// The blocking crate's bound on its pool's threads when [`POOL_LIMIT_ENV`] does not set one.
+const POOL_DEFAULT_LIMIT: usize = 500;
+
+/// Whether the blocking pool keeps its default bound ([`POOL_DEFAULT_LIMIT`]): queues wait for one another,
 /// so a pool bounded below the queues of the realizes running at once would leave a queue
 /// waiting for a thread that never comes. Where the process lowered it ([`POOL_LIMIT_ENV`], for
 /// its own async runtime's sake), realizes start their own threads as they did before the pool.
@@ -175,9 +178,9 @@ fn pool_unbounded() -> bool {
 }
 
 /// Whether [`POOL_LIMIT_ENV`] set to `value` leaves the pool its default bound: unset, not a
-/// number (the crate then keeps its default), or 500 and more.
+/// number (the crate then keeps its default), or the default and more.
 fn limit_is_default(value: Option<&str>) -> bool {
-    value.and_then(|v| v.trim().parse::<usize>().ok()).is_none_or(|n| n >= 500)
+    value.and_then(|v| v.trim().parse::<usize>().ok()).is_none_or(|n| n >= POOL_DEFAULT_LIMIT)
 }
 
 /// Schedules whose every step moves less than this many bytes are issued from the calling
@@ -354,16 +357,13 @@ mod tests {
     }
 
     /// A schedule of two host queues whose steps are 1 MiB, so each queue is drained by a worker.
-    fn two_queue_sum(values: &[f32]) -> (Arc<Schedule>, Tensor) {
+    fn two_queue_sum(values: &[f32]) -> Arc<Schedule> {
         let a = Tensor::from_vec(values.to_vec(), [values.len()], Device::Cpu(0)).unwrap();
         let b = Tensor::from_vec(values.iter().map(|v| v * 0.5).collect(), [values.len()], Device::Cpu(1))
             .unwrap();
         let sum = a.add(&b.copy_to_device(Device::Cpu(0)).unwrap()).unwrap();
         let back = sum.copy_to_device(Device::Cpu(1)).unwrap().add(&b).unwrap();
-        (
-            Arc::new(super::super::schedule::build(&insert_cross_device_copies(std::slice::from_ref(&back)))),
-            back,
-        )
+        Arc::new(super::super::schedule::build(&insert_cross_device_copies(&[back])))
     }
 
     #[test]
@@ -409,7 +409,7 @@ mod tests {
         let mut threads = std::collections::HashSet::new();
         let runs = 40;
         for _ in 0..runs {
-            let (sched, _) = two_queue_sum(&values);
+            let sched = two_queue_sum(&values);
             let (bufs, timeline) = run(&sched, true).unwrap();
             let steps = timeline.unwrap().steps.into_inner();
             let ran_on: std::collections::HashSet<ThreadId> = steps.iter().map(|s| s.3).collect();
