@@ -15,6 +15,7 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 mod host;
+pub(crate) mod join;
 mod kernel;
 pub(crate) mod nccl;
 mod registry;

@@ -20,6 +20,7 @@
 //! ```
 
 mod direct;
+mod join;
 mod run;
 mod schedule;
 mod staged;

@@ -30,6 +30,9 @@ pub(crate) enum Action {
     /// kernel chunk by chunk). A `streamed` kernel (see [`super::stream`]) may read host buffers
     /// that its device's backend uploads in chunks as it runs.
     Kernel { fanout: Vec<usize>, streamed: bool },
+    /// A concatenation written as a join (see [`super::join`]): each input, on this device or
+    /// the source of a copy folded in, copied once into its range of the output.
+    Join,
     /// Never issued on its own: a copy a kernel writes (an entry of its `fanout`), an upload a
     /// streamed kernel reads from the host itself, or the host hop of a fused chain; the last two
     /// are written by nobody (the kernel, or the chain's second hop, moves the data).
@@ -94,6 +97,7 @@ pub(crate) fn build(targets: &[Tensor]) -> Schedule {
     if super::stream::enabled() {
         super::stream::fuse(&mut s.steps, super::stream::Sizes::DEFAULT);
     }
+    super::join::fuse(&mut s.steps);
     s
 }
 
@@ -139,6 +143,10 @@ impl Schedule {
                 };
                 format!("{} kernel{how}{copies}", s.tensor.op().name())
             }
+            Action::Join => {
+                let placed = s.inputs.iter().filter(|&&i| self.steps[i].tensor.device() != s.tensor.device());
+                format!("join of {} parts ({} placed from other devices)", s.inputs.len(), placed.count())
+            }
             Action::Fused => "fused".to_string(),
         };
         let bytes = s.tensor.nbytes();
@@ -148,7 +156,7 @@ impl Schedule {
     /// One line saying what the schedule runs: steps by action, and the bytes each pair of
     /// devices copies (the log's `debug` level).
     pub fn summary(&self) -> String {
-        let mut counts = [0usize; 5];
+        let mut counts = [0usize; 6];
         let mut copies: Vec<((Device, Device), usize)> = vec![];
         for s in &self.steps {
             let slot = match s.action {
@@ -158,24 +166,42 @@ impl Schedule {
                 Action::Copy { .. } => 2,
                 Action::Call => 3,
                 Action::Fused => 4,
+                Action::Join => 5,
             };
             counts[slot] += 1;
-            if let (Action::Copy { to, .. }, Some(&i)) = (&s.action, s.inputs.first()) {
-                let pair = (self.steps[i].tensor.device(), *to);
-                let bytes = s.tensor.nbytes();
+            for (pair, bytes) in self.moved(s) {
                 match copies.iter_mut().find(|(p, _)| *p == pair) {
                     Some((_, b)) => *b += bytes,
                     None => copies.push((pair, bytes)),
                 }
             }
         }
-        let [kernels, uploads, copied, calls, fused] = counts;
+        let [kernels, uploads, copied, calls, fused, joins] = counts;
         let pairs: Vec<String> = copies.iter().map(|((f, t), b)| format!("{f}->{t} {b} B")).collect();
         format!(
-            "{} steps: {kernels} kernels, {uploads} uploads, {copied} copies, {calls} calls, {fused} fused; copies [{}]",
+            "{} steps: {kernels} kernels, {joins} joins, {uploads} uploads, {copied} copies, {calls} calls, {fused} fused; copies [{}]",
             self.steps.len(),
             pairs.join(", ")
         )
+    }
+
+    /// The bytes step `s` moves between devices, by pair: a copy's, and the parts a join places
+    /// from other devices.
+    fn moved(&self, s: &Step) -> Vec<((Device, Device), usize)> {
+        let from = |i: usize| &self.steps[i].tensor;
+        match &s.action {
+            Action::Copy { to, .. } => {
+                s.inputs.first().map(|&i| ((from(i).device(), *to), s.tensor.nbytes())).into_iter().collect()
+            }
+            Action::Join => s
+                .inputs
+                .iter()
+                .map(|&i| from(i))
+                .filter(|t| t.device() != s.tensor.device())
+                .map(|t| ((t.device(), s.tensor.device()), t.nbytes()))
+                .collect(),
+            _ => vec![],
+        }
     }
 }
 
@@ -387,7 +413,7 @@ mod tests {
         assert_eq!(
             line,
             format!(
-                "3 steps: 0 kernels, 1 uploads, 1 copies, 0 calls, 1 fused; copies [cuda:0->vulkan:0 {bytes} B]"
+                "3 steps: 0 kernels, 0 joins, 1 uploads, 1 copies, 0 calls, 1 fused; copies [cuda:0->vulkan:0 {bytes} B]"
             )
         );
     }

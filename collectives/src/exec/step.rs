@@ -26,6 +26,7 @@ pub(crate) fn issue(sched: &Schedule, i: usize, inputs: &[Arc<Buffer>]) -> Resul
         Action::Alias { take } => one(release_source(t, *take, inputs[0].clone())),
         Action::Copy { to, take } => one(release_source(t, *take, Arc::new(backend::copy(&inputs[0], *to)?))),
         Action::Call => one(call(t, inputs)?),
+        Action::Join => one(join(t, inputs)?),
         Action::Part(index) => one(part(&inputs[0], *index, t)?),
         Action::Kernel { fanout, streamed } => {
             let to: Vec<Device> = fanout.iter().map(|&c| sched.steps[c].tensor.device()).collect();
@@ -78,6 +79,20 @@ fn kernel(
         be.compute_fanout(&kernel, &refs, out, to)?
     };
     Ok((Arc::new(first), copies.into_iter().map(Arc::new).collect()))
+}
+
+/// Concat node `t` as a join of `inputs` (one per part, each on `t`'s device or a device the
+/// join places from): each copied once into its range of the output.
+fn join(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
+    let sizes = inputs.iter().zip(t.inputs()).all(|(b, i)| b.len == i.numel() && b.dtype == t.dtype());
+    if inputs.len() != t.inputs().len() || !sizes {
+        return Err(Error::internal(
+            "join",
+            format!("the parts of a join on {} do not match its node", t.device()),
+        ));
+    }
+    let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
+    Ok(Arc::new(backend::join::join(t.device(), &refs, OutSpec { dtype: t.dtype(), len: t.numel() })?))
 }
 
 /// Output `index` of a collective call's result.

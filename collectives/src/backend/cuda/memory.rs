@@ -178,6 +178,11 @@ impl CudaFence {
         CudaFence { watch: Some(watch), ..CudaFence::new(event, stream, device) }
     }
 
+    /// The device whose stream the event was recorded on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
     /// Whether the work is known complete (waited on, or queried and found done), and did not fail.
     pub fn is_done(&self) -> bool {
         if self.done.load(Ordering::Acquire) {
@@ -266,6 +271,9 @@ pub(crate) fn await_fence(stream: &CudaStream, f: &dyn Fence, device: Device) ->
     #[cfg(feature = "vulkan")]
     if let Some(s) = f.as_any().downcast_ref::<crate::backend::vulkan::export::Signalled>() {
         return await_fence(stream, s.copy.as_ref(), device);
+    }
+    if let Some(j) = f.as_any().downcast_ref::<super::join::Joined>() {
+        return j.0.iter().try_for_each(|f| await_fence(stream, f, device));
     }
     let Some(cf) = f.as_any().downcast_ref::<CudaFence>() else { return f.wait() };
     if cf.is_done() {

@@ -23,6 +23,7 @@ pub(crate) mod device;
 pub(crate) mod driver;
 pub(crate) mod event;
 mod interop;
+pub(crate) mod join;
 mod launch;
 mod mapped;
 pub(crate) mod memory;

@@ -55,6 +55,11 @@ impl PinnedBlock {
         self.ptr
     }
 
+    /// Its size in bytes (at least what was asked for).
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
     /// The first `len` bytes.
     pub fn bytes(&self, len: usize) -> &[u8] {
         debug_assert!(len <= self.cap, "pinned block of {} bytes read as {len}", self.cap);

@@ -1,0 +1,155 @@
+//! Concat as placement: a concatenation whose parts arrive by copies becomes a join, which
+//! copies each part once, straight into its range of the output (`backend/join.rs`).
+//!
+//! The pass runs on a built schedule. A concat step qualifies when each part is one contiguous
+//! range of the output (every dimension before the joined one is 1), it runs on a CUDA or host
+//! device, and at least one of its inputs is a copy step it can fold in: a plain copy to the
+//! concat's device ([`Action::Copy`], not a move that frees its source), from a device whose
+//! buffers the join can place ([`placeable`]), read by nothing else and not a realize target. The
+//! copy is then not issued ([`Action::Fused`]); the join reads the copy's source instead, and
+//! copies its other inputs (already on its device) into their ranges too. A concat of parts that
+//! are all on its device stays a kernel: one launch over the output, no better as copies.
+
+use super::schedule::{Action, Step};
+use crate::backend::join::placeable;
+use crate::device::{Device, DeviceKind};
+use crate::graph::Op;
+
+/// Turns each qualifying concat step of `steps` into an [`Action::Join`] (see the module doc).
+pub(crate) fn fuse(steps: &mut [Step]) {
+    for c in 0..steps.len() {
+        if !joinable(&steps[c]) {
+            continue;
+        }
+        let to = steps[c].tensor.device();
+        let folded: Vec<(usize, usize)> = (0..steps[c].inputs.len())
+            .filter(|&at| foldable(steps, steps[c].inputs[at], to))
+            .map(|at| (at, steps[steps[c].inputs[at]].inputs[0]))
+            .collect();
+        if folded.is_empty() {
+            continue;
+        }
+        for (at, src) in folded {
+            let u = steps[c].inputs[at];
+            steps[u].action = Action::Fused;
+            steps[u].consumers = 0;
+            steps[c].inputs[at] = src;
+        }
+        steps[c].action = Action::Join;
+    }
+}
+
+/// Whether step `s` is a concat kernel (not fanned out, not streamed) on a CUDA or host device
+/// whose parts are contiguous ranges of its output.
+fn joinable(s: &Step) -> bool {
+    let Op::Concat { dim } = *s.tensor.op() else { return false };
+    let contiguous = s.tensor.shape().dims()[..dim].iter().all(|&d| d == 1);
+    let device = s.tensor.device();
+    matches!(&s.action, Action::Kernel { fanout, streamed: false } if fanout.is_empty())
+        && contiguous
+        && (device.is_host() || device.kind() == DeviceKind::Cuda)
+        && placeable(device, device)
+}
+
+/// Whether step `u` is a plain copy to `to`, from a device a join on `to` places, that only its
+/// one reader needs. The step's input, not its node's, says where the data comes from: a fused
+/// CUDA ↔ Vulkan chain's second hop reads the Vulkan source.
+fn foldable(steps: &[Step], u: usize, to: Device) -> bool {
+    let u = &steps[u];
+    matches!(u.action, Action::Copy { to: t, take: false } if t == to)
+        && matches!(u.inputs[..], [src] if placeable(steps[src].tensor.device(), to))
+        && u.consumers == 1
+        && !u.keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::schedule::{Schedule, unfused};
+    use super::*;
+    use crate::dtype::DType;
+    use crate::graph::{Shape, Tensor};
+
+    const H0: Device = Device::Cpu(0);
+    const H1: Device = Device::Cpu(1);
+    const CU: Device = Device::Cuda(0);
+    const VK: Device = Device::Vulkan(0);
+
+    fn input(device: Device, dims: &[usize]) -> Tensor {
+        Tensor::placeholder(Shape::from(dims.to_vec()), DType::F32, device)
+    }
+
+    fn joined(targets: &[Tensor]) -> Schedule {
+        let mut s = unfused(targets);
+        fuse(&mut s.steps);
+        s
+    }
+
+    fn index(s: &Schedule, t: &Tensor) -> usize {
+        s.steps.iter().position(|st| st.tensor.same_node(t)).expect("scheduled")
+    }
+
+    #[test]
+    fn copies_into_a_host_or_cuda_concat_are_folded_into_a_join() {
+        assert_eq!(placeable(CU, H0), cfg!(feature = "cuda"));
+        let pairs = [(H0, H1), (CU, H1), (H0, CU), (Device::Cuda(1), CU)];
+        for (from, to) in pairs.into_iter().filter(|&(f, t)| placeable(f, t)) {
+            let (a, b) = (input(from, &[4, 3]), input(to, &[2, 3]));
+            let hop = a.copy_to_device(to).unwrap();
+            let cat = Tensor::concat(&[hop.clone(), b.clone()], 0).unwrap();
+            let s = joined(std::slice::from_ref(&cat));
+            let (c, h) = (index(&s, &cat), index(&s, &hop));
+            assert!(matches!(s.steps[c].action, Action::Join), "{from} -> {to}: a join");
+            assert!(matches!(s.steps[h].action, Action::Fused), "{from} -> {to}: the copy is folded in");
+            assert_eq!(s.steps[c].inputs, vec![index(&s, &a), index(&s, &b)], "the join reads the source");
+            assert_eq!(s.steps[h].consumers, 0);
+        }
+    }
+
+    #[test]
+    fn a_realized_join_is_the_concatenation() {
+        let (x, y): (Vec<f64>, Vec<f64>) =
+            ((0..15).map(|_| rand::random()).collect(), (0..6).map(|_| rand::random()).collect());
+        let a = Tensor::from_vec(x.clone(), [1, 5, 3], H0).unwrap();
+        let b = Tensor::from_vec(y.clone(), [1, 2, 3], H1).unwrap();
+        let cat = Tensor::concat_on(H1, &[b, a.copy_to_device(H1).unwrap()], 1).unwrap();
+        let s = super::super::schedule::build(std::slice::from_ref(&cat));
+        assert!(matches!(s.steps[index(&s, &cat)].action, Action::Join), "{}", s.summary());
+        assert!(
+            s.summary().contains("1 joins") && s.summary().contains("cpu:0->cpu:1 120 B"),
+            "{}",
+            s.summary()
+        );
+        assert_eq!(cat.to_vec::<f64>().unwrap(), [y, x].concat());
+    }
+
+    #[test]
+    fn vulkan_ends_strided_parts_and_shared_copies_stay_as_they_are() {
+        let concat_of = |from: Device, to: Device, dims: &[usize], dim: usize| {
+            let hop = input(from, dims).copy_to_device(to).unwrap();
+            (hop.clone(), Tensor::concat(&[hop, input(to, dims)], dim).unwrap())
+        };
+        // Vulkan on either end, and parts that are not contiguous ranges (a concat along dim 1
+        // of 2 x 3 tensors).
+        for (from, to, dims, dim) in [(VK, H0, [4, 3], 0), (H0, VK, [4, 3], 0), (H0, H1, [2, 3], 1)] {
+            let (hop, cat) = concat_of(from, to, &dims, dim);
+            let s = joined(std::slice::from_ref(&cat));
+            assert!(
+                matches!(s.steps[index(&s, &cat)].action, Action::Kernel { .. }),
+                "{from} -> {to} dim {dim}"
+            );
+            assert!(matches!(s.steps[index(&s, &hop)].action, Action::Copy { .. }));
+        }
+        // A copy someone else reads, or that is a realize target, is kept; so is a move that
+        // frees its source.
+        let (hop, cat) = concat_of(H0, H1, &[4], 0);
+        let other = hop.add(&hop).unwrap();
+        for targets in [vec![cat.clone(), other], vec![cat.clone(), hop.clone()]] {
+            let s = joined(&targets);
+            assert!(matches!(s.steps[index(&s, &cat)].action, Action::Kernel { .. }));
+        }
+        let moved = input(H0, &[4]).move_to_device(H1).unwrap();
+        let cat = Tensor::concat(&[moved.clone(), input(H1, &[4])], 0).unwrap();
+        let s = joined(std::slice::from_ref(&cat));
+        assert!(matches!(s.steps[index(&s, &moved)].action, Action::Copy { take: true, .. }));
+    }
+}
