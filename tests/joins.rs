@@ -1,6 +1,7 @@
 //! Concatenations of parts copied from other devices, which the executor writes as joins (each
-//! part copied once into its range of the output): host devices everywhere, CUDA devices and
-//! pinned host memory where a GPU is present. Every element against the f64 reference.
+//! part copied once into its range of the output): host devices everywhere, a Vulkan device
+//! where there is one (lavapipe in CI), CUDA devices and pinned host memory where a GPU is
+//! present. Every element against the f64 reference.
 
 mod cuda_common;
 
@@ -59,16 +60,58 @@ fn a_large_host_join_crosses_the_parallel_copy() {
     check_join(&parts, Device::Cpu(0), &format!("3 x 12 MiB, seed {seed}"));
 }
 
+/// `vulkan:0`, if it works; else prints the skip (a failure under `REQUIRE_VULKAN=1`).
+fn vulkan() -> Option<Device> {
+    let vk = Device::Vulkan(0);
+    match Tensor::from_vec(vec![1u8], [1], vk).and_then(|t| t.to_vec::<u8>()) {
+        Ok(v) => {
+            assert_eq!(v, [1], "{vk} round trip");
+            Some(vk)
+        }
+        Err(e) => {
+            assert!(!vulkan_required(), "REQUIRE_VULKAN=1 but {vk} does not work: {e}");
+            println!("skipped: no Vulkan device ({e})");
+            None
+        }
+    }
+}
+
+#[test]
+fn joins_on_a_vulkan_device_and_from_one_into_host_memory() {
+    let Some(vk) = vulkan() else { return };
+    let sources = [vk, Device::Cpu(1), Device::Cpu(2)];
+    for to in [vk, Device::Cpu(0)] {
+        for dtype in DType::ALL {
+            // Small tensors live in host memory on a Vulkan device, large ones (from 1 MiB) in
+            // device memory: both kinds of part and of output.
+            for rows in [1, 7, 65537, (1 << 20) / dtype.size() + 5] {
+                let seed = fresh_seed();
+                let mut r = rng(seed);
+                let mut parts: Vec<_> = sources.iter().map(|&d| part(dtype, rows, 1, d, &mut r)).collect();
+                parts.push(part(dtype, 0, 1, Device::Cpu(1), &mut r));
+                parts.insert(1, part(dtype, rows + 3, 1, to, &mut r));
+                check_join(&parts, to, &format!("into {to}, {dtype}, {rows} rows, seed {seed}"));
+            }
+        }
+    }
+}
+
 #[test]
 fn joins_on_cuda_devices_and_into_pinned_host_memory() {
     let cuda = cuda_devices();
     if cuda.is_empty() {
         return;
     }
-    // From every CUDA device, two host devices, and the destination itself.
+    // From every CUDA device, two host devices, and the destination itself; into the host from
+    // a Vulkan device too, where there is one.
     let mut sources: Vec<Device> = cuda.clone();
     sources.extend([Device::Cpu(1), Device::Cpu(2)]);
+    let vk = vulkan();
     for to in [cuda[0], Device::Cpu(0)] {
+        let mut sources = sources.clone();
+        if to.is_host() {
+            sources.extend(vk);
+        }
         for dtype in DType::ALL {
             for rows in [1, 7, 65537] {
                 let seed = fresh_seed();

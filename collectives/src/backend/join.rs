@@ -7,9 +7,15 @@
 //! time by a pass over the whole output. A part copied into its range is written once: on the
 //! host that is a memcpy pass saved per gathered byte, on a GPU a kernel over the output.
 //!
-//! Which pairs: parts on CUDA or host devices, into a CUDA or host device ([`placeable`]). A
-//! Vulkan copy into a range of another buffer is not written: Vulkan parts and destinations keep
-//! the copy, then the concat kernel.
+//! How, by destination: a CUDA device copies each part on its `copy_in` stream
+//! (`cuda/join.rs`); a Vulkan device writes host parts through its output's mapping (or one
+//! staging buffer) and copies its own in one submission (`vulkan/join.rs`); a host device
+//! downloads CUDA parts into one pinned buffer and copies host and Vulkan parts in.
+//!
+//! Which pairs ([`placeable`]): into a host device, parts of any device; into a CUDA device,
+//! parts on CUDA or host devices; into a Vulkan device, its own parts and host parts. A part
+//! crossing between CUDA and Vulkan, or between two Vulkan devices, keeps its copy (its route is
+//! the bridge, or the host), and the join copies the copied buffer.
 //!
 //! ```
 //! use collectives::{Device, Tensor};
@@ -27,14 +33,26 @@ use crate::error::{Error, Result};
 
 /// Whether a part on `from` can be copied straight into a range of a buffer on `to`.
 pub(crate) fn placeable(from: Device, to: Device) -> bool {
-    let direct = |d: Device| d.is_host() || (cfg!(feature = "cuda") && d.kind() == DeviceKind::Cuda);
-    direct(from) && direct(to)
+    let (cuda, vulkan) = (cfg!(feature = "cuda"), cfg!(feature = "vulkan"));
+    let on = |d: Device, kind: DeviceKind| d.kind() == kind;
+    match (from.kind(), to.kind()) {
+        _ if from.is_host() && to.is_host() => true,
+        (_, DeviceKind::Cuda) => cuda && (from.is_host() || on(from, DeviceKind::Cuda)),
+        (DeviceKind::Cuda, _) => cuda && to.is_host(),
+        (_, DeviceKind::Vulkan) => vulkan && (from.is_host() || from == to),
+        (DeviceKind::Vulkan, _) => vulkan && to.is_host(),
+        _ => false,
+    }
 }
 
 /// `parts` (each on a device [`placeable`] into `to`) end to end in a new buffer on `to`, shaped
 /// by `out` (the parts' dtype, their total length).
 pub(crate) fn join(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buffer> {
     check(to, parts, out)?;
+    #[cfg(feature = "vulkan")]
+    if to.kind() == DeviceKind::Vulkan {
+        return with_vulkan(to, |vk| vk.join(parts, out));
+    }
     #[cfg(feature = "cuda")]
     {
         if to.kind() == DeviceKind::Cuda {
@@ -59,4 +77,26 @@ fn check(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<()> {
         return Err(Error::internal("join", msg));
     }
     Ok(())
+}
+
+/// Copies `part` (on a host or Vulkan device) into `dst` on the host, once its writer is done:
+/// the host parts of a host join.
+pub(crate) fn read_into(part: &Buffer, dst: &mut [u8]) -> Result<()> {
+    #[cfg(feature = "vulkan")]
+    if part.device.kind() == DeviceKind::Vulkan {
+        return with_vulkan(part.device, |vk| vk.read_into(part, dst));
+    }
+    part.wait()?;
+    super::cpu::kernels::copy_bytes(part.host_bytes("join")?, dst);
+    Ok(())
+}
+
+/// `f` of the Vulkan backend of `device`.
+#[cfg(feature = "vulkan")]
+fn with_vulkan<R>(device: Device, f: impl FnOnce(&super::vulkan::VulkanBackend) -> Result<R>) -> Result<R> {
+    let be = super::get(device)?;
+    match be.as_any().and_then(|a| a.downcast_ref::<super::vulkan::VulkanBackend>()) {
+        Some(vk) => f(vk),
+        None => Err(Error::internal("join", format!("{device} has no Vulkan backend"))),
+    }
 }

@@ -2,17 +2,18 @@
 //! copies each part once, straight into its range of the output (`backend/join.rs`).
 //!
 //! The pass runs on a built schedule. A concat step qualifies when each part is one contiguous
-//! range of the output (every dimension before the joined one is 1), it runs on a CUDA or host
-//! device, and at least one of its inputs is a copy step it can fold in: a plain copy to the
-//! concat's device ([`Action::Copy`], not a move that frees its source), from a device whose
-//! buffers the join can place ([`placeable`]), read by nothing else and not a realize target. The
+//! range of the output (every dimension before the joined one is 1) and at least one of its
+//! inputs is a copy step it can fold in: a plain copy to the concat's device ([`Action::Copy`],
+//! not a move that frees its source), from a device whose buffers the join can place there
+//! ([`placeable`]: not across CUDA and Vulkan, nor between two Vulkan devices), read by nothing
+//! else and not a realize target. The
 //! copy is then not issued ([`Action::Fused`]); the join reads the copy's source instead, and
 //! copies its other inputs (already on its device) into their ranges too. A concat of parts that
 //! are all on its device stays a kernel: one launch over the output, no better as copies.
 
 use super::schedule::{Action, Step};
 use crate::backend::join::placeable;
-use crate::device::{Device, DeviceKind};
+use crate::device::Device;
 use crate::graph::Op;
 
 /// Turns each qualifying concat step of `steps` into an [`Action::Join`] (see the module doc).
@@ -39,15 +40,14 @@ pub(crate) fn fuse(steps: &mut [Step]) {
     }
 }
 
-/// Whether step `s` is a concat kernel (not fanned out, not streamed) on a CUDA or host device
-/// whose parts are contiguous ranges of its output.
+/// Whether step `s` is a concat kernel (not fanned out, not streamed) whose parts are
+/// contiguous ranges of its output, on a device a join can write.
 fn joinable(s: &Step) -> bool {
     let Op::Concat { dim } = *s.tensor.op() else { return false };
     let contiguous = s.tensor.shape().dims()[..dim].iter().all(|&d| d == 1);
     let device = s.tensor.device();
     matches!(&s.action, Action::Kernel { fanout, streamed: false } if fanout.is_empty())
         && contiguous
-        && (device.is_host() || device.kind() == DeviceKind::Cuda)
         && placeable(device, device)
 }
 
@@ -91,7 +91,8 @@ mod tests {
     #[test]
     fn copies_into_a_host_or_cuda_concat_are_folded_into_a_join() {
         assert_eq!(placeable(CU, H0), cfg!(feature = "cuda"));
-        let pairs = [(H0, H1), (CU, H1), (H0, CU), (Device::Cuda(1), CU)];
+        assert_eq!(placeable(H0, VK), cfg!(feature = "vulkan"));
+        let pairs = [(H0, H1), (CU, H1), (H0, CU), (Device::Cuda(1), CU), (VK, H1), (H0, VK)];
         for (from, to) in pairs.into_iter().filter(|&(f, t)| placeable(f, t)) {
             let (a, b) = (input(from, &[4, 3]), input(to, &[2, 3]));
             let hop = a.copy_to_device(to).unwrap();
@@ -123,22 +124,27 @@ mod tests {
     }
 
     #[test]
-    fn vulkan_ends_strided_parts_and_shared_copies_stay_as_they_are() {
+    fn bridged_parts_strided_parts_and_shared_copies_stay_as_they_are() {
         let concat_of = |from: Device, to: Device, dims: &[usize], dim: usize| {
             let hop = input(from, dims).copy_to_device(to).unwrap();
             (hop.clone(), Tensor::concat(&[hop, input(to, dims)], dim).unwrap())
         };
-        // Vulkan on either end, and parts that are not contiguous ranges (a concat along dim 1
-        // of 2 x 3 tensors).
-        for (from, to, dims, dim) in [(VK, H0, [4, 3], 0), (H0, VK, [4, 3], 0), (H0, H1, [2, 3], 1)] {
-            let (hop, cat) = concat_of(from, to, &dims, dim);
-            let s = joined(std::slice::from_ref(&cat));
-            assert!(
-                matches!(s.steps[index(&s, &cat)].action, Action::Kernel { .. }),
-                "{from} -> {to} dim {dim}"
-            );
-            assert!(matches!(s.steps[index(&s, &hop)].action, Action::Copy { .. }));
+        // A CUDA <-> Vulkan chain fused into one hop (the bridge): its second hop reads the
+        // chain's source, which no join places.
+        for (from, to) in [(CU, VK), (VK, CU)] {
+            let hop = input(from, &[4, 3]).copy_to_device(H0).unwrap().copy_to_device(to).unwrap();
+            let cat = Tensor::concat(&[hop.clone(), input(to, &[4, 3])], 0).unwrap();
+            let mut s = unfused(std::slice::from_ref(&cat));
+            super::super::schedule::fuse_staged_chains(&mut s.steps, |_, _| 0, |_, _| true);
+            fuse(&mut s.steps);
+            assert!(matches!(s.steps[index(&s, &cat)].action, Action::Kernel { .. }), "{from} -> {to}");
+            assert!(matches!(s.steps[index(&s, &hop)].action, Action::Copy { .. }), "{from} -> {to}");
         }
+        // Parts that are not contiguous ranges (a concat along dim 1 of 2 x 3 tensors).
+        let (hop, cat) = concat_of(H0, H1, &[2, 3], 1);
+        let s = joined(std::slice::from_ref(&cat));
+        assert!(matches!(s.steps[index(&s, &cat)].action, Action::Kernel { .. }));
+        assert!(matches!(s.steps[index(&s, &hop)].action, Action::Copy { .. }));
         // A copy someone else reads, or that is a realize target, is kept; so is a move that
         // frees its source.
         let (hop, cat) = concat_of(H0, H1, &[4], 0);

@@ -81,16 +81,15 @@ impl CpuBackend {
     }
 }
 
-/// `parts` (host buffers, on any host device) end to end in new memory of host device `to`:
-/// the host half of a join (`backend/join.rs`).
+/// `parts` (host buffers, on any host device, or buffers of Vulkan devices) end to end in new
+/// memory of host device `to`: the host half of a join (`backend/join.rs`).
 pub(crate) fn join(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buffer> {
     crate::failpoint::hit(to, "cpu copy")?;
     let mut o = CpuBackend::on(to)?.alloc(out)?;
     let mut rest = out_bytes(&mut o)?;
     for p in parts {
-        p.wait()?;
         let (range, after) = std::mem::take(&mut rest).split_at_mut(p.bytes());
-        kernels::copy_bytes(p.host_bytes("join")?, range);
+        super::join::read_into(p, range)?;
         rest = after;
     }
     Ok(o)

@@ -4,7 +4,7 @@
 //! On a CUDA device every part is one copy on the device's `copy_in` stream — an upload from the
 //! host, a copy within the device, a peer copy — so the output's one event completes them all.
 //! On the host the output is a pinned block: each CUDA part is downloaded into its range on its
-//! device's `copy_out` stream, each host part copied in on the calling thread, and the output's
+//! device's `copy_out` stream, each other part (host or Vulkan) copied in on the calling thread, and the output's
 //! fence completes once every device's last download has ([`Joined`] where there are several).
 
 use std::any::Any;
@@ -14,9 +14,8 @@ use super::copy::{dtoh_into, htod_into, peer_into, within_into};
 use super::device::{self, CudaDevice};
 use super::memory::{CudaFence, DevAlloc, device_buffer, record};
 use super::pinned::{self, PinnedHost};
-use crate::backend::cpu::kernels::copy_bytes;
 use crate::backend::{Buffer, Fence, Mem, OutSpec};
-use crate::device::Device;
+use crate::device::{Device, DeviceKind};
 use crate::error::{Error, Result};
 
 /// `parts` (on CUDA devices and host devices) end to end in a new buffer on CUDA device `to`.
@@ -39,8 +38,8 @@ pub(crate) fn on_device(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<B
     Ok(device_buffer(out.dtype, out.len, dst, event, stream))
 }
 
-/// `parts` (on CUDA devices and host devices) end to end in new pinned memory of host device
-/// `to`.
+/// `parts` (on CUDA devices, and host or Vulkan devices) end to end in new pinned memory of host
+/// device `to`.
 pub(crate) fn to_host(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buffer> {
     let bytes = out.len * out.dtype.size();
     let first = parts.iter().find_map(|p| cuda_device(p.device).ok());
@@ -70,8 +69,9 @@ pub(crate) fn to_host(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buf
     Ok(Buffer { device: to, dtype: out.dtype, len: out.len, mem: Mem::Host(Box::new(host)), fence })
 }
 
-/// Copies the host parts of `parts` into their ranges of `host`, waiting for each on the host.
-/// The CUDA parts' ranges are being downloaded meanwhile: none of this touches them.
+/// Copies the other parts of `parts` (on host or Vulkan devices) into their ranges of `host`,
+/// waiting for each on the host. The CUDA parts' ranges are being downloaded meanwhile: none of
+/// this touches them.
 fn copy_host_parts(parts: &[&Buffer], host: &mut PinnedHost) -> Result<()> {
     let Some(mut rest) = crate::backend::HostMem::as_bytes_mut(host) else {
         return Err(Error::internal("join", "pinned memory that is not writable"));
@@ -79,9 +79,8 @@ fn copy_host_parts(parts: &[&Buffer], host: &mut PinnedHost) -> Result<()> {
     for p in parts {
         let (range, after) = std::mem::take(&mut rest).split_at_mut(p.bytes());
         rest = after;
-        if p.device.is_host() {
-            p.wait()?;
-            copy_bytes(p.host_bytes("join")?, range);
+        if p.device.kind() != DeviceKind::Cuda {
+            crate::backend::join::read_into(p, range)?;
         }
     }
     Ok(())

@@ -35,6 +35,7 @@ mod device;
 pub(crate) mod export;
 mod features;
 mod instance;
+mod join;
 mod kernels;
 mod memory;
 mod pipelines;
