@@ -131,6 +131,30 @@ fn joins_on_cuda_devices_and_into_pinned_host_memory() {
     }
 }
 
+/// A CUDA device and a host device: from `ALL_GATHER_IN_PLACE_MIN_BYTES` the all_gather is the
+/// one-shot (each member joins the other's shard), in either order of members; every element of
+/// both results against the shards.
+#[test]
+fn a_cuda_and_host_all_gather_joins_each_others_shard() {
+    let Some(&cuda) = cuda_devices().first() else { return };
+    let rows = collectives::collective::ALL_GATHER_IN_PLACE_MIN_BYTES / 4 + 3;
+    for devices in [[cuda, Device::Cpu(0)], [Device::Cpu(0), cuda]] {
+        let g = collectives::DeviceGroup::new(devices.to_vec()).unwrap();
+        let plan = g.plan(collectives::CollectiveKind::AllGather, [rows], DType::F32).unwrap();
+        assert_eq!(plan.algorithm, Some(collectives::Algorithm::OneShot), "{plan}");
+        let seed = fresh_seed();
+        let mut r = rng(seed);
+        let shards: Vec<_> = devices.iter().map(|&d| part(DType::F32, rows, 1, d, &mut r)).collect();
+        let ts: Vec<Tensor> = shards.iter().map(|(t, _)| t.reshape([rows]).unwrap()).collect();
+        let outs = g.all_gather(&ts, 0).unwrap();
+        let want: Vec<f64> = shards.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+        for (out, d) in outs.iter().zip(devices) {
+            assert_eq!(out.device(), d);
+            check_all(&values(out), &want, |_| 0.0, &format!("{devices:?} on {d}, seed {seed}"));
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 

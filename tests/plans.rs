@@ -4,7 +4,8 @@
 //! group or per call; `Display` of a group and of a plan names routes and algorithm.
 
 use collectives::collective::{
-    PlannedHop, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES, choose, choose_without_nccl, nccl_available,
+    ALL_GATHER_IN_PLACE_MIN_BYTES, PlannedHop, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES, choose,
+    choose_without_nccl, nccl_available,
 };
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
@@ -307,6 +308,18 @@ fn choose_is_the_documented_expression() {
     assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &cudas, big), Algorithm::Ring, "no one-shot form");
     assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &two, big), Algorithm::Star, "no one-shot form");
     assert_eq!(choose_without_nccl(AR, &[cuda(0)], big), Algorithm::Star, "one device");
+    // A CUDA device and a host device: the one-shot all_gather (each joins the other's shard)
+    // from its threshold, in either order; not with a third member, nor for other collectives.
+    let at = ALL_GATHER_IN_PLACE_MIN_BYTES;
+    let host = cpu(0);
+    for devs in [[cuda(0), host], [host, cuda(0)]] {
+        assert_eq!(gather(&devs, at), Algorithm::OneShot, "{devs:?}");
+        assert_eq!(gather(&devs, at - 1), Algorithm::Star, "{devs:?}");
+        assert_eq!(choose(CollectiveKind::AllGather, &devs, at), Algorithm::OneShot, "{devs:?}");
+        assert_eq!(choose_without_nccl(CollectiveKind::AllToAll, &devs, at), Algorithm::Star);
+    }
+    assert_eq!(gather(&[cuda(0), host, cpu(1)], at), Algorithm::Star, "three members");
+    assert_eq!(gather(&[vk(0), host], at), Algorithm::Star, "no CUDA device");
 }
 
 #[test]

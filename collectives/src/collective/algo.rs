@@ -83,8 +83,10 @@ pub enum Algorithm {
     /// of one GPU) it is one multi-device call, and `reduce_scatter` (each member folds its part
     /// of every shard, along an outermost `dim`), `all_gather` (each member places every shard in
     /// its output) and `broadcast` (each member copies the root's tensor) take it too. Members
-    /// that cannot read each other's memory get copies first; the other collectives, and other
-    /// groups, run the star for it.
+    /// that cannot read each other's memory get copies first. On other groups with a GPU,
+    /// `all_gather` takes it too: each member joins every shard itself, each copied straight into
+    /// its place where the pair allows (a group of host devices runs one call for every
+    /// algorithm). The other collectives run the star for it.
     OneShot,
     /// `all_reduce` in two steps of one multi-device call, on a group of CUDA devices: member i
     /// folds part i of every shard into its own output (a reduce_scatter in place), then, once
@@ -160,6 +162,14 @@ pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorit
 /// where the two-shot was faster on all three (at 4 MiB only on two).
 pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 
+/// Bytes per shard from which [`choose_without_nccl`] takes the one-shot all_gather on a group
+/// of one CUDA device and one host device: each member joins the other's shard, one crossing
+/// each way at once, where through the leader the host's shard crosses to the GPU and then the
+/// joined result crosses back. Measured on the H200 (`bench/gpu/22-joins`, run c): 2.0–2.1 ×
+/// faster at 16 MiB, 1.8–1.9 × at 256 MiB; at 1 MiB 0.9 ×. With more members, or a Vulkan one,
+/// the star stayed ahead at 1 and 16 MiB.
+pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 16 << 20;
+
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call
 /// NCCL has no form for). On two or more CUDA devices, one multi-device call where one is
 /// measured faster:
@@ -174,9 +184,15 @@ pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 ///   one driver copy per shard (`bench/gpu/14-native-calls`); since each member's copies are one
 ///   launch, the two are within 20 % of each other at every size there (`bench/gpu/15-two-shot`).
 ///
+/// On a CUDA device and a host device, all_gather: [`Algorithm::OneShot`] from
+/// [`ALL_GATHER_IN_PLACE_MIN_BYTES`] per shard (each member joins the other's shard).
+///
 /// Everything else, and other groups: [`choose_native`].
 pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorithm {
     let n = devices.len();
+    if kind == CollectiveKind::AllGather && cuda_and_host(devices) && bytes >= ALL_GATHER_IN_PLACE_MIN_BYTES {
+        return Algorithm::OneShot;
+    }
     if n < 2 || !all_cuda(devices) {
         return choose_native(devices, bytes);
     }
@@ -188,6 +204,11 @@ pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usiz
         CollectiveKind::AllGather if n == 2 || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
         _ => choose_native(devices, bytes),
     }
+}
+
+/// Whether `devices` are one CUDA device and one host device, in either order.
+fn cuda_and_host(devices: &[Device]) -> bool {
+    matches!(devices, [a, b] if (a.is_host() && matches!(b, Device::Cuda(_))) || (b.is_host() && matches!(a, Device::Cuda(_))))
 }
 
 /// Whether every one of `devices` (at least one) is a CUDA device.

@@ -109,6 +109,9 @@ impl DeviceGroup {
                 call::cuda_all_gather(self, shards, dim)
             }
             _ if call::host_star(self) => call::host_all_gather(self, shards, dim),
+            Algorithm::OneShot | Algorithm::TwoShot => {
+                star::all_gather_in_place(&mut hops, shards, dim, self.devices())
+            }
             _ => {
                 let cat = star::gather_to(&mut hops, shards, dim, self.leader())?;
                 star::broadcast(&mut hops, &cat, self.devices())

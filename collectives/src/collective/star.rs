@@ -43,6 +43,20 @@ pub(crate) fn gather_to(hops: &mut Hops, shards: &[Tensor], dim: usize, root: De
     Tensor::concat_on(root, &on_root, dim)
 }
 
+/// The one-shot all_gather of a group that is not one multi-device call: every device joins every
+/// shard itself, along `dim` — its own in place, each other shard copied straight into its range
+/// where the join can place it (`exec/join.rs`), else hopped then concatenated — instead of
+/// gathering on the leader and sending the joined result out. Each shard crosses to each other
+/// device once; through the leader, every shard but the leader's crosses twice.
+pub(crate) fn all_gather_in_place(
+    hops: &mut Hops,
+    shards: &[Tensor],
+    dim: usize,
+    devices: &[Device],
+) -> Result<Vec<Tensor>> {
+    devices.iter().map(|&d| gather_to(hops, shards, dim, d)).collect()
+}
+
 /// `t` cut along `dim` into consecutive parts of `sizes`, part i hopped to `devices[i]`.
 pub(crate) fn scatter(
     hops: &mut Hops,
