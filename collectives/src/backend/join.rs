@@ -34,10 +34,9 @@ use crate::error::{Error, Result};
 /// Whether a part on `from` can be copied straight into a range of a buffer on `to`.
 pub(crate) fn placeable(from: Device, to: Device) -> bool {
     let (cuda, vulkan) = (cfg!(feature = "cuda"), cfg!(feature = "vulkan"));
-    let on = |d: Device, kind: DeviceKind| d.kind() == kind;
     match (from.kind(), to.kind()) {
         _ if from.is_host() && to.is_host() => true,
-        (_, DeviceKind::Cuda) => cuda && (from.is_host() || on(from, DeviceKind::Cuda)),
+        (_, DeviceKind::Cuda) => cuda && (from.is_host() || from.kind() == DeviceKind::Cuda),
         (DeviceKind::Cuda, _) => cuda && to.is_host(),
         (_, DeviceKind::Vulkan) => vulkan && (from.is_host() || from == to),
         (DeviceKind::Vulkan, _) => vulkan && to.is_host(),

@@ -4,8 +4,9 @@
 //! On a CUDA device every part is one copy on the device's `copy_in` stream — an upload from the
 //! host, a copy within the device, a peer copy — so the output's one event completes them all.
 //! On the host the output is a pinned block: each CUDA part is downloaded into its range on its
-//! device's `copy_out` stream, each other part (host or Vulkan) copied in on the calling thread, and the output's
-//! fence completes once every device's last download has ([`Joined`] where there are several).
+//! device's `copy_out` stream, each other part (host or Vulkan) copied in on the calling thread,
+//! and the output's fence completes once every device's last download has ([`Joined`] where
+//! there are several).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -46,7 +47,7 @@ pub(crate) fn to_host(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buf
     let first = first.ok_or_else(|| Error::internal("join", "a pinned join of host parts only"))?;
     // Held by the output-to-be from the start: a failed part gives the block back to the pool,
     // once the downloads already issued into it have run.
-    let mut host = PinnedHost::new(
+    let host = PinnedHost::new(
         (bytes > 0).then(|| pinned::take(bytes, &first.ctx, first.device)).transpose()?,
         bytes,
     );
@@ -60,7 +61,7 @@ pub(crate) fn to_host(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buf
         }
         at += p.bytes();
     }
-    copy_host_parts(parts, &mut host)?;
+    copy_host_parts(parts, &host)?;
     let fence: Option<Arc<dyn Fence>> = match last.len() {
         0 => None,
         1 => last.pop().map(|f| Arc::new(f) as Arc<dyn Fence>),
@@ -70,18 +71,27 @@ pub(crate) fn to_host(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buf
 }
 
 /// Copies the other parts of `parts` (on host or Vulkan devices) into their ranges of `host`,
-/// waiting for each on the host. The CUDA parts' ranges are being downloaded meanwhile: none of
-/// this touches them.
-fn copy_host_parts(parts: &[&Buffer], host: &mut PinnedHost) -> Result<()> {
-    let Some(mut rest) = crate::backend::HostMem::as_bytes_mut(host) else {
-        return Err(Error::internal("join", "pinned memory that is not writable"));
-    };
+/// waiting for each on the host. The CUDA parts' ranges are being downloaded meanwhile: nothing
+/// here forms a reference to them.
+fn copy_host_parts(parts: &[&Buffer], host: &PinnedHost) -> Result<()> {
+    let mut at = 0;
     for p in parts {
-        let (range, after) = std::mem::take(&mut rest).split_at_mut(p.bytes());
-        rest = after;
-        if p.device.kind() != DeviceKind::Cuda {
+        let n = p.bytes();
+        let downloaded = p.device.kind() == DeviceKind::Cuda;
+        if let Some(block) = host.block().filter(|_| !downloaded && n > 0) {
+            if at + n > block.capacity() {
+                return Err(Error::internal(
+                    "join",
+                    format!("{n} bytes from {at} overrun the pinned output"),
+                ));
+            }
+            // SAFETY: `at..at + n` lies within the block (checked above), which lives as long as
+            // `host`; the ranges of `parts` are disjoint and only this range's part writes it
+            // (the downloads write the CUDA parts' ranges only).
+            let range = unsafe { std::slice::from_raw_parts_mut(block.ptr().add(at), n) };
             crate::backend::join::read_into(p, range)?;
         }
+        at += n;
     }
     Ok(())
 }
