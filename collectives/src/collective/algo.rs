@@ -166,9 +166,9 @@ pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 /// of one CUDA device and one host device: each member joins the other's shard, one crossing
 /// each way at once, where through the leader the host's shard crosses to the GPU and then the
 /// joined result crosses back. Measured on the H200 (`bench/gpu/22-joins`, run c): 2.0–2.1 ×
-/// faster at 16 MiB, 1.8–1.9 × at 256 MiB; at 1 MiB 0.9 ×. With more members, or a Vulkan one,
-/// the star stayed ahead at 1 and 16 MiB.
-pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 16 << 20;
+/// faster with 8 MiB shards, 1.8–1.9 × with 128 MiB shards; 0.9 × with 512 KiB shards. With more
+/// members, or a Vulkan one, the star stayed ahead up to 8 MiB shards.
+pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call
 /// NCCL has no form for). On two or more CUDA devices, one multi-device call where one is
