@@ -6,10 +6,10 @@
 //! inputs is a copy step it can fold in: a plain copy to the concat's device ([`Action::Copy`],
 //! not a move that frees its source), from a device whose buffers the join can place there
 //! ([`placeable`]: not across CUDA and Vulkan, nor between two Vulkan devices), read by nothing
-//! else and not a realize target. The
-//! copy is then not issued ([`Action::Fused`]); the join reads the copy's source instead, and
-//! copies its other inputs (already on its device) into their ranges too. A concat of parts that
-//! are all on its device stays a kernel: one launch over the output, no better as copies.
+//! else and not a realize target. The copy is then not issued ([`Action::Fused`]); the join
+//! reads the copy's source instead, and copies its other inputs (already on its device, or read
+//! in place from a peer) into their ranges too. A concat of parts that are all on its device
+//! stays a kernel: one launch over the output, no better as copies.
 
 use super::schedule::{Action, Step};
 use crate::backend::join::placeable;
