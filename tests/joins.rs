@@ -22,17 +22,26 @@ fn part(
     (tensor(dtype, &v, [1, rows, inner], device), v)
 }
 
-/// Each part copied to `to` unless it is there, joined along dim 1 (contiguous ranges), checked
-/// against the reference on every element.
-fn check_join(parts: &[(Tensor, Vec<f64>)], to: Device, ctx: &str) {
+/// Each part copied to `to` unless it is there, joined along dim 1 (contiguous ranges); not
+/// realized.
+fn joined(parts: &[(Tensor, Vec<f64>)], to: Device) -> Tensor {
     let hopped: Vec<Tensor> = parts
         .iter()
         .map(|(t, _)| if t.device() == to { t.clone() } else { t.copy_to_device(to).unwrap() })
         .collect();
-    let out = Tensor::concat_on(to, &hopped, 1).unwrap();
+    Tensor::concat_on(to, &hopped, 1).unwrap()
+}
+
+/// The parts' values, end to end.
+fn want(parts: &[(Tensor, Vec<f64>)]) -> Vec<f64> {
+    parts.iter().flat_map(|(_, v)| v.iter().copied()).collect()
+}
+
+/// [`joined`], checked against the reference on every element.
+fn check_join(parts: &[(Tensor, Vec<f64>)], to: Device, ctx: &str) {
+    let out = joined(parts, to);
     assert_eq!(out.device(), to, "{ctx}");
-    let want: Vec<f64> = parts.iter().flat_map(|(_, v)| v.iter().copied()).collect();
-    check_all(&values(&out), &want, |_| 0.0, ctx);
+    check_all(&values(&out), &want(parts), |_| 0.0, ctx);
 }
 
 #[test]
@@ -118,7 +127,14 @@ fn joins_on_cuda_devices_and_into_pinned_host_memory() {
                 let mut r = rng(seed);
                 let mut parts: Vec<_> = sources.iter().map(|&d| part(dtype, rows, 1, d, &mut r)).collect();
                 parts.insert(1, part(dtype, rows + 3, 1, to, &mut r));
-                check_join(&parts, to, &format!("into {to}, {dtype}, {rows} rows, seed {seed}"));
+                let ctx = format!("into {to}, {dtype}, {rows} rows, seed {seed}");
+                check_join(&parts, to, &ctx);
+                // A host join read by a CUDA copy in the same realize: the upload waits for the
+                // join's downloads (one fence per CUDA device) on the device.
+                if to.is_host() {
+                    let back = joined(&parts, to).copy_to_device(cuda[0]).unwrap();
+                    check_all(&values(&back), &want(&parts), |_| 0.0, &format!("{ctx}, back to {}", cuda[0]));
+                }
             }
         }
         // Parts past the 16 MiB staging chunk, and an empty one.
