@@ -192,10 +192,7 @@ fn gather_parts(
 
 /// The CUDA device behind member `d`.
 fn member(d: Device) -> Result<Arc<CudaDevice>> {
-    match d {
-        Device::Cuda(n) => device::get(n),
-        other => Err(Error::internal("cuda call", format!("{other} is not a CUDA device"))),
-    }
+    device::of(d, "cuda call")
 }
 
 /// `k` on `dev` over `inputs`, the kernel contract checked first.

@@ -61,6 +61,15 @@ fn table() -> &'static Table {
     T.get_or_init(Default::default)
 }
 
+/// The CUDA device behind `device`, opened on first use; an internal error naming `op` for a
+/// device of another kind.
+pub(crate) fn of(device: Device, op: &str) -> Result<Arc<CudaDevice>> {
+    match device {
+        Device::Cuda(n) => get(n),
+        _ => Err(Error::internal(op, format!("{device} is not a CUDA device"))),
+    }
+}
+
 /// The device `Cuda(ordinal)`, opened on first use.
 pub(crate) fn get(ordinal: u32) -> Result<Arc<CudaDevice>> {
     let device = Device::Cuda(ordinal);

@@ -22,17 +22,9 @@ use crate::error::{Error, Result};
 
 /// The UUID of the physical GPU behind CUDA device `device` (`cuDeviceGetUuid`).
 pub(crate) fn uuid(device: Device) -> Result<[u8; 16]> {
-    let dev = opened(device, "device uuid")?;
+    let dev = device::of(device, "device uuid")?;
     let id = dev.ctx.uuid().map_err(driver::err(device, "cuDeviceGetUuid"))?;
     Ok(id.bytes.map(|b| b as u8))
-}
-
-/// The opened CUDA device behind `device`.
-fn opened(device: Device, op: &str) -> Result<Arc<device::CudaDevice>> {
-    match device {
-        Device::Cuda(n) => device::get(n),
-        _ => Err(Error::internal(op, format!("{device} is not a CUDA device"))),
-    }
 }
 
 /// Another API's memory mapped into one CUDA device; unmapped and released on drop.
@@ -63,7 +55,7 @@ impl ImportedMem {
         if len as u64 > size {
             return Err(Error::internal("import external memory", format!("{len} bytes of {size}")));
         }
-        let dev = opened(device, "import external memory")?;
+        let dev = device::of(device, "import external memory")?;
         dev.bind()?;
         // SAFETY: the context is current; `size` is the object's (as guaranteed); the mapping is
         // freed before the object, in `Drop`.
@@ -101,7 +93,7 @@ impl Drop for ImportedMem {
 /// `dst` is mapped for at least `src.bytes()` bytes and stays mapped until the copy has run.
 #[cfg(feature = "vulkan")]
 pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr, to: Device) -> Result<Arc<dyn Fence>> {
-    let dev = opened(src.device, "device bridge")?;
+    let dev = device::of(src.device, "device bridge")?;
     let alloc = alloc_of(src, "device bridge")?;
     let stream = dev.copy_out.clone();
     await_on(&stream, src, dev.device)?;
@@ -131,7 +123,7 @@ pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr, to: Device) 
 /// has run.
 #[cfg(feature = "vulkan")]
 pub(crate) unsafe fn copy_from_mapped(device: Device, src: &Buffer, mapped: CUdeviceptr) -> Result<Buffer> {
-    let dev = opened(device, "device bridge")?;
+    let dev = device::of(device, "device bridge")?;
     let stream = dev.copy_in.clone();
     let bytes = src.bytes();
     let alloc = dev.alloc(bytes, &stream)?;

@@ -12,7 +12,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::copy::{dtoh_into, htod_into, peer_into, within_into};
-use super::device::{self, CudaDevice};
+use super::device;
 use super::memory::{CudaFence, DevAlloc, device_buffer, record};
 use super::pinned::{self, PinnedHost};
 use crate::backend::{Buffer, Fence, Mem, OutSpec};
@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 
 /// `parts` (on CUDA devices and host devices) end to end in a new buffer on CUDA device `to`.
 pub(crate) fn on_device(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buffer> {
-    let dev = cuda_device(to)?;
+    let dev = device::of(to, "join")?;
     let stream = &dev.copy_in;
     let dst = dev.alloc(out.len * out.dtype.size(), stream)?;
     let mut at = 0;
@@ -30,7 +30,7 @@ pub(crate) fn on_device(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<B
         match p.device {
             d if d.is_host() => htod_into(&dev, p, &range)?,
             d if d == to => within_into(&dev, p, &range)?,
-            d => peer_into(&*cuda_device(d)?, &dev, p, &range)?,
+            d => peer_into(&*device::of(d, "join")?, &dev, p, &range)?,
         };
         at += p.bytes();
     }
@@ -43,8 +43,10 @@ pub(crate) fn on_device(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<B
 /// device `to`.
 pub(crate) fn to_host(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buffer> {
     let bytes = out.len * out.dtype.size();
-    let first = parts.iter().find_map(|p| cuda_device(p.device).ok());
-    let first = first.ok_or_else(|| Error::internal("join", "a pinned join of host parts only"))?;
+    let Some(first) = parts.iter().find(|p| p.device.kind() == DeviceKind::Cuda) else {
+        return Err(Error::internal("join", "a pinned join of host parts only"));
+    };
+    let first = device::of(first.device, "join")?;
     // Held by the output-to-be from the start: a failed part gives the block back to the pool,
     // once the downloads already issued into it have run.
     let host = PinnedHost::new(
@@ -54,7 +56,8 @@ pub(crate) fn to_host(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buf
     let mut last: Vec<CudaFence> = Vec::new();
     let mut at = 0;
     for p in parts {
-        if let Ok(dev) = cuda_device(p.device) {
+        if p.device.kind() == DeviceKind::Cuda {
+            let dev = device::of(p.device, "join")?;
             let event = dtoh_into(&dev, p, host.block().map(|b| (b, at)))?;
             last.retain(|f| f.device() != dev.device);
             last.push(CudaFence::new(event, &dev.copy_out, dev.device));
@@ -94,14 +97,6 @@ fn copy_host_parts(parts: &[&Buffer], host: &PinnedHost) -> Result<()> {
         at += n;
     }
     Ok(())
-}
-
-/// The CUDA device behind `d`; an error for any other device.
-fn cuda_device(d: Device) -> Result<Arc<CudaDevice>> {
-    match d {
-        Device::Cuda(n) => device::get(n),
-        other => Err(Error::internal("join", format!("{other} is not a CUDA device"))),
-    }
 }
 
 /// Completion of downloads from several CUDA devices into one host buffer: each device's last.

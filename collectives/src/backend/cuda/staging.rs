@@ -158,7 +158,7 @@ impl Registered {
     /// `ptr..ptr + len` is host memory that stays allocated while the value lives, and no copy
     /// still uses it when the value drops.
     pub unsafe fn new(device: Device, ptr: NonNull<u8>, len: usize) -> Result<Self> {
-        let dev = cuda_device(device, "register host memory")?;
+        let dev = device::of(device, "register host memory")?;
         dev.bind()?;
         // SAFETY: the context is current; the memory outlives the registration (as guaranteed).
         unsafe { driver::host_register(ptr.as_ptr(), len) }
@@ -182,14 +182,6 @@ impl Drop for Registered {
         let _ = self.ctx.bind_to_thread();
         // SAFETY: registered once in `new`; no copy uses it any more (the owner's contract).
         let _ = unsafe { driver::host_unregister(self.ptr.as_ptr()) };
-    }
-}
-
-/// The opened CUDA device behind `device`.
-fn cuda_device(device: Device, op: &str) -> Result<Arc<CudaDevice>> {
-    match device {
-        Device::Cuda(n) => device::get(n),
-        _ => Err(Error::internal(op, format!("{device} is not a CUDA device"))),
     }
 }
 
@@ -233,7 +225,7 @@ pub(crate) struct CudaEnd<'r> {
 /// The end reading `src` (a CUDA buffer), on the device's download stream, which first waits for
 /// `src`'s writer.
 pub(crate) fn source_end<'r>(src: &Buffer, ring: RingMem<'r>) -> Result<CudaEnd<'r>> {
-    let dev = cuda_device(src.device, "staged copy")?;
+    let dev = device::of(src.device, "staged copy")?;
     let alloc = alloc_of(src, "staged copy")?.clone();
     let stream = dev.copy_out.clone();
     await_on(&stream, src, dev.device)?;
@@ -242,7 +234,7 @@ pub(crate) fn source_end<'r>(src: &Buffer, ring: RingMem<'r>) -> Result<CudaEnd<
 
 /// The end writing a new allocation of `bytes` on `device`, on its upload stream.
 pub(crate) fn dest_end(device: Device, bytes: usize, ring: RingMem<'_>) -> Result<CudaEnd<'_>> {
-    let dev = cuda_device(device, "staged copy")?;
+    let dev = device::of(device, "staged copy")?;
     let stream = dev.copy_in.clone();
     let alloc = dev.alloc(bytes, &stream)?;
     Ok(CudaEnd { dev, alloc, bytes, stream, ring, last: None })
