@@ -11,9 +11,8 @@
 //! in place from a peer) into their ranges too. A concat of parts that are all on its device
 //! stays a kernel: one launch over the output, no better as copies.
 
-use super::schedule::{Action, Step};
+use super::schedule::{Action, Step, fold_copy, sole_copy_to};
 use crate::backend::join::placeable;
-use crate::device::Device;
 use crate::graph::Op;
 
 /// Turns each qualifying concat step of `steps` into an [`Action::Join`] (see the module doc).
@@ -23,18 +22,14 @@ pub(crate) fn fuse(steps: &mut [Step]) {
             continue;
         }
         let to = steps[c].tensor.device();
-        let folded: Vec<(usize, usize)> = (0..steps[c].inputs.len())
-            .filter(|&at| foldable(steps, steps[c].inputs[at], to))
-            .map(|at| (at, steps[steps[c].inputs[at]].inputs[0]))
+        let folded: Vec<usize> = (0..steps[c].inputs.len())
+            .filter(|&at| sole_copy_to(steps, steps[c].inputs[at], to, |from| placeable(from, to)))
             .collect();
         if folded.is_empty() {
             continue;
         }
-        for (at, src) in folded {
-            let u = steps[c].inputs[at];
-            steps[u].action = Action::Fused;
-            steps[u].consumers = 0;
-            steps[c].inputs[at] = src;
+        for at in folded {
+            fold_copy(steps, c, at);
         }
         steps[c].action = Action::Join;
     }
@@ -51,21 +46,11 @@ fn joinable(s: &Step) -> bool {
         && placeable(device, device)
 }
 
-/// Whether step `u` is a plain copy to `to`, from a device a join on `to` places, that only its
-/// one reader needs. The step's input, not its node's, says where the data comes from: a fused
-/// CUDA ↔ Vulkan chain's second hop reads the Vulkan source.
-fn foldable(steps: &[Step], u: usize, to: Device) -> bool {
-    let u = &steps[u];
-    matches!(u.action, Action::Copy { to: t, take: false } if t == to)
-        && matches!(u.inputs[..], [src] if placeable(steps[src].tensor.device(), to))
-        && u.consumers == 1
-        && !u.keep
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::schedule::{Schedule, unfused};
     use super::*;
+    use crate::device::Device;
     use crate::dtype::DType;
     use crate::graph::{Shape, Tensor};
 

@@ -261,6 +261,28 @@ fn staged_host_hop(
     (alone || beside).then_some((h, alone))
 }
 
+/// Whether step `u` is a plain copy to `to` (not a move that frees its source) of one step on a
+/// device `from` accepts, that only its one reader needs (a realize target or a second reader
+/// keeps it a step of its own): a copy that reader may fold in ([`fold_copy`]). The step's
+/// input, not its node's, says where the data comes from: a fused CUDA ↔ Vulkan chain's second
+/// hop reads the chain's source.
+pub(super) fn sole_copy_to(steps: &[Step], u: usize, to: Device, from: impl Fn(Device) -> bool) -> bool {
+    let u = &steps[u];
+    matches!(u.action, Action::Copy { to: t, take: false } if t == to)
+        && matches!(u.inputs[..], [src] if from(steps[src].tensor.device()))
+        && u.consumers == 1
+        && !u.keep
+}
+
+/// Folds copy step `steps[k].inputs[at]` (see [`sole_copy_to`]) into its reader `k`: the copy is
+/// not issued, and `k` reads the copy's source instead.
+pub(super) fn fold_copy(steps: &mut [Step], k: usize, at: usize) {
+    let u = steps[k].inputs[at];
+    steps[k].inputs[at] = steps[u].inputs[0];
+    steps[u].action = Action::Fused;
+    steps[u].consumers = 0;
+}
+
 /// The destination of a copy step still to run.
 fn transfer_target(step: &Step) -> Option<Device> {
     match step.action {

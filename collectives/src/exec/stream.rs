@@ -42,8 +42,8 @@
 
 use foldhash::HashMap;
 
-use super::schedule::{Action, Step};
-use crate::device::{Device, DeviceKind};
+use super::schedule::{Action, Step, fold_copy, sole_copy_to};
+use crate::device::DeviceKind;
 use crate::graph::Op;
 
 /// Kernels of at least this many bytes (their output's) have their host transfers streamed. On
@@ -99,23 +99,16 @@ pub(crate) fn fuse(steps: &mut [Step], sizes: Sizes) {
     let readers = readers(steps);
     for k in candidates {
         let device = steps[k].tensor.device();
-        let ups: Vec<(usize, usize)> = steps[k]
-            .inputs
-            .iter()
-            .enumerate()
-            .filter(|&(_, &u)| upload_from_host(steps, u, device))
-            .map(|(at, &u)| (at, steps[u].inputs[0]))
+        let ups: Vec<usize> = (0..steps[k].inputs.len())
+            .filter(|&at| sole_copy_to(steps, steps[k].inputs[at], device, |d| d.is_host()))
             .collect();
         let downs: Vec<usize> =
             readers.get(&k).into_iter().flatten().copied().filter(|&c| download_to_host(&steps[c])).collect();
         if ups.is_empty() && downs.is_empty() {
             continue;
         }
-        for &(at, src) in &ups {
-            let u = steps[k].inputs[at];
-            steps[u].action = Action::Fused;
-            steps[u].consumers = 0;
-            steps[k].inputs[at] = src;
+        for &at in &ups {
+            fold_copy(steps, k, at);
         }
         for &c in &downs {
             steps[c].action = Action::Fused;
@@ -151,18 +144,6 @@ fn readers(steps: &[Step]) -> HashMap<usize, Vec<usize>> {
     r
 }
 
-/// Whether step `u` is a plain copy to `device` of a host device's step that only its one reader
-/// needs (a move that frees its source, a realize target or a second reader keeps it a step of
-/// its own). The step's input, not its node's, says where the data comes from: a fused CUDA ↔
-/// Vulkan chain's second hop reads the Vulkan source, not the host hop its node names.
-fn upload_from_host(steps: &[Step], u: usize, device: Device) -> bool {
-    let u = &steps[u];
-    matches!(u.action, Action::Copy { to, take: false } if to == device)
-        && matches!(u.inputs[..], [src] if steps[src].tensor.device().is_host())
-        && u.consumers == 1
-        && !u.keep
-}
-
 /// Whether `c` is a plain copy to a host device (of its one input, the kernel's result).
 fn download_to_host(c: &Step) -> bool {
     matches!(c.action, Action::Copy { to, take: false } if to.is_host()) && c.inputs.len() == 1
@@ -171,6 +152,7 @@ fn download_to_host(c: &Step) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::Device;
     use crate::dtype::DType;
     use crate::graph::{ReduceKind, Shape, Tensor};
 
