@@ -130,12 +130,15 @@ pub(super) fn record(
     Ok(())
 }
 
-/// Whether [`on_host`] may do `parts` into `dst`: every buffer is host memory the host reads
-/// fast (mapped and cached), and `dst` is smaller than `host_below` (the device's bound for
-/// tensors in host memory, so only small copies take the host's time).
-pub(super) fn suits_host(parts: &[(&Arc<DevBuf>, Rows)], dst: &DevBuf, host_below: u64) -> bool {
-    let fast = |b: &DevBuf| b.is_mapped() && b.host_cached;
-    dst.size < host_below && fast(dst) && parts.iter().all(|(b, _)| fast(b))
+/// Whether the host may copy `srcs` into `dst` itself ([`on_host`], a join): every buffer is host
+/// memory the host reads fast (mapped and cached), and `dst` is smaller than `host_below` (the
+/// device's bound for tensors in host memory, so only small copies take the host's time).
+pub(super) fn suits_host<'a>(
+    srcs: impl IntoIterator<Item = &'a DevBuf>,
+    dst: &DevBuf,
+    host_below: u64,
+) -> bool {
+    dst.size < host_below && dst.host_reads_fast() && srcs.into_iter().all(DevBuf::host_reads_fast)
 }
 
 /// Does the copies of `parts` into `dst` on the host, through the mappings: a small slice or

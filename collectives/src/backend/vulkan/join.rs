@@ -5,7 +5,7 @@
 //! Host parts are written through the output's mapping where it has one (a tensor in host
 //! memory, or any buffer of a device whose memory the host maps), else packed into one staging
 //! buffer; the device's parts, and the staging buffer's, are buffer copies of one submission.
-//! Where every buffer is small, cached host memory (the rule of `copy::suits_host`) the device's
+//! Where every buffer is small, cached host memory ([`copy::suits_host`]) the device's
 //! parts are copied by the host too, and nothing is submitted.
 
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use ash::vk;
 
 use super::memory::{DevBuf, Usage};
 use super::submit::Recorder;
-use super::{VulkanBackend, export};
+use super::{VulkanBackend, copy, export};
 use crate::backend::cpu::kernels::copy_bytes;
 use crate::backend::{Buffer, OutSpec};
 use crate::error::{Error, Result};
@@ -38,8 +38,7 @@ impl VulkanBackend {
             }
             at += p.bytes() as u64;
         }
-        let on_host = dst.is_mapped() && dst.host_cached && dst.size < self.gpu.host_below;
-        if on_host && device.iter().all(|(b, _, _)| b.is_mapped() && b.host_cached) {
+        if copy::suits_host(device.iter().map(|(b, _, _)| b.as_ref()), &dst, self.gpu.host_below) {
             let parts = device
                 .iter()
                 .map(|&(b, p, at)| (p, Some(b), at))
@@ -109,17 +108,30 @@ impl VulkanBackend {
     pub(crate) fn read_into(&self, src: &Buffer, dst: &mut [u8]) -> Result<()> {
         crate::failpoint::hit(self.gpu.device, "vulkan copy")?;
         let from = self.mem(src, "join")?;
-        if from.is_mapped() && from.host_cached {
-            src.wait()?;
-            // SAFETY: mapped, holds `src.bytes()`, and its one writer is done (waited).
-            copy_bytes(unsafe { from.mapped_bytes(src.bytes()) }, dst);
-            return Ok(());
+        if from.host_reads_fast() {
+            return read_mapped(src, from, dst);
         }
         let back = crate::backend::Backend::dtoh(self, src, crate::device::Device::Cpu(0))?;
         back.wait()?;
         copy_bytes(back.host_bytes("join")?, dst);
         Ok(())
     }
+}
+
+/// Copies `src` (whose memory is `from`, which the host reads fast: [`DevBuf::host_reads_fast`])
+/// into `dst` through its mapping, once its writer is done.
+pub(super) fn read_mapped(src: &Buffer, from: &DevBuf, dst: &mut [u8]) -> Result<()> {
+    if !from.is_mapped() {
+        return Err(Error::internal(
+            "read through a mapping",
+            format!("a buffer of {} that is not mapped", src.device),
+        ));
+    }
+    src.wait()?;
+    // SAFETY: mapped (checked above), holds `src.bytes()` (its buffer's length), and its one
+    // writer is done (waited).
+    copy_bytes(unsafe { from.mapped_bytes(src.bytes()) }, dst);
+    Ok(())
 }
 
 /// The copy of `bytes` from byte `src` of one buffer to byte `dst` of another.

@@ -261,6 +261,12 @@ impl DevBuf {
         self.mapped.is_some()
     }
 
+    /// Whether the host reads the memory fast: mapped and cached (reads of uncached, write-combined
+    /// memory crawl, so such buffers are read through a readback instead).
+    pub fn host_reads_fast(&self) -> bool {
+        self.is_mapped() && self.host_cached
+    }
+
     /// The first `len` bytes, read through the mapping.
     ///
     /// # Safety

@@ -168,7 +168,7 @@ impl VulkanBackend {
         dtype: DType,
     ) -> Result<bool> {
         let Some(parts) = row_copies(kernel, ins, dtype) else { return Ok(false) };
-        if !copy::suits_host(&parts, out, self.gpu.host_below) {
+        if !copy::suits_host(parts.iter().map(|(b, _)| b.as_ref()), out, self.gpu.host_below) {
             return Ok(false);
         }
         for b in inputs {
@@ -317,11 +317,9 @@ impl Backend for VulkanBackend {
         crate::failpoint::hit(self.gpu.device, "vulkan copy")?;
         let from = self.mem(src, "copy to host")?;
         let bytes = src.bytes();
-        if from.is_mapped() && from.host_cached {
-            src.wait()?;
+        if from.host_reads_fast() {
             let mut host = OwnedHost::uninit(bytes);
-            // SAFETY: the buffer is mapped and holds `bytes`; its one writer finished (waited).
-            copy_bytes(unsafe { from.mapped_bytes(bytes) }, host.bytes_mut());
+            join::read_mapped(src, from, host.bytes_mut())?;
             return Ok(Buffer::host(to, src.dtype, src.len, Box::new(host)));
         }
         let staging = DevBuf::new(&self.gpu, bytes as u64, Usage::Readback)?;
