@@ -1,7 +1,9 @@
 //! The native CUDA path on groups of 2, 3, 4 and 8 CUDA devices — virtual devices of one GPU
 //! (`COLLECTIVES_CUDA_DEVICES=0,0,0,0,0,0,0,0`) on a one-GPU machine — against f64 references:
-//! the one-shot all_reduce (every member reads every shard in place) with every op and dtype at
-//! sizes 1, 7 and 65537, its results bitwise identical on every member; the two-shot all_reduce
+//! the star all_reduce (the leader's one kernel reads every shard in place and writes every
+//! member's output) and the one-shot all_reduce (every member reads every shard in place) with
+//! every op and dtype at sizes 1, 7 and 65537, their results bitwise identical on every member;
+//! the two-shot all_reduce
 //! (each member folds its part, then copies the others') the same way, at sizes that leave
 //! members without a part and at one that gives every member an uneven one; the one-shot
 //! reduce_scatter, all_gather (uneven shards) and broadcast (every root), each one multi-device
@@ -46,6 +48,11 @@ fn groups() -> Vec<DeviceGroup> {
 /// Whether two results are the same bits.
 fn same_bits(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+#[test]
+fn star_all_reduce_every_op_dtype_and_size() {
+    all_reduce_on(groups(), Algorithm::Star);
 }
 
 #[test]
@@ -183,17 +190,19 @@ fn the_automatic_choice_takes_one_shot_where_nccl_cannot_run() {
         for kind in [AllReduce, ReduceScatter, AllGather, Broadcast] {
             let plan = g.plan(kind, [1024 * g.size()], DType::F32).expect("plan");
             let nccl = plan.algorithm == Some(Algorithm::Nccl);
-            // A small all_gather takes the one-shot on two devices only (`choose_without_nccl`).
-            let one_shot = kind != AllGather || g.size() == 2;
-            let want = if one_shot { Algorithm::OneShot } else { Algorithm::Star };
+            // A small all_gather takes the one-shot on two devices only, a small all_reduce the
+            // star (`choose_without_nccl`).
+            let one_call = kind != AllGather || g.size() == 2;
+            let want = if kind == AllReduce || !one_call { Algorithm::Star } else { Algorithm::OneShot };
             assert!(
                 nccl || plan.algorithm == Some(want),
                 "{:?}: a small {kind:?} on CUDA devices runs NCCL or {want}\n{plan}",
                 g.devices()
             );
-            if !nccl && one_shot {
-                assert!(plan.hops.is_empty(), "one-shot moves nothing\n{plan}");
-                let call = format!("collective cuda {}", kind.name());
+            if !nccl && one_call {
+                assert!(plan.hops.is_empty(), "one call moves nothing\n{plan}");
+                let star = if kind == AllReduce { "star " } else { "" };
+                let call = format!("collective cuda {star}{}", kind.name());
                 assert!(plan.kernels.iter().all(|k| k.op == call), "one call\n{plan}");
             }
             println!("{} devices, {kind:?}: {:?}", g.size(), plan.algorithm);

@@ -4,8 +4,8 @@
 //! group or per call; `Display` of a group and of a plan names routes and algorithm.
 
 use collectives::collective::{
-    ALL_GATHER_IN_PLACE_MIN_BYTES, PlannedHop, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES, choose,
-    choose_without_nccl, nccl_available,
+    ALL_GATHER_IN_PLACE_MIN_BYTES, CUDA_STAR_MAX_BYTES, PlannedHop, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES,
+    choose, choose_without_nccl, nccl_available,
 };
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
@@ -303,7 +303,10 @@ fn choose_is_the_documented_expression() {
     let two_shot = TWO_SHOT_MIN_BYTES;
     for devs in [&cudas[..], &two[..]] {
         assert_eq!(choose_without_nccl(AR, devs, two_shot), Algorithm::TwoShot, "large");
-        assert_eq!(choose_without_nccl(AR, devs, two_shot - 1), Algorithm::OneShot, "small");
+        assert_eq!(choose_without_nccl(AR, devs, two_shot - 1), Algorithm::OneShot, "middle");
+        assert_eq!(choose_without_nccl(AR, devs, CUDA_STAR_MAX_BYTES), Algorithm::OneShot, "middle");
+        assert_eq!(choose_without_nccl(AR, devs, CUDA_STAR_MAX_BYTES - 1), Algorithm::Star, "small");
+        assert_eq!(choose_without_nccl(AR, devs, 0), Algorithm::Star, "empty");
     }
     assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &cudas, big), Algorithm::Ring, "no one-shot form");
     assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &two, big), Algorithm::Star, "no one-shot form");

@@ -70,7 +70,10 @@ pub enum Algorithm {
     /// sends the result out. The simplest shape; the right one for mixed vendors and small messages.
     /// An `all_reduce` or `reduce_scatter` of a group mixing CUDA and Vulkan folds on its first
     /// CUDA device where the leader is a Vulkan device
-    /// ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)).
+    /// ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)). On a group of CUDA devices
+    /// (peers, or virtual devices of one GPU) the `all_reduce` is one multi-device call: the
+    /// leader's one kernel reads every shard in place and writes the result straight into every
+    /// member's output (a member whose memory it cannot write copies the leader's output).
     Star,
     /// Chunked ring: reduce_scatter then all_gather, each chunk hopping device to device, so every
     /// link carries 2(n-1)/n of the message instead of the leader's links carrying all of it.
@@ -162,6 +165,17 @@ pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorit
 /// where the two-shot was faster on all three (at 4 MiB only on two).
 pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 
+/// Bytes per shard below which [`choose_without_nccl`] takes the star all_reduce on CUDA devices:
+/// the leader's one kernel folds every shard and writes every member's output, one launch where
+/// the one-shot launches one per member (a launch takes about 4 µs of host time on the H200).
+/// On 2, 4 and 8 virtual devices of one H200 (`bench/gpu/23-star`, run b) the star was faster at
+/// every size measured, 4 KiB to 16 MiB per shard: at 4 KiB 12.3–13.0 µs against the one-shot's
+/// 18.6–22.3 on two devices, 17.3–19.5 against 61.5–84.5 on eight. Those devices share one GPU's
+/// memory, where the one-shot reads every shard n times; across GPUs the leader's links carry
+/// n − 1 shards each way, as every member's do in the one-shot, so from 1 MiB, where launches
+/// no longer dominate, the one-shot stays until two-GPU runs compare them.
+pub const CUDA_STAR_MAX_BYTES: usize = 1 << 20;
+
 /// Bytes per shard from which [`choose_without_nccl`] takes the one-shot all_gather on a group
 /// of one CUDA device and one host device: each member joins the other's shard, one crossing
 /// each way at once, where through the leader the host's shard crosses to the GPU and then the
@@ -174,9 +188,9 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 /// NCCL has no form for). On two or more CUDA devices, one multi-device call where one is
 /// measured faster:
 ///
-/// - all_reduce: [`Algorithm::TwoShot`] from [`TWO_SHOT_MIN_BYTES`] per shard (each member reads
-///   about two shards' worth), else [`Algorithm::OneShot`] (every member reads every shard, in
-///   one step);
+/// - all_reduce: [`Algorithm::Star`] below [`CUDA_STAR_MAX_BYTES`] per shard (one launch, on the
+///   leader), [`Algorithm::TwoShot`] from [`TWO_SHOT_MIN_BYTES`] (each member reads about two
+///   shards' worth), else [`Algorithm::OneShot`] (every member reads every shard, in one step);
 /// - reduce_scatter and broadcast: [`Algorithm::OneShot`], always (each member reads only its
 ///   share, as in a ring, without the ring's dependent steps);
 /// - all_gather: [`Algorithm::OneShot`] on two devices or from [`RING_MIN_BYTES`] per shard. On
@@ -197,6 +211,7 @@ pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usiz
         return choose_native(devices, bytes);
     }
     match kind {
+        CollectiveKind::AllReduce if bytes < CUDA_STAR_MAX_BYTES => Algorithm::Star,
         CollectiveKind::AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
         CollectiveKind::AllReduce | CollectiveKind::ReduceScatter | CollectiveKind::Broadcast => {
             Algorithm::OneShot

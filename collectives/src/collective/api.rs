@@ -38,6 +38,8 @@ impl DeviceGroup {
             Algorithm::Nccl => super::nccl::all_reduce(self, shards, op),
             Algorithm::Ring => self.ring_all_reduce(&mut hops, shards, op),
             #[cfg(feature = "cuda")]
+            Algorithm::Star if call::cuda_native(self) => Ok(call::cuda_star_all_reduce(self, shards, op)),
+            #[cfg(feature = "cuda")]
             Algorithm::OneShot if call::cuda_native(self) => Ok(call::cuda_all_reduce(self, shards, op)),
             #[cfg(feature = "cuda")]
             Algorithm::TwoShot if call::cuda_native(self) => Ok(call::cuda_two_shot(self, shards, op)),

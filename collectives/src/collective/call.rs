@@ -134,6 +134,13 @@ mod cuda {
         nodes(group, Arc::new(call), inputs, outs)
     }
 
+    /// The star all_reduce as one call: the leader folds every shard and its one kernel writes
+    /// every member's output.
+    pub(crate) fn star_all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
+        let (fold, len, root) = (fold(op, shards.len()), shards[0].numel(), group.leader_index());
+        call(group, Pull::Star { fold, len, root }, shards, &everywhere(group, shards[0].shape()))
+    }
+
     /// The one-shot all_reduce as one call: every member folds every shard.
     pub(crate) fn all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
         let pull = Pull::AllReduce { fold: fold(op, shards.len()), len: shards[0].numel() };
@@ -183,5 +190,6 @@ mod cuda {
 #[cfg(feature = "cuda")]
 pub(crate) use cuda::{
     all_gather as cuda_all_gather, all_reduce as cuda_all_reduce, broadcast as cuda_broadcast,
-    native as cuda_native, reduce_scatter as cuda_reduce_scatter, two_shot as cuda_two_shot,
+    native as cuda_native, reduce_scatter as cuda_reduce_scatter, star_all_reduce as cuda_star_all_reduce,
+    two_shot as cuda_two_shot,
 };

@@ -41,6 +41,11 @@ use crate::graph::MultiKernel;
 /// What each member of a [`CudaCall`] does.
 #[derive(Clone, Debug)]
 pub(crate) enum Pull {
+    /// The star all_reduce in one launch: member `root` folds every input (`len` elements each,
+    /// read in place) and its kernel writes the result into every member's output, peers' memory
+    /// written in place; a member it cannot write (two GPUs without peer access) copies the
+    /// root's output.
+    Star { fold: Kernel, len: usize, root: usize },
     /// Every member runs the reduce over every input (`len` elements each).
     AllReduce { fold: Kernel, len: usize },
     /// Member i runs the reduce over its part of every input (see [`two_shot_part`]) into its
@@ -67,6 +72,7 @@ pub(crate) struct CudaCall {
 impl MultiKernel for CudaCall {
     fn name(&self) -> String {
         let what = match self.pull {
+            Pull::Star { .. } => "star all_reduce",
             Pull::AllReduce { .. } => "all_reduce",
             Pull::TwoShot { .. } => "two-shot all_reduce",
             Pull::ReduceScatter { .. } => "reduce_scatter",
@@ -79,8 +85,12 @@ impl MultiKernel for CudaCall {
     fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
         let dtype =
             inputs.first().ok_or_else(|| Error::internal(self.name(), "a call with no inputs"))?.dtype;
-        if let Pull::TwoShot { fold, len } = &self.pull {
-            return self.two_shot(fold, inputs, OutSpec { dtype, len: *len });
+        match &self.pull {
+            Pull::TwoShot { fold, len } => return self.two_shot(fold, inputs, OutSpec { dtype, len: *len }),
+            Pull::Star { fold, len, root } => {
+                return self.star(fold, inputs, OutSpec { dtype, len: *len }, *root);
+            }
+            _ => {}
         }
         let mut outs = Vec::with_capacity(self.devices.len());
         for (i, &d) in self.devices.iter().enumerate() {
@@ -90,7 +100,7 @@ impl MultiKernel for CudaCall {
                     kernel(&dev, k, inputs, OutSpec { dtype, len: *len })?
                 }
                 Pull::ReduceScatter { fold, part } => window(&dev, fold, inputs, i, *part)?,
-                Pull::TwoShot { .. } => unreachable!("issued above"),
+                Pull::TwoShot { .. } | Pull::Star { .. } => unreachable!("issued above"),
                 Pull::Broadcast { root } if i == *root => continue,
                 Pull::Broadcast { root } => super::copy::dtod(&*member(self.devices[*root])?, inputs[0], d)?,
             };
@@ -101,6 +111,39 @@ impl MultiKernel for CudaCall {
 }
 
 impl CudaCall {
+    /// The star all_reduce: member `root`'s one kernel folds every input and writes every output
+    /// it reaches; the others copy the root's output.
+    fn star(&self, fold: &Kernel, inputs: &[&Buffer], out: OutSpec, root: usize) -> Result<Vec<Arc<Buffer>>> {
+        let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
+        let hub = devs.get(root).ok_or_else(|| Error::internal(self.name(), format!("no member {root}")))?;
+        fold.check(hub.device, inputs, out)?;
+        let bytes = out.len * out.dtype.size();
+        let mut dsts = Vec::with_capacity(devs.len());
+        for dev in &devs {
+            dsts.push(if launch::reaches(hub, dev.device)? {
+                Some(written_by(hub, dev, bytes)?)
+            } else {
+                None
+            });
+        }
+        let written: Vec<(&DevAlloc, usize)> = dsts.iter().flatten().map(|d| (&**d, 0)).collect();
+        let event = launch::compute_to_all(hub, fold, inputs, 0, &written, out)?;
+        let result =
+            |d: Arc<DevAlloc>| Arc::new(device_buffer(out.dtype, out.len, d, event.clone(), &hub.compute));
+        let on_hub = dsts[root]
+            .clone()
+            .map(result)
+            .ok_or_else(|| Error::internal(self.name(), "the root's output"))?;
+        devs.iter()
+            .zip(dsts)
+            .map(|(dev, dst)| match dst {
+                _ if dev.device == hub.device => Ok(on_hub.clone()),
+                Some(d) => Ok(result(d)),
+                None => super::copy::dtod(hub, &on_hub, dev.device).map(Arc::new),
+            })
+            .collect()
+    }
+
     /// The two-shot all_reduce: every member folds its part into its output, then (each member's
     /// stream waiting for every fold, on the device) gathers the others' parts.
     fn two_shot(&self, fold: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Vec<Arc<Buffer>>> {
@@ -188,6 +231,22 @@ fn gather_parts(
         theirs.note_use(stream, &event);
     }
     Ok(event)
+}
+
+/// Memory for member `dev`'s output (`bytes`) that `hub`'s compute stream may write: allocated on
+/// that stream where both are one GPU (one memory pool), else on the member's own stream, the
+/// hub's stream waiting on the device for the allocation.
+fn written_by(hub: &CudaDevice, dev: &CudaDevice, bytes: usize) -> Result<Arc<DevAlloc>> {
+    if dev.physical == hub.physical {
+        return dev.alloc(bytes, &hub.compute);
+    }
+    let dst = dev.alloc(bytes, &dev.compute)?;
+    let ready = record(&dev.compute, dev.device)?;
+    hub.bind()?;
+    // SAFETY: the stream and the event are alive for the call.
+    unsafe { driver::stream_wait(hub.compute.cu_stream(), ready.cu_event()) }
+        .map_err(driver::err(hub.device, "wait on event"))?;
+    Ok(dst)
 }
 
 /// The CUDA device behind member `d`.

@@ -205,6 +205,7 @@ INT_NUM(u8, u32, sat_u8)
 
 #define MAXK 16
 struct Ins { const void* p[MAXK]; };
+struct Outs { void* p[MAXK]; };
 
 template <typename T> struct __align__(16) V16 { T x[16 / sizeof(T)]; };
 
@@ -243,10 +244,11 @@ __device__ void scale_body(const T* x, T* o, u64 n, int flags, int kind, double 
     }
 }
 
-// One pass over k <= MAXK inputs (plus an optional accumulator from a previous stage).
+// One pass over k <= MAXK inputs (plus an optional accumulator from a previous stage), the
+// result written to each of the m <= MAXK outputs (a chained stage writes its accumulator, out.p[0]).
 template <typename T, int OP>
-__device__ void reduce_body(Ins in, int k, const void* acc, void* out, u64 n, int flags, int kind,
-                            double f, i64 fi) {
+__device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int m, u64 n, int flags,
+                            int kind, double f, i64 fi) {
     typedef Num<T> N;
     typedef typename Num<T>::A A;
     const int V = 16 / sizeof(T);
@@ -272,12 +274,12 @@ __device__ void reduce_body(Ins in, int k, const void* acc, void* out, u64 n, in
         }
         if (acc_out) {
 #pragma unroll
-            for (int j = 0; j < V; ++j) ((A*)out)[v * V + j] = s[j];
+            for (int j = 0; j < V; ++j) ((A*)out.p[0])[v * V + j] = s[j];
         } else {
             V16<T> r;
 #pragma unroll
             for (int j = 0; j < V; ++j) r.x[j] = N::narrow(N::scale(kind, s[j], f, fi));
-            ((V16<T>*)out)[v] = r;
+            for (int w = 0; w < m; ++w) ((V16<T>*)out.p[w])[v] = r;
         }
     }
     for (u64 e = nv * V + tid0(); e < n; e += nthreads()) {
@@ -290,8 +292,12 @@ __device__ void reduce_body(Ins in, int k, const void* acc, void* out, u64 n, in
             first = 1;
         }
         for (int i = first; i < k; ++i) s = N::bin(OP, s, N::widen(((const T*)in.p[i])[e]));
-        if (acc_out) ((A*)out)[e] = s;
-        else ((T*)out)[e] = N::narrow(N::scale(kind, s, f, fi));
+        if (acc_out) {
+            ((A*)out.p[0])[e] = s;
+        } else {
+            T r = N::narrow(N::scale(kind, s, f, fi));
+            for (int w = 0; w < m; ++w) ((T*)out.p[w])[e] = r;
+        }
     }
 }
 
@@ -353,9 +359,9 @@ __device__ void copyseg_body(const Segs& s, int k) {
     }
 
 #define REDUCE1(T, N, OPN, OP)                                                                   \
-    extern "C" __global__ void reduce_##N##_##OPN(Ins in, int k, const void* acc, void* o, u64 n,   \
-                                                  int flags, int kind, double f, i64 fi) {        \
-        reduce_body<T, OP>(in, k, acc, o, n, flags, kind, f, fi);                                \
+    extern "C" __global__ void reduce_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,     \
+                                                  u64 n, int flags, int kind, double f, i64 fi) { \
+        reduce_body<T, OP>(in, k, acc, o, m, n, flags, kind, f, fi);                             \
     }
 #define REDUCE(T, N) REDUCE1(T, N, sum, OP_ADD) REDUCE1(T, N, prod, OP_MUL) REDUCE1(T, N, max, OP_MAX) \
     REDUCE1(T, N, min, OP_MIN)

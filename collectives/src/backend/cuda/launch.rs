@@ -30,11 +30,22 @@ const F_ACC_IN: i32 = 1;
 const F_ACC_OUT: i32 = 2;
 const F_VEC: i32 = 4;
 
-/// The pointer array of one reduce launch (`struct Ins` in `kernels.cu`).
+/// The pointer array of one reduce launch: its inputs (`struct Ins` in `kernels.cu`) or its
+/// outputs (`struct Outs`).
 #[repr(C)]
 #[derive(Clone, Copy)]
 struct Ins {
     p: [CUdeviceptr; MAXK],
+}
+
+impl Ins {
+    /// The first [`MAXK`] of `ptrs`, the rest of the array zero.
+    fn of(ptrs: &[CUdeviceptr]) -> Ins {
+        let mut p = Ins { p: [0; MAXK] };
+        let k = ptrs.len().min(MAXK);
+        p.p[..k].copy_from_slice(&ptrs[..k]);
+        p
+    }
 }
 
 /// Pointers to each argument's value, as `cuLaunchKernel` takes them.
@@ -130,15 +141,40 @@ pub(crate) fn compute_into(
     (dst, at): (&DevAlloc, usize),
     out: OutSpec,
 ) -> Result<Arc<Event>> {
-    let size = out.dtype.size();
-    let end = at.checked_add(out.len).and_then(|e| e.checked_mul(size));
-    if dst.device() != dev.device || end.is_none_or(|e| e > dst.bytes()) {
-        let what =
-            format!("elements {at}.. ({} of them) of {} bytes on {}", out.len, dst.bytes(), dst.device());
+    if dst.device() != dev.device {
+        let what = format!("an output on {}", dst.device());
         return Err(crate::error::Error::internal(
             format!("{} kernel on {}", kernel.name(), dev.device),
             what,
         ));
+    }
+    compute_to_all(dev, kernel, inputs, start, &[(dst, at)], out)
+}
+
+/// [`compute_into`] with the result written into each of `dsts` (an allocation and the element
+/// its range starts at), on `dev`'s compute stream; each lives on `dev` or on a CUDA device whose
+/// memory `dev` writes in place ([`reaches`]), as the caller has checked. A reduce writes every
+/// one in its pass; other kernels write the first and copy it to the rest. Each destination
+/// notes the use, so it is not freed or reused before the kernel has run.
+pub(crate) fn compute_to_all(
+    dev: &CudaDevice,
+    kernel: &Kernel,
+    inputs: &[&Buffer],
+    start: usize,
+    dsts: &[(&DevAlloc, usize)],
+    out: OutSpec,
+) -> Result<Arc<Event>> {
+    let size = out.dtype.size();
+    for &(dst, at) in dsts {
+        let end = at.checked_add(out.len).and_then(|e| e.checked_mul(size));
+        if end.is_none_or(|e| e > dst.bytes()) {
+            let what =
+                format!("elements {at}.. ({} of them) of {} bytes on {}", out.len, dst.bytes(), dst.device());
+            return Err(crate::error::Error::internal(
+                format!("{} kernel on {}", kernel.name(), dev.device),
+                what,
+            ));
+        }
     }
     let copied = peer_inputs(dev, inputs)?;
     let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
@@ -151,12 +187,33 @@ pub(crate) fn compute_into(
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
     let skip = (start * in_dtype.size()) as u64;
     let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr() + skip).collect();
-    run(&l, kernel, &ptrs, in_dtype, dst.ptr() + (at * size) as u64, out)?;
-    let event = record(stream, dev.device)?;
+    let outs: Vec<CUdeviceptr> = dsts.iter().map(|&(d, at)| d.ptr() + (at * size) as u64).collect();
+    let issued =
+        run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out).and_then(|()| record(stream, dev.device));
+    let event = issued.inspect_err(|_| {
+        // A launch issued before the failure may still write the outputs: let it finish before
+        // they are dropped (nothing notes its use).
+        let _ = stream.synchronize();
+    })?;
     for a in allocs {
         a.note_use(stream, &event);
     }
+    for &(d, _) in dsts {
+        d.note_use(stream, &event);
+    }
     Ok(event)
+}
+
+/// Whether `dev`'s kernels read and write `other`'s memory in place: its own, a logical device of
+/// the same GPU, or a GPU with peer access (turned on here, once per pair).
+pub(super) fn reaches(dev: &CudaDevice, other: Device) -> Result<bool> {
+    match other {
+        Device::Cuda(n) if other != dev.device && super::virt::physical(n) != Ok(dev.physical) => {
+            super::device::enable_peer(dev, &*super::device::get(n)?)
+        }
+        Device::Cuda(_) => Ok(true),
+        _ => Ok(false),
+    }
 }
 
 /// For each input on another CUDA device that `dev` cannot read in place (two GPUs without peer
@@ -165,14 +222,8 @@ pub(super) fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Op
     inputs
         .iter()
         .map(|b| match b.device {
-            // Logical devices of one GPU read each other in place (no table lookup needed).
-            Device::Cuda(n) if b.device != dev.device && super::virt::physical(n) != Ok(dev.physical) => {
-                let owner = super::device::get(n)?;
-                if super::device::enable_peer(dev, &owner)? {
-                    Ok(None)
-                } else {
-                    super::copy::peer(&owner, dev, b).map(Some)
-                }
+            Device::Cuda(n) if !reaches(dev, b.device)? => {
+                super::copy::peer(&*super::device::get(n)?, dev, b).map(Some)
             }
             _ => Ok(None),
         })
@@ -196,7 +247,7 @@ pub(super) fn run(
     match kernel {
         Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), ins[0], ins[1], o, n) },
         Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n) },
-        Kernel::Reduce { kind, scale } => unsafe { reduce(l, d, *kind, *scale, ins, o, n) },
+        Kernel::Reduce { kind, scale } => unsafe { reduce(l, d, *kind, *scale, ins, &[o], n) },
         Kernel::Cast if in_dtype == d => unsafe { copy2d(l, ins[0], o, 1, n * d.size() as u64, 0, 0) },
         Kernel::Cast => {
             let (x, y, n) = (ins[0], o, n);
@@ -234,6 +285,38 @@ pub(super) fn run(
     }
 }
 
+/// [`run`] with the result written to each of `outs` (at least one): a reduce writes every one in
+/// its one pass (up to [`MAXK`]); any other kernel, or outputs past [`MAXK`], are copied from
+/// `outs[0]` by one more launch. Each pointer holds `out.len` elements of `out.dtype` on this
+/// device or a peer's that this device writes in place, as the caller has checked.
+pub(super) fn run_to_all(
+    l: &Launcher,
+    kernel: &Kernel,
+    ins: &[CUdeviceptr],
+    in_dtype: DType,
+    outs: &[CUdeviceptr],
+    out: OutSpec,
+) -> Result<()> {
+    let Some((&first, _)) = outs.split_first() else { return Ok(()) };
+    let written = match kernel {
+        Kernel::Reduce { kind, scale } => {
+            let now = &outs[..outs.len().min(MAXK)];
+            // SAFETY: as `run` guarantees, for every one of `now`.
+            unsafe { reduce(l, out.dtype, *kind, *scale, ins, now, out.len as u64)? };
+            now.len()
+        }
+        _ => {
+            run(l, kernel, ins, in_dtype, first, out)?;
+            1
+        }
+    };
+    let bytes = (out.len * out.dtype.size()) as u64;
+    let rest: Vec<Seg> = outs[written..].iter().map(|&o| (first, o, bytes)).collect();
+    // SAFETY: `first` holds the result once the launch above has run (same stream), and each of
+    // the rest holds as many bytes, as the caller guarantees; outputs are distinct allocations.
+    unsafe { copy_segments(l, &rest) }
+}
+
 /// `o = a op b`.
 unsafe fn binary(l: &Launcher, d: DType, op: i32, a: u64, b: u64, o: u64, n: u64) -> Result<()> {
     let flags = if aligned(&[a, b, o]) { F_VEC } else { 0 };
@@ -259,14 +342,15 @@ fn acc_size(d: DType) -> usize {
     }
 }
 
-/// `o = scale(fold(ins))`: one launch per [`MAXK`] inputs, chained through an accumulator.
+/// `o = scale(fold(ins))` for every `o` of `outs` (1 to [`MAXK`] of them, all written by the last
+/// launch): one launch per [`MAXK`] inputs, chained through an accumulator.
 unsafe fn reduce(
     l: &Launcher,
     d: DType,
     kind: ReduceKind,
     s: Option<Scale>,
     ins: &[u64],
-    o: u64,
+    outs: &[u64],
     n: u64,
 ) -> Result<()> {
     let name = format!("reduce_{}_{}", d.name(), format!("{kind:?}").to_lowercase());
@@ -277,19 +361,18 @@ unsafe fn reduce(
     };
     let acc = tmp.as_ref().map_or(0, |t| t.ptr());
     let (kind_i, f, fi) = scale_args(s);
-    let vec = if aligned(ins) && aligned(&[o]) { F_VEC } else { 0 };
+    let vec = if aligned(ins) && aligned(outs) { F_VEC } else { 0 };
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let last = chunks.len() - 1;
     for (i, chunk) in chunks.into_iter().enumerate() {
-        let mut p = Ins { p: [0; MAXK] };
-        p.p[..chunk.len()].copy_from_slice(chunk);
+        let p = Ins::of(chunk);
         let k = chunk.len() as i32;
         let a = acc;
-        let out = if i == last { o } else { acc };
+        let (o, m) = if i == last { (Ins::of(outs), outs.len() as i32) } else { (Ins::of(&[acc]), 1) };
         let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
         // SAFETY: as `run` guarantees; the accumulator holds `n` compute-type values and is
-        // freed (stream-ordered) after these launches.
-        unsafe { l.launch(&name, work, &mut args!(p, k, a, out, n, flags, kind_i, f, fi))? };
+        // freed (stream-ordered) after these launches; `Ins` has the layout of `struct Outs`.
+        unsafe { l.launch(&name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi))? };
     }
     Ok(())
 }
@@ -354,25 +437,101 @@ unsafe fn copy2d(l: &Launcher, src: u64, dst: u64, rows: u64, width: u64, sp: u6
     unsafe { l.launch(&format!("copy2d_{unit}"), rows * w, &mut args!(s, d, rows, w, sp, dp)) }
 }
 
-/// Copies `bytes` from `src` to `dst` (either may be pinned host memory, read or written
-/// across the bus) by a kernel on `l`'s stream, not the copy engine: for a few kilobytes the
-/// kernel starts sooner.
-///
-/// # Safety
-/// Both ranges hold `bytes` until the kernel has run.
-pub(super) unsafe fn copy_by_kernel(l: &Launcher, src: u64, dst: u64, bytes: u64) -> Result<()> {
-    if bytes == 0 {
-        return Ok(());
-    }
-    let unit = widest_unit([src, dst, bytes]);
-    let (s, d, rows, w) = (src, dst, 1u64, bytes / unit);
-    // SAFETY: as the caller guarantees; one row of `w` units.
-    unsafe { l.launch(&format!("copy2d_{unit}"), w, &mut args!(s, d, rows, w, w, w)) }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::widest_unit;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::super::tests::{OPS, as_dtype, close, devices, random_vals, reference, to_buffer, to_f64s};
+    use super::*;
+    use crate::graph::{BinaryOp, ReduceOp};
+
+    /// Outputs of one launch: more than [`MAXK`], so the last two are copied after the pass.
+    const OUTS: usize = MAXK + 2;
+
+    /// A reduce writes its result into every output in its one pass ([`MAXK`] of them; the rest
+    /// are copied after it), every other output at an odd element (so the vector path is off for
+    /// that launch): every op and dtype at 1, 7 and 65537 elements, every element of every
+    /// output against the f64 reference, and each output's element before its range untouched.
+    /// A binary kernel (an add: small values, so no integer wraps) writes the first output and
+    /// copies it to the others.
+    #[test]
+    fn a_reduce_writes_every_output_in_its_pass_the_rest_are_copied() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        for dtype in DType::ALL {
+            for op in OPS {
+                for n in [1usize, 7, 65_537] {
+                    let ctx = format!("seed {seed} {dtype} {op} {n} elements");
+                    let ins: Vec<Vec<f64>> =
+                        (0..3).map(|_| random_vals(dtype, n, op == ReduceOp::Prod, &mut r)).collect();
+                    let want: Vec<f64> =
+                        (0..n).map(|i| as_dtype(dtype, reference(op, dtype, &ins, i))).collect();
+                    let mag: Vec<f64> = (0..n).map(|i| ins.iter().map(|x| x[i].abs()).sum()).collect();
+                    let (kind, scale) = op.lower(3);
+                    let got = to_all(&dev, &Kernel::Reduce { kind, scale }, dtype, &ins, n, &mut r);
+                    for (j, out) in got.iter().enumerate() {
+                        for (i, (&g, &w)) in out.iter().zip(&want).enumerate() {
+                            assert!(
+                                close(dtype, g, w, mag[i], 3),
+                                "{ctx}: output {j} [{i}] got {g:e} want {w:e}"
+                            );
+                        }
+                    }
+                }
+            }
+            let ins: Vec<Vec<f64>> = (0..2).map(|_| random_vals(dtype, 65_537, false, &mut r)).collect();
+            let got = to_all(&dev, &Kernel::Binary(BinaryOp::Add), dtype, &ins, 65_537, &mut r);
+            for (j, out) in got.iter().enumerate() {
+                for (i, &g) in out.iter().enumerate() {
+                    let (a, b) = (ins[0][i], ins[1][i]);
+                    let ok = close(dtype, g, as_dtype(dtype, a + b), a.abs() + b.abs(), 2);
+                    assert!(ok, "seed {seed} {dtype}: binary, output {j} [{i}] got {g:e} want {:e}", a + b);
+                }
+            }
+        }
+    }
+
+    /// `kernel` over `ins` (each `n` long, uploaded) into [`OUTS`] outputs by [`compute_to_all`];
+    /// each output's values. Every odd output starts at element 1 of its allocation, whose
+    /// element 0 (a random value) must be untouched.
+    fn to_all(
+        dev: &CudaDevice,
+        kernel: &Kernel,
+        dtype: DType,
+        ins: &[Vec<f64>],
+        n: usize,
+        r: &mut StdRng,
+    ) -> Vec<Vec<f64>> {
+        let inputs: Vec<Buffer> = ins.iter().map(|x| to_buffer(dev, dtype, x)).collect();
+        let guards: Vec<f64> = random_vals(dtype, OUTS, false, r);
+        let outs: Vec<Buffer> = (0..OUTS)
+            .map(|j| {
+                let at = j % 2;
+                to_buffer(dev, dtype, &vec![guards[j]; n + at])
+            })
+            .collect();
+        let dsts: Vec<(&DevAlloc, usize)> =
+            outs.iter().enumerate().map(|(j, b)| (&**alloc_of(b, "test").unwrap(), j % 2)).collect();
+        for b in &outs {
+            b.wait().unwrap();
+        }
+        let refs: Vec<&Buffer> = inputs.iter().collect();
+        let done = compute_to_all(dev, kernel, &refs, 0, &dsts, OutSpec { dtype, len: n }).expect("launch");
+        done.synchronize().unwrap();
+        outs.iter()
+            .enumerate()
+            .map(|(j, b)| {
+                let all = to_f64s(dev, b);
+                let at = j % 2;
+                if at == 1 {
+                    assert_eq!(all[0], guards[j], "output {j}: the element before its range");
+                }
+                all[at..].to_vec()
+            })
+            .collect()
+    }
 
     #[test]
     fn the_copy_unit_divides_every_value() {

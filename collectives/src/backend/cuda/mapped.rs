@@ -6,10 +6,10 @@
 //! for that event on the compute stream) and a download (which waits for the kernel on the
 //! copy-out stream): three streams and three events for a few microseconds of work. Here a
 //! pageable input is copied by the host into a pinned block, which the kernel reads across the
-//! bus (pinned memory is mapped into every device's address space under unified addressing), a
-//! copy kernel writes the result into each host copy's pinned block across the bus (it starts
-//! sooner than the copy engine), and the one stream orders them: one event completes the whole
-//! step. The schedule streams kernels below [`crate::exec::STREAM_SMALL_BYTES`] this way
+//! bus (pinned memory is mapped into every device's address space under unified addressing), the
+//! result goes into each host copy's pinned block across the bus too — a reduce writes them in its
+//! own pass, another kernel's result is copied by one more launch (either starts sooner than the
+//! copy engine) — and the one stream orders them: one event completes the whole step. The schedule streams kernels below [`crate::exec::STREAM_SMALL_BYTES`] this way
 //! (`exec/stream.rs`). On the H200 a 4 KiB all_reduce of `cuda:0, cpu:0` took 19–26 µs against
 //! 24–36 unstreamed, and of `cuda:0, vulkan:0, cpu:0` 25–37 against 49–58 (`bench/gpu/18-locked`,
 //! runs b, d, e and f on four machines of the kind).
@@ -47,8 +47,10 @@ pub(crate) fn compute_mapped(
     let stream = &dev.compute;
     let dst = dev.alloc(bytes, stream)?;
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
-    let issued = launch::run(&Launcher { dev, stream }, kernel, &ptrs, in_dtype, dst.ptr(), out)
-        .and_then(|()| download(dev, dst.ptr(), bytes, &blocks))
+    // The result into `dst` and each host copy's block: a reduce writes them all in its pass.
+    let outs: Vec<CUdeviceptr> =
+        std::iter::once(dst.ptr()).chain(blocks.iter().flatten().map(|b| b.ptr() as CUdeviceptr)).collect();
+    let issued = launch::run_to_all(&Launcher { dev, stream }, kernel, &ptrs, in_dtype, &outs, out)
         .and_then(|()| record(stream, dev.device));
     let done = match issued {
         Ok(e) => e,
@@ -100,19 +102,6 @@ fn read_at(dev: &CudaDevice, b: &Buffer, staged: &mut Vec<PinnedBlock>) -> Resul
     let at = block.ptr() as CUdeviceptr;
     staged.push(block);
     Ok(at)
-}
-
-/// Copies the `bytes` at `src` (this device) into every block by a kernel writing across the
-/// bus, on the compute stream: on the H200 a 4 KiB all_reduce of `cuda:0, cpu:0` took 19–21 µs
-/// so against 23.5–28.6 with the copy engine's download, in one run (`bench/gpu/18-locked`, run d).
-fn download(dev: &CudaDevice, src: CUdeviceptr, bytes: usize, blocks: &[Option<PinnedBlock>]) -> Result<()> {
-    let l = Launcher { dev, stream: &dev.compute };
-    for b in blocks.iter().flatten() {
-        // SAFETY: the block holds `bytes` and `src` as many; both outlive the copy (the caller
-        // notes its event on each).
-        unsafe { launch::copy_by_kernel(&l, src, b.ptr() as CUdeviceptr, bytes as u64) }?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

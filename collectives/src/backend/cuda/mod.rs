@@ -30,6 +30,8 @@ pub(crate) mod memory;
 pub(crate) mod nccl;
 mod nvrtc;
 mod pinned;
+#[cfg(test)]
+mod probe;
 pub(crate) mod register;
 pub(crate) mod reuse;
 mod staging;

@@ -1,0 +1,125 @@
+//! A timing probe for the GPU machine (ignored in ordinary runs): where the time of a 4 KiB
+//! `local_reduce` on one CUDA device goes, from the driver's floor up to the library's call.
+//!
+//! Each row times the same 4 KiB work `ITERS` times, one call at a time, and prints the median and
+//! the tenth percentile in µs. The rows add one layer each: a driver memset and a stream
+//! synchronize (the floor no library goes under), the reduce kernel launched raw with the same
+//! synchronize, with an event recorded and synchronized instead (how the backend waits), with the
+//! event polled, the backend's `compute` (allocation, fences, event pool) and a wait, the
+//! graph's `Tensor::reduce` alone, and the whole `Tensor::reduce` + `realize`.
+
+use std::time::Instant;
+
+use cudarc::driver::result;
+
+use super::event;
+use super::launch::{self, Launcher};
+use super::memory::alloc_of;
+use super::tests::{devices, upload};
+use crate::backend::{Kernel, OutSpec};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::graph::{ReduceKind, Tensor};
+
+const ITERS: usize = 4000;
+const N: usize = 1024;
+
+/// Median and tenth percentile of `ITERS` timed runs of `f` (µs), after 200 untimed.
+fn time(mut f: impl FnMut()) -> (f64, f64) {
+    for _ in 0..200 {
+        f();
+    }
+    let mut t: Vec<f64> = (0..ITERS)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    (t[ITERS / 2], t[ITERS / 10])
+}
+
+fn row(what: &str, (med, p10): (f64, f64)) {
+    println!("probe: {med:7.2} us median, {p10:7.2} p10  {what}");
+}
+
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn local_reduce_layers_probe() {
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
+    let (a, b) = (upload(&dev, vec![1.5f32; N]), upload(&dev, vec![2.5f32; N]));
+    let out = dev.alloc(N * 4, &dev.compute).unwrap();
+    let stream = dev.compute.clone();
+    let raw = stream.cu_stream();
+    let kernel = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
+    let spec = OutSpec { dtype: DType::F32, len: N };
+    let ptrs = [alloc_of(&a, "p").unwrap().ptr(), alloc_of(&b, "p").unwrap().ptr()];
+    let l = Launcher { dev: &dev, stream: &stream };
+    let launch = || launch::run(&l, &kernel, &ptrs, DType::F32, out.ptr(), spec).unwrap();
+    dev.bind().unwrap();
+
+    // SAFETY: `out` holds N f32s on this device; the stream is alive.
+    row(
+        "memset + stream synchronize",
+        time(|| unsafe {
+            result::memset_d8_async(out.ptr(), 0, N * 4, raw).unwrap();
+            result::stream::synchronize(raw).unwrap();
+        }),
+    );
+    // SAFETY: the stream is alive.
+    row(
+        "reduce launch + stream synchronize",
+        time(|| unsafe {
+            launch();
+            result::stream::synchronize(raw).unwrap();
+        }),
+    );
+    row(
+        "reduce launch + pooled event + event synchronize",
+        time(|| {
+            launch();
+            event::record(&stream, dev.device).unwrap().synchronize().unwrap();
+        }),
+    );
+    row(
+        "reduce launch + pooled event + query until done",
+        time(|| {
+            launch();
+            let e = event::record(&stream, dev.device).unwrap();
+            while !e.try_is_complete().unwrap() {}
+        }),
+    );
+    let host = time(launch);
+    // SAFETY: the stream is alive.
+    unsafe { result::stream::synchronize(raw).unwrap() };
+    row("reduce launch alone (host time, queued back to back)", host);
+    let inputs = [&a, &b];
+    row(
+        "backend compute + wait + drop",
+        time(|| {
+            let o = launch::compute(&dev, &kernel, &inputs, spec).unwrap();
+            o.wait().unwrap();
+        }),
+    );
+    let d = Device::Cuda(0);
+    let ta = Tensor::from_vec(vec![1.5f32; N], [N], d).unwrap();
+    let tb = Tensor::from_vec(vec![2.5f32; N], [N], d).unwrap();
+    crate::realize(&[ta.clone(), tb.clone()]).unwrap();
+    let shards = [ta, tb];
+    row(
+        "Tensor::reduce alone (the graph node)",
+        time(|| {
+            Tensor::reduce(&shards, ReduceKind::Sum, None).unwrap();
+        }),
+    );
+    row(
+        "Tensor::reduce + realize + drop (the library's local_reduce)",
+        time(|| {
+            let t = Tensor::reduce(&shards, ReduceKind::Sum, None).unwrap();
+            crate::realize(std::slice::from_ref(&t)).unwrap();
+        }),
+    );
+}
