@@ -1,12 +1,15 @@
 //! The direct path of [`super::realize`]: when every target is a part of one multi-device call
 //! (`Op::Collective`, an NCCL group call) and the call's inputs are already on their devices,
-//! the call is issued at once, without the graph pass, the schedule and the queues.
+//! the call is issued at once, without the graph pass, the schedule and the queues; likewise one
+//! target that is one kernel (an elementwise op, a slice or a concat) over inputs already on its
+//! device.
 //!
-//! That is the graph of every collective on an all-CUDA group, realized as soon as it is built.
-//! Its call is short (about 110 µs for 16 MiB per GPU on two H200s), and the general path's
-//! bookkeeping before issuing it — a few microseconds — showed in the measured bandwidth
-//! (`bench/gpu/5-overhead`). The outcome is the general path's: the same buffers cached in the
-//! same nodes, the same errors, nothing cached when the call fails.
+//! That is the graph of every collective on an all-CUDA group, realized as soon as it is built,
+//! and of a local reduce. Its call is short (about 110 µs for 16 MiB per GPU on two H200s; a
+//! 4 KiB kernel and its wait about 10 µs), and the general path's bookkeeping before issuing it
+//! — a few microseconds — showed in the measured bandwidth (`bench/gpu/5-overhead`) and in a
+//! small kernel's time (`bench/gpu/23-star`). The outcome is the general path's: the same
+//! buffers cached in the same nodes, the same errors, nothing cached when the call fails.
 
 use std::sync::Arc;
 
@@ -17,9 +20,36 @@ use crate::graph::{Op, Tensor};
 /// Realizes `pending` (none realized yet) directly if it has that shape; `None` when it does not,
 /// having done nothing.
 pub(super) fn try_realize(pending: &[Tensor]) -> Option<Result<()>> {
+    if let [one] = pending
+        && let Some(inputs) = lone_kernel(one)
+    {
+        return Some(run_kernel(one, &inputs));
+    }
     let call = shared_call(pending)?;
     let inputs = ready_inputs(&call)?;
     Some(run(&call, &inputs, pending))
+}
+
+/// The buffers of `t`'s inputs, if `t` is a compute op and every input is realized on `t`'s
+/// device (so the graph pass would add no copy, and the schedule would be this one step).
+fn lone_kernel(t: &Tensor) -> Option<Vec<Arc<Buffer>>> {
+    let compute = matches!(
+        t.op(),
+        Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_) | Op::Slice { .. } | Op::Concat { .. }
+    );
+    if !compute {
+        return None;
+    }
+    t.inputs()
+        .iter()
+        .map(|i| i.value().filter(|b| b.device == t.device() && i.device() == t.device()))
+        .collect()
+}
+
+/// Issues kernel node `t` over `inputs` as the schedule's kernel step does, waits and caches it.
+fn run_kernel(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<()> {
+    let (out, _) = super::step::kernel(t, inputs, &[], false)?;
+    super::cache_when_done(std::slice::from_ref(t), vec![out])
 }
 
 /// The one `Op::Collective` node every target is a part of.
@@ -145,6 +175,56 @@ mod tests {
         let err = try_realize(&parts).expect("direct").unwrap_err();
         assert!(err.to_string().contains("failed on purpose"), "{err}");
         assert!(parts.iter().all(|p| !p.is_realized()));
+    }
+
+    /// One kernel over inputs realized on its device is issued directly, with the values the
+    /// general path gives: a reduce, a binary op, a slice (a view), a concat, a cast; fresh random
+    /// data, every element against an f64 reference.
+    #[test]
+    fn a_lone_kernel_over_ready_inputs_is_issued_directly() {
+        use rand::Rng;
+        let mut r = rand::rng();
+        let mut draw = || (0..37).map(|_| r.random_range(-100.0f32..100.0)).collect::<Vec<f32>>();
+        let (a, b) = (draw(), draw());
+        let ta = Tensor::from_vec(a.clone(), [37], DEVS[0]).unwrap();
+        let tb = Tensor::from_vec(b.clone(), [37], DEVS[0]).unwrap();
+        let f = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
+        let (fa, fb) = (f(&a), f(&b));
+        let sum: Vec<f64> = fa.iter().zip(&fb).map(|(x, y)| f64::from((x + y) as f32)).collect();
+        let prod: Vec<f64> = fa.iter().zip(&fb).map(|(x, y)| f64::from((x * y) as f32)).collect();
+        let cases = [
+            (Tensor::reduce(&[ta.clone(), tb.clone()], crate::graph::ReduceKind::Sum, None).unwrap(), sum),
+            (ta.mul(&tb).unwrap(), prod),
+            (ta.narrow(0, 3, 20).unwrap(), fa[3..23].to_vec()),
+            (Tensor::concat(&[ta.clone(), tb.clone()], 0).unwrap(), [fa.clone(), fb.clone()].concat()),
+            (ta.cast(DType::F64).unwrap(), fa.clone()),
+        ];
+        for (t, want) in cases {
+            assert!(try_realize(std::slice::from_ref(&t)).expect("direct").is_ok(), "{}", t.op());
+            assert!(t.is_realized());
+            let got: Vec<f64> = match t.dtype() {
+                DType::F64 => t.to_vec::<f64>().unwrap(),
+                _ => f(&t.to_vec::<f32>().unwrap()),
+            };
+            assert_eq!(got, want, "{}", t.op());
+        }
+    }
+
+    /// A kernel with an input on another device, or one still to compute, and a target that is
+    /// no kernel take the general path, which gives the same values.
+    #[test]
+    fn a_kernel_needing_copies_or_other_steps_takes_the_general_path() {
+        let ins = inputs(1.5, 2.5);
+        let across = ins[0].add(&ins[1]).unwrap();
+        let after = ins[0].add(&ins[0]).unwrap().add(&ins[0]).unwrap();
+        let copy = ins[0].copy_to_device(DEVS[1]).unwrap();
+        for t in [&across, &after, &copy] {
+            assert!(try_realize(std::slice::from_ref(t)).is_none(), "{}", t.op());
+        }
+        crate::realize(&[across.clone(), after.clone(), copy.clone()]).unwrap();
+        assert_eq!(across.to_vec::<f32>().unwrap(), vec![4.0; 3]);
+        assert_eq!(after.to_vec::<f32>().unwrap(), vec![4.5; 3]);
+        assert_eq!(copy.to_vec::<f32>().unwrap(), vec![1.5; 3]);
     }
 
     #[test]

@@ -53,7 +53,7 @@ fn call(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
 /// buffers, which its backend uploads as it runs. A contiguous slice of a host buffer is a view
 /// of it instead (`backend/view.rs`). The kernel contract is checked here, before any backend
 /// runs it.
-fn kernel(
+pub(super) fn kernel(
     t: &Tensor,
     inputs: &[Arc<Buffer>],
     to: &[Device],
@@ -142,7 +142,7 @@ fn release_source(t: &Tensor, take: bool, out: Arc<Buffer>) -> Arc<Buffer> {
 }
 
 /// The kernel computing `op` for node `t`.
-fn lower(op: &Op, t: &Tensor) -> Result<Kernel> {
+pub(super) fn lower(op: &Op, t: &Tensor) -> Result<Kernel> {
     Ok(match op {
         Op::Binary(b) => Kernel::Binary(*b),
         Op::Reduce { kind, scale } => Kernel::Reduce { kind: *kind, scale: *scale },
