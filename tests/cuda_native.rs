@@ -3,12 +3,12 @@
 //! the star all_reduce (the leader's one kernel reads every shard in place and writes every
 //! member's output) and the one-shot all_reduce (every member reads every shard in place) with
 //! every op and dtype at sizes 1, 7 and 65537, their results bitwise identical on every member;
-//! the two-shot all_reduce
-//! (each member folds its part, then copies the others') the same way, at sizes that leave
-//! members without a part and at one that gives every member an uneven one; the one-shot
-//! reduce_scatter, all_gather (uneven shards) and broadcast (every root), each one multi-device
-//! call, along outer and inner dims; and the automatic choice taking them where NCCL cannot run.
-//! The one-shot checks also run on virtual host devices.
+//! the two-shot all_reduce (each member folds its part, then copies the others') the same way, at
+//! sizes that leave members without a part and at one that gives every member an uneven one; the
+//! one-shot reduce_scatter, all_gather (uneven shards) and broadcast (every root), each one
+//! multi-device call, along outer and inner dims, and the same through the star (all_gather and
+//! broadcast as one call of the leader or root); and the automatic choice taking them where NCCL
+//! cannot run. The one-shot checks also run on virtual host devices.
 //!
 //! Skipped (and says so) without CUDA devices, and for group sizes the machine does not list;
 //! `REQUIRE_CUDA=1` makes a missing CUDA driver a failure.
@@ -100,23 +100,30 @@ fn all_reduce_on(groups: Vec<DeviceGroup>, algo: Algorithm) {
 
 #[test]
 fn one_shot_reduce_scatter_all_gather_and_broadcast() {
-    others_on(groups());
+    others_on(groups(), Algorithm::OneShot);
+}
+
+/// The star: all_gather and broadcast as one call of the leader (the root), reduce_scatter
+/// through the graph.
+#[test]
+fn star_reduce_scatter_all_gather_and_broadcast() {
+    others_on(groups(), Algorithm::Star);
 }
 
 /// The same on virtual host devices, where the one-shot of these collectives is the host star.
 #[test]
 #[cfg_attr(not(feature = "slow"), ignore = "slow: run with --features slow")]
 fn one_shot_reduce_scatter_all_gather_and_broadcast_on_host_devices() {
-    others_on(SIZES.iter().map(|&n| cpu_group(n)).collect());
+    others_on(SIZES.iter().map(|&n| cpu_group(n)).collect(), Algorithm::OneShot);
 }
 
-fn others_on(groups: Vec<DeviceGroup>) {
+fn others_on(groups: Vec<DeviceGroup>, algo: Algorithm) {
     let seed = fresh_seed();
     let mut r = rng(seed);
     for g in groups {
-        let g = g.with_algorithm(Algorithm::OneShot);
+        let g = g.with_algorithm(algo);
         for dtype in DTYPES {
-            let ctx = format!("seed {seed} n={} {dtype}", g.size());
+            let ctx = format!("seed {seed} {algo} n={} {dtype}", g.size());
             for op in all_ops(dtype, &mut r) {
                 reduce_scatter(&g, dtype, op, &mut r, &format!("{ctx} {op}"));
             }
@@ -191,18 +198,17 @@ fn the_automatic_choice_takes_one_shot_where_nccl_cannot_run() {
             let plan = g.plan(kind, [1024 * g.size()], DType::F32).expect("plan");
             let nccl = plan.algorithm == Some(Algorithm::Nccl);
             // A small all_gather takes the one-shot on two devices only, a small all_reduce the
-            // star (`choose_without_nccl`).
-            let one_call = kind != AllGather || g.size() == 2;
-            let want = if kind == AllReduce || !one_call { Algorithm::Star } else { Algorithm::OneShot };
+            // star (`choose_without_nccl`); either is one call.
+            let star = kind == AllReduce || (kind == AllGather && g.size() > 2);
+            let want = if star { Algorithm::Star } else { Algorithm::OneShot };
             assert!(
                 nccl || plan.algorithm == Some(want),
                 "{:?}: a small {kind:?} on CUDA devices runs NCCL or {want}\n{plan}",
                 g.devices()
             );
-            if !nccl && one_call {
+            if !nccl {
                 assert!(plan.hops.is_empty(), "one call moves nothing\n{plan}");
-                let star = if kind == AllReduce { "star " } else { "" };
-                let call = format!("collective cuda {star}{}", kind.name());
+                let call = format!("collective cuda {}{}", if star { "star " } else { "" }, kind.name());
                 assert!(plan.kernels.iter().all(|k| k.op == call), "one call\n{plan}");
             }
             println!("{} devices, {kind:?}: {:?}", g.size(), plan.algorithm);

@@ -79,6 +79,8 @@ impl DeviceGroup {
             Algorithm::Nccl => super::nccl::broadcast(self, t, root),
             Algorithm::Ring => ring::broadcast(&mut hops, t, self.devices(), root),
             #[cfg(feature = "cuda")]
+            Algorithm::Star if call::cuda_native(self) => Ok(call::cuda_star_broadcast(self, t, root)),
+            #[cfg(feature = "cuda")]
             Algorithm::OneShot | Algorithm::TwoShot if call::cuda_native(self) => {
                 Ok(call::cuda_broadcast(self, t, root))
             }
@@ -106,6 +108,8 @@ impl DeviceGroup {
                 let have = ring::all_gather(&mut hops, self.devices(), shards)?;
                 have.iter().map(|row| join(row, dim)).collect()
             }
+            #[cfg(feature = "cuda")]
+            Algorithm::Star if call::cuda_native(self) => call::cuda_star_all_gather(self, shards, dim),
             #[cfg(feature = "cuda")]
             Algorithm::OneShot | Algorithm::TwoShot if call::cuda_native(self) => {
                 call::cuda_all_gather(self, shards, dim)
@@ -139,6 +143,10 @@ impl DeviceGroup {
             Algorithm::Ring => {
                 let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
                 ring::reduce_scatter(&mut hops, self.devices(), &parts, op)
+            }
+            #[cfg(feature = "cuda")]
+            Algorithm::Star if call::cuda_native(self) && contiguous_along(&shards[0], dim) => {
+                Ok(call::cuda_star_reduce_scatter(self, shards, op, dim, part))
             }
             #[cfg(feature = "cuda")]
             Algorithm::OneShot | Algorithm::TwoShot

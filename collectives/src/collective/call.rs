@@ -117,7 +117,9 @@ mod cuda {
     use std::sync::Arc;
 
     use super::{DeviceGroup, ReduceOp, everywhere, fold, join, nodes};
+    use crate::backend::Kernel;
     use crate::backend::cuda::{CudaCall, Pull};
+    use crate::collective::CollectiveKind;
     use crate::device::Device;
     use crate::error::Result;
     use crate::graph::{Shape, Tensor};
@@ -137,8 +139,49 @@ mod cuda {
     /// The star all_reduce as one call: the leader folds every shard and its one kernel writes
     /// every member's output.
     pub(crate) fn star_all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
-        let (fold, len, root) = (fold(op, shards.len()), shards[0].numel(), group.leader_index());
-        call(group, Pull::Star { fold, len, root }, shards, &everywhere(group, shards[0].shape()))
+        let (kernel, len, root) = (fold(op, shards.len()), shards[0].numel(), group.leader_index());
+        let pull = Pull::Star { of: CollectiveKind::AllReduce, kernel, len, root };
+        call(group, pull, shards, &everywhere(group, shards[0].shape()))
+    }
+
+    /// The star all_gather along `dim` as one call: the leader joins every shard into every
+    /// member's output.
+    pub(crate) fn star_all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
+        let (joined, kernel) = join(group, shards, dim)?;
+        let pull = Pull::Star {
+            of: CollectiveKind::AllGather,
+            kernel,
+            len: joined.numel(),
+            root: group.leader_index(),
+        };
+        Ok(call(group, pull, shards, &everywhere(group, &joined)))
+    }
+
+    /// The star reduce_scatter along `dim` as one call: the leader folds every shard whole and
+    /// copies part i (`part` long along `dim`) into member i's output. `dim` must cut the shards
+    /// into contiguous parts.
+    pub(crate) fn star_reduce_scatter(
+        group: &DeviceGroup,
+        shards: &[Tensor],
+        op: ReduceOp,
+        dim: usize,
+        part: usize,
+    ) -> Vec<Tensor> {
+        let out = shards[0].shape().with_dim(dim, part);
+        let (kernel, root) = (fold(op, shards.len()), group.leader_index());
+        let pull = Pull::Star { of: CollectiveKind::ReduceScatter, kernel, len: out.numel(), root };
+        call(group, pull, shards, &everywhere(group, &out))
+    }
+
+    /// The star broadcast of `t` from member `root` as one call: the root copies it into every
+    /// other member's output in one launch. Entry `root` of the result is `t` itself.
+    pub(crate) fn star_broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Vec<Tensor> {
+        let others = group.devices().iter().enumerate().filter(|&(i, _)| i != root);
+        let outs: Vec<_> = others.map(|(_, &d)| (d, t.shape().clone())).collect();
+        let pull = Pull::Star { of: CollectiveKind::Broadcast, kernel: Kernel::Cast, len: t.numel(), root };
+        let mut got = call(group, pull, std::slice::from_ref(t), &outs);
+        got.insert(root, t.clone());
+        got
     }
 
     /// The one-shot all_reduce as one call: every member folds every shard.
@@ -190,6 +233,7 @@ mod cuda {
 #[cfg(feature = "cuda")]
 pub(crate) use cuda::{
     all_gather as cuda_all_gather, all_reduce as cuda_all_reduce, broadcast as cuda_broadcast,
-    native as cuda_native, reduce_scatter as cuda_reduce_scatter, star_all_reduce as cuda_star_all_reduce,
-    two_shot as cuda_two_shot,
+    native as cuda_native, reduce_scatter as cuda_reduce_scatter, star_all_gather as cuda_star_all_gather,
+    star_all_reduce as cuda_star_all_reduce, star_broadcast as cuda_star_broadcast,
+    star_reduce_scatter as cuda_star_reduce_scatter, two_shot as cuda_two_shot,
 };

@@ -34,6 +34,7 @@ use super::device::{self, CudaDevice};
 use super::memory::{DevAlloc, Event, device_buffer, record};
 use super::{driver, launch};
 use crate::backend::{Buffer, Kernel, OutSpec};
+use crate::collective::CollectiveKind;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::graph::MultiKernel;
@@ -41,11 +42,15 @@ use crate::graph::MultiKernel;
 /// What each member of a [`CudaCall`] does.
 #[derive(Clone, Debug)]
 pub(crate) enum Pull {
-    /// The star all_reduce in one launch: member `root` folds every input (`len` elements each,
-    /// read in place) and its kernel writes the result into every member's output, peers' memory
-    /// written in place; a member it cannot write (two GPUs without peer access) copies the
-    /// root's output.
-    Star { fold: Kernel, len: usize, root: usize },
+    /// The star of collective `of` as one launch of member `root` (two for an all_gather or a
+    /// reduce_scatter): its `kernel` over the inputs (read in place; `len` elements out per
+    /// member) writes the result into every member's output, peers' memory written in place —
+    /// the fold of an all_reduce, the concat of an all_gather, the copy of a broadcast (whose
+    /// root keeps its tensor, and is not part of the call); a reduce_scatter's fold goes into a
+    /// buffer of the root's, and one more launch copies part i into member i's output. A member
+    /// the root cannot write (two GPUs without peer access) copies the root's output (a
+    /// broadcast: its tensor; a reduce_scatter: its part).
+    Star { of: CollectiveKind, kernel: Kernel, len: usize, root: usize },
     /// Every member runs the reduce over every input (`len` elements each).
     AllReduce { fold: Kernel, len: usize },
     /// Member i runs the reduce over its part of every input (see [`two_shot_part`]) into its
@@ -72,7 +77,7 @@ pub(crate) struct CudaCall {
 impl MultiKernel for CudaCall {
     fn name(&self) -> String {
         let what = match self.pull {
-            Pull::Star { .. } => "star all_reduce",
+            Pull::Star { of, .. } => return format!("cuda star {}", of.name()),
             Pull::AllReduce { .. } => "all_reduce",
             Pull::TwoShot { .. } => "two-shot all_reduce",
             Pull::ReduceScatter { .. } => "reduce_scatter",
@@ -87,8 +92,12 @@ impl MultiKernel for CudaCall {
             inputs.first().ok_or_else(|| Error::internal(self.name(), "a call with no inputs"))?.dtype;
         match &self.pull {
             Pull::TwoShot { fold, len } => return self.two_shot(fold, inputs, OutSpec { dtype, len: *len }),
-            Pull::Star { fold, len, root } => {
-                return self.star(fold, inputs, OutSpec { dtype, len: *len }, *root);
+            Pull::Star { of: CollectiveKind::ReduceScatter, kernel, len, root } => {
+                return self.star_scatter(kernel, inputs, OutSpec { dtype, len: *len }, *root);
+            }
+            Pull::Star { of, kernel, len, root } => {
+                let skip = (*of == CollectiveKind::Broadcast).then_some(*root);
+                return self.star(kernel, inputs, OutSpec { dtype, len: *len }, *root, skip);
             }
             _ => {}
         }
@@ -111,15 +120,25 @@ impl MultiKernel for CudaCall {
 }
 
 impl CudaCall {
-    /// The star all_reduce: member `root`'s one kernel folds every input and writes every output
-    /// it reaches; the others copy the root's output.
-    fn star(&self, fold: &Kernel, inputs: &[&Buffer], out: OutSpec, root: usize) -> Result<Vec<Arc<Buffer>>> {
+    /// The star: member `root`'s launch of `kernel` writes every member's output it reaches
+    /// (all but `skip`, a broadcast's root); the others copy the root's output, or for a
+    /// broadcast its input. Outputs in member order, `skip` left out.
+    fn star(
+        &self,
+        kernel: &Kernel,
+        inputs: &[&Buffer],
+        out: OutSpec,
+        root: usize,
+        skip: Option<usize>,
+    ) -> Result<Vec<Arc<Buffer>>> {
         let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
         let hub = devs.get(root).ok_or_else(|| Error::internal(self.name(), format!("no member {root}")))?;
-        fold.check(hub.device, inputs, out)?;
+        kernel.check(hub.device, inputs, out)?;
         let bytes = out.len * out.dtype.size();
-        let mut dsts = Vec::with_capacity(devs.len());
-        for dev in &devs {
+        let members: Vec<&Arc<CudaDevice>> =
+            devs.iter().enumerate().filter(|&(i, _)| Some(i) != skip).map(|(_, d)| d).collect();
+        let mut dsts = Vec::with_capacity(members.len());
+        for dev in &members {
             dsts.push(if launch::reaches(hub, dev.device)? {
                 Some(written_by(hub, dev, bytes)?)
             } else {
@@ -127,19 +146,76 @@ impl CudaCall {
             });
         }
         let written: Vec<(&DevAlloc, usize)> = dsts.iter().flatten().map(|d| (&**d, 0)).collect();
-        let event = launch::compute_to_all(hub, fold, inputs, 0, &written, out)?;
+        let event = launch::compute_to_all(hub, kernel, inputs, 0, &written, out)?;
+        let bufs: Vec<Option<Arc<Buffer>>> = dsts
+            .into_iter()
+            .map(|d| d.map(|d| Arc::new(device_buffer(out.dtype, out.len, d, event.clone(), &hub.compute))))
+            .collect();
+        let source = match skip {
+            Some(_) => inputs[0],
+            None => bufs[root].as_deref().ok_or_else(|| Error::internal(self.name(), "the root's output"))?,
+        };
+        members
+            .iter()
+            .zip(&bufs)
+            .map(|(dev, b)| match b {
+                Some(b) => Ok(b.clone()),
+                None => super::copy::dtod(hub, source, dev.device).map(Arc::new),
+            })
+            .collect()
+    }
+
+    /// The star reduce_scatter: member `root` folds every input whole into a buffer of its own
+    /// (one launch), then copies part i (`out.len` elements) into member i's output (one launch
+    /// per [`launch::MAXK`] members it reaches); a member it cannot reach copies its part.
+    fn star_scatter(
+        &self,
+        fold: &Kernel,
+        inputs: &[&Buffer],
+        out: OutSpec,
+        root: usize,
+    ) -> Result<Vec<Arc<Buffer>>> {
+        let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
+        let hub = devs.get(root).ok_or_else(|| Error::internal(self.name(), format!("no member {root}")))?;
+        let whole = OutSpec { len: out.len * devs.len(), ..out };
+        fold.check(hub.device, inputs, whole)?;
+        let part = out.len * out.dtype.size();
+        let folded = hub.alloc(part * devs.len(), &hub.compute)?;
+        launch::compute_to_all(hub, fold, inputs, 0, &[(&folded, 0)], whole)?;
+        let mut dsts = Vec::with_capacity(devs.len());
+        for dev in &devs {
+            dsts.push(if launch::reaches(hub, dev.device)? {
+                Some(written_by(hub, dev, part)?)
+            } else {
+                None
+            });
+        }
+        let segs: Vec<launch::Seg> = (dsts.iter().enumerate())
+            .filter_map(|(i, d)| d.as_ref().map(|d| (folded.ptr() + (i * part) as u64, d.ptr(), part as u64)))
+            .collect();
+        let l = launch::Launcher { dev: hub, stream: &hub.compute };
+        // SAFETY: part i of `folded` (written by the fold above, on this stream) and each output
+        // hold `part` bytes, on the root or a device it writes in place; the outputs are distinct
+        // allocations, and all note this stream's use below.
+        let issued =
+            unsafe { launch::copy_segments(&l, &segs) }.and_then(|()| record(&hub.compute, hub.device));
+        let event = issued.inspect_err(|_| {
+            let _ = hub.compute.synchronize();
+        })?;
         let result =
             |d: Arc<DevAlloc>| Arc::new(device_buffer(out.dtype, out.len, d, event.clone(), &hub.compute));
-        let on_hub = dsts[root]
-            .clone()
-            .map(result)
-            .ok_or_else(|| Error::internal(self.name(), "the root's output"))?;
         devs.iter()
             .zip(dsts)
-            .map(|(dev, dst)| match dst {
-                _ if dev.device == hub.device => Ok(on_hub.clone()),
-                Some(d) => Ok(result(d)),
-                None => super::copy::dtod(hub, &on_hub, dev.device).map(Arc::new),
+            .enumerate()
+            .map(|(i, (dev, d))| match d {
+                Some(d) => {
+                    d.note_use(&hub.compute, &event);
+                    Ok(result(d))
+                }
+                None => {
+                    let mine = result(Arc::new(DevAlloc::view(&folded, i * part, part)));
+                    super::copy::dtod(hub, &mine, dev.device).map(Arc::new)
+                }
             })
             .collect()
     }

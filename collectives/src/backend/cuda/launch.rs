@@ -286,7 +286,8 @@ pub(super) fn run(
 }
 
 /// [`run`] with the result written to each of `outs` (at least one): a reduce writes every one in
-/// its one pass (up to [`MAXK`]); any other kernel, or outputs past [`MAXK`], are copied from
+/// its one pass (up to [`MAXK`]), a copy (a cast to the same dtype) copies the input to every one
+/// ([`MAXK`] a launch); any other kernel, or a reduce's outputs past [`MAXK`], are copied from
 /// `outs[0]` by one more launch. Each pointer holds `out.len` elements of `out.dtype` on this
 /// device or a peer's that this device writes in place, as the caller has checked.
 pub(super) fn run_to_all(
@@ -298,7 +299,14 @@ pub(super) fn run_to_all(
     out: OutSpec,
 ) -> Result<()> {
     let Some((&first, _)) = outs.split_first() else { return Ok(()) };
+    let bytes = (out.len * out.dtype.size()) as u64;
     let written = match kernel {
+        Kernel::Cast if in_dtype == out.dtype => {
+            // A copy: every output straight from the input, MAXK a launch.
+            let segs: Vec<Seg> = outs.iter().map(|&o| (ins[0], o, bytes)).collect();
+            // SAFETY: as `run` guarantees for the input and every output; outputs are distinct.
+            return unsafe { copy_segments(l, &segs) };
+        }
         Kernel::Reduce { kind, scale } => {
             let now = &outs[..outs.len().min(MAXK)];
             // SAFETY: as `run` guarantees, for every one of `now`.
@@ -310,7 +318,6 @@ pub(super) fn run_to_all(
             1
         }
     };
-    let bytes = (out.len * out.dtype.size()) as u64;
     let rest: Vec<Seg> = outs[written..].iter().map(|&o| (first, o, bytes)).collect();
     // SAFETY: `first` holds the result once the launch above has run (same stream), and each of
     // the rest holds as many bytes, as the caller guarantees; outputs are distinct allocations.
@@ -453,8 +460,8 @@ mod tests {
     /// are copied after it), every other output at an odd element (so the vector path is off for
     /// that launch): every op and dtype at 1, 7 and 65537 elements, every element of every
     /// output against the f64 reference, and each output's element before its range untouched.
-    /// A binary kernel (an add: small values, so no integer wraps) writes the first output and
-    /// copies it to the others.
+    /// A copy (a cast to the same dtype) copies its input into every output; a binary kernel (an
+    /// add: small values, so no integer wraps) writes the first output and copies it to the others.
     #[test]
     fn a_reduce_writes_every_output_in_its_pass_the_rest_are_copied() {
         let Some(dev) = devices().into_iter().next() else { return };
@@ -482,6 +489,8 @@ mod tests {
                 }
             }
             let ins: Vec<Vec<f64>> = (0..2).map(|_| random_vals(dtype, 65_537, false, &mut r)).collect();
+            let copies = to_all(&dev, &Kernel::Cast, dtype, &ins[..1], 65_537, &mut r);
+            assert!(copies.iter().all(|c| *c == ins[0]), "seed {seed} {dtype}: a copy into every output");
             let got = to_all(&dev, &Kernel::Binary(BinaryOp::Add), dtype, &ins, 65_537, &mut r);
             for (j, out) in got.iter().enumerate() {
                 for (i, &g) in out.iter().enumerate() {

@@ -1,12 +1,15 @@
 //! A timing probe for the GPU machine (ignored in ordinary runs): where the time of a 4 KiB
 //! `local_reduce` on one CUDA device goes, from the driver's floor up to the library's call.
 //!
-//! Each row times the same 4 KiB work `ITERS` times, one call at a time, and prints the median and
-//! the tenth percentile in µs. The rows add one layer each: a driver memset and a stream
-//! synchronize (the floor no library goes under), the reduce kernel launched raw with the same
-//! synchronize, with an event recorded and synchronized instead (how the backend waits), with the
-//! event polled, the backend's `compute` (allocation, fences, event pool) and a wait, the
-//! graph's `Tensor::reduce` alone, and the whole `Tensor::reduce` + `realize`.
+//! Each row times the same 4 KiB work `ITERS` times, one call at a time, and prints the median
+//! and the tenth percentile in µs. The rows add one layer each: a driver memset and a stream
+//! synchronize (the floor no library goes under), the smallest kernel (a 16-byte copy) with the
+//! same synchronize, the reduce kernel launched raw likewise, with an event recorded and
+//! synchronized instead (how the backend waits), with the event polled, the backend's `compute`
+//! (allocation, fences, event pool) and a wait, the graph's `Tensor::reduce` alone, and the
+//! whole `Tensor::reduce` + `realize`. A second probe does the same for the 4 KiB all_reduce of
+//! `cuda:0, cpu:0`: the one-pass kernel the schedule issues for it, the graph alone, and the
+//! whole call.
 
 use std::time::Instant;
 
@@ -69,6 +72,16 @@ fn local_reduce_layers_probe() {
             result::stream::synchronize(raw).unwrap();
         }),
     );
+    // One segment of 16 bytes: the smallest kernel there is (one launch, one block).
+    let seg = [(ptrs[0], out.ptr(), 16)];
+    // SAFETY: both ranges hold 16 bytes on this device; the stream is alive.
+    row(
+        "smallest kernel (a 16-byte copyseg) + stream synchronize",
+        time(|| unsafe {
+            launch::copy_segments(&l, &seg).unwrap();
+            result::stream::synchronize(raw).unwrap();
+        }),
+    );
     // SAFETY: the stream is alive.
     row(
         "reduce launch + stream synchronize",
@@ -120,6 +133,46 @@ fn local_reduce_layers_probe() {
         time(|| {
             let t = Tensor::reduce(&shards, ReduceKind::Sum, None).unwrap();
             crate::realize(std::slice::from_ref(&t)).unwrap();
+        }),
+    );
+}
+
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn mixed_all_reduce_layers_probe() {
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
+    let a = upload(&dev, vec![1.5f32; N]);
+    let host = crate::backend::Buffer::from_vec(Device::Cpu(0), vec![2.5f32; N]);
+    let kernel = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
+    let spec = OutSpec { dtype: DType::F32, len: N };
+    row(
+        "one-pass kernel (a device and a pageable host input, one host copy) + waits",
+        time(|| {
+            let (d, copies) =
+                super::mapped::compute_mapped(&dev, &kernel, &[&a, &host], spec, &[Device::Cpu(0)]).unwrap();
+            d.wait().unwrap();
+            copies[0].wait().unwrap();
+        }),
+    );
+    let g = crate::DeviceGroup::new(vec![Device::Cuda(0), Device::Cpu(0)]).unwrap();
+    let shards = [
+        Tensor::from_vec(vec![1.5f32; N], [N], Device::Cuda(0)).unwrap(),
+        Tensor::from_vec(vec![2.5f32; N], [N], Device::Cpu(0)).unwrap(),
+    ];
+    crate::realize(&shards).unwrap();
+    row(
+        "DeviceGroup::all_reduce alone (the graph)",
+        time(|| {
+            g.all_reduce(&shards, crate::ReduceOp::Sum).unwrap();
+        }),
+    );
+    row(
+        "DeviceGroup::all_reduce + realize + drop (cuda:0, cpu:0)",
+        time(|| {
+            let out = g.all_reduce(&shards, crate::ReduceOp::Sum).unwrap();
+            crate::realize(&out).unwrap();
         }),
     );
 }
