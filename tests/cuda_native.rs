@@ -191,15 +191,15 @@ fn broadcast(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
 }
 
 #[test]
-fn the_automatic_choice_takes_one_shot_where_nccl_cannot_run() {
+fn the_automatic_choice_takes_one_call_where_nccl_cannot_run() {
     use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
     for g in groups() {
         for kind in [AllReduce, ReduceScatter, AllGather, Broadcast] {
             let plan = g.plan(kind, [1024 * g.size()], DType::F32).expect("plan");
             let nccl = plan.algorithm == Some(Algorithm::Nccl);
-            // A small all_gather takes the one-shot on two devices only, a small all_reduce the
-            // star (`choose_without_nccl`); either is one call.
-            let star = kind == AllReduce || (kind == AllGather && g.size() > 2);
+            // A small all_reduce takes the star, and so do the others on three or more devices
+            // (`choose_without_nccl`); either is one call.
+            let star = kind == AllReduce || g.size() > 2;
             let want = if star { Algorithm::Star } else { Algorithm::OneShot };
             assert!(
                 nccl || plan.algorithm == Some(want),

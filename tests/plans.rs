@@ -298,8 +298,18 @@ fn choose_is_the_documented_expression() {
     let gather = |devs: &[Device], bytes| choose_without_nccl(CollectiveKind::AllGather, devs, bytes);
     assert_eq!(gather(&cudas, big - 1), Algorithm::Star, "small on three");
     assert_eq!(gather(&two, 1), Algorithm::OneShot, "two devices");
-    assert_eq!(choose_without_nccl(CollectiveKind::ReduceScatter, &cudas, 1), Algorithm::OneShot);
-    assert_eq!(choose_without_nccl(CollectiveKind::Broadcast, &cudas, 1), Algorithm::OneShot);
+    // reduce_scatter and broadcast: the star on three or more devices below its threshold.
+    let star = CUDA_STAR_MAX_BYTES;
+    for kind in [CollectiveKind::ReduceScatter, CollectiveKind::Broadcast] {
+        assert_eq!(choose_without_nccl(kind, &cudas, 1), Algorithm::Star, "{kind:?} small on three");
+        assert_eq!(choose_without_nccl(kind, &cudas, star - 1), Algorithm::Star, "{kind:?} on three");
+        assert_eq!(
+            choose_without_nccl(kind, &cudas, star),
+            Algorithm::OneShot,
+            "{kind:?} from the threshold"
+        );
+        assert_eq!(choose_without_nccl(kind, &two, 1), Algorithm::OneShot, "{kind:?} small on two");
+    }
     let two_shot = TWO_SHOT_MIN_BYTES;
     for devs in [&cudas[..], &two[..]] {
         assert_eq!(choose_without_nccl(AR, devs, two_shot), Algorithm::TwoShot, "large");

@@ -167,7 +167,8 @@ pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorit
 /// where the two-shot was faster on all three (at 4 MiB only on two).
 pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 
-/// Bytes per shard below which [`choose_without_nccl`] takes the star all_reduce on CUDA devices:
+/// Bytes per shard below which [`choose_without_nccl`] takes the star all_reduce on CUDA devices
+/// (and on three or more, the star reduce_scatter and broadcast):
 /// the leader's one kernel folds every shard and writes every member's output, one launch where
 /// the one-shot launches one per member (a launch takes about 4 µs of host time on the H200).
 /// On 2, 4 and 8 virtual devices of one H200 (`bench/gpu/23-star`, run b) the star was faster at
@@ -193,12 +194,16 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 /// - all_reduce: [`Algorithm::Star`] below [`CUDA_STAR_MAX_BYTES`] per shard (one launch, on the
 ///   leader), [`Algorithm::TwoShot`] from [`TWO_SHOT_MIN_BYTES`] (each member reads about two
 ///   shards' worth), else [`Algorithm::OneShot`] (every member reads every shard, in one step);
-/// - reduce_scatter and broadcast: [`Algorithm::OneShot`], always (each member reads only its
-///   share, as in a ring, without the ring's dependent steps);
-/// - all_gather: [`Algorithm::OneShot`] on two devices or from [`RING_MIN_BYTES`] per shard. On
-///   eight virtual devices of one H200 the star was faster below that while each member issued
-///   one driver copy per shard (`bench/gpu/14-native-calls`); since each member's copies are one
-///   launch, the two are within 20 % of each other at every size there (`bench/gpu/15-two-shot`).
+/// - reduce_scatter and broadcast: [`Algorithm::Star`] on three or more devices below
+///   [`CUDA_STAR_MAX_BYTES`] (the root's one or two launches instead of one per member), else
+///   [`Algorithm::OneShot`] (each member reads only its share, as in a ring, without the ring's
+///   dependent steps). On 4 and 8 virtual devices of one H200 the star took 13.0–28.7 µs up to
+///   1 MiB against the one-shot's 26.6–84.3 (`bench/gpu/23-star`, run d); on two devices the
+///   one-shot's single member launch or peer copy was as fast or faster (broadcast 11.3–13.6
+///   against 12.3–14.0, reduce_scatter 16.6–18.0 against 18.6–19.7);
+/// - all_gather: [`Algorithm::OneShot`] on two devices or from [`RING_MIN_BYTES`] per shard, else
+///   [`Algorithm::Star`] (one call: the leader's concat and one launch copying it out; 21.1–28.7
+///   µs up to 1 MiB on 4 and 8 virtual devices against the one-shot's 29.4–62.6, run d).
 ///
 /// On a CUDA device and a host device, all_gather: [`Algorithm::OneShot`] from
 /// [`ALL_GATHER_IN_PLACE_MIN_BYTES`] per shard (each member joins the other's shard).
@@ -215,6 +220,9 @@ pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usiz
     match kind {
         CollectiveKind::AllReduce if bytes < CUDA_STAR_MAX_BYTES => Algorithm::Star,
         CollectiveKind::AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
+        CollectiveKind::ReduceScatter | CollectiveKind::Broadcast if n > 2 && bytes < CUDA_STAR_MAX_BYTES => {
+            Algorithm::Star
+        }
         CollectiveKind::AllReduce | CollectiveKind::ReduceScatter | CollectiveKind::Broadcast => {
             Algorithm::OneShot
         }
