@@ -7,6 +7,13 @@
 //! - all_gather: member i copies every shard into its place in its own output (no concat after);
 //! - broadcast: every member but the root copies the root's tensor (a peer copy).
 //!
+//! The star is one call too, issued by one member (the leader, or a broadcast's root) for all:
+//! its launch reads every shard in place and writes every member's output in place — the fold
+//! (one launch, bitwise the same on every member since it is computed once), the join (then one
+//! launch copying it out), the root's tensor (one launch); a reduce_scatter folds into a buffer
+//! of the leader's and one launch copies each part out. One launch where the one-shot takes one
+//! per member: that is what a small message costs.
+//!
 //! CUDA devices read each other in place (two logical devices of one GPU share its memory; two
 //! GPUs once peer access is on; without it the input is copied over first), so the graph path
 //! already issues this work for the one-shot: one kernel per member over every shard. Issued as one
