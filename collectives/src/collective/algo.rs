@@ -197,12 +197,12 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 /// - reduce_scatter and broadcast: [`Algorithm::Star`] on three or more devices below
 ///   [`CUDA_STAR_MAX_BYTES`] (the root's one or two launches instead of one per member), else
 ///   [`Algorithm::OneShot`] (each member reads only its share, as in a ring, without the ring's
-///   dependent steps). On 4 and 8 virtual devices of one H200 the star took 13.0–28.7 µs up to
-///   1 MiB against the one-shot's 26.6–84.3 (`bench/gpu/23-star`, run d); on two devices the
+///   dependent steps). On 4 and 8 virtual devices of one H200 the star took 12.8–28.7 µs up to
+///   1 MiB against the one-shot's 22.9–84.3 (`bench/gpu/23-star`, run d); on two devices the
 ///   one-shot's single member launch or peer copy was as fast or faster (broadcast 11.3–13.6
-///   against 12.3–14.0, reduce_scatter 16.6–18.0 against 18.6–19.7);
+///   against 12.3–14.0, reduce_scatter 16.6–22.0 against 18.6–22.2);
 /// - all_gather: [`Algorithm::OneShot`] on two devices or from [`RING_MIN_BYTES`] per shard, else
-///   [`Algorithm::Star`] (one call: the leader's concat and one launch copying it out; 21.1–28.7
+///   [`Algorithm::Star`] (one call: the leader's concat and one launch copying it out; 16.7–28.7
 ///   µs up to 1 MiB on 4 and 8 virtual devices against the one-shot's 29.4–62.6, run d).
 ///
 /// On a CUDA device and a host device, all_gather: [`Algorithm::OneShot`] from

@@ -279,7 +279,11 @@ __device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int
             V16<T> r;
 #pragma unroll
             for (int j = 0; j < V; ++j) r.x[j] = N::narrow(N::scale(kind, s[j], f, fi));
-            for (int w = 0; w < m; ++w) ((V16<T>*)out.p[w])[v] = r;
+            // Unrolled, so each output pointer is read at a fixed offset of the parameter (a
+            // loop indexing it at run time would copy the array into every thread's local memory).
+#pragma unroll
+            for (int w = 0; w < MAXK; ++w)
+                if (w < m) ((V16<T>*)out.p[w])[v] = r;
         }
     }
     for (u64 e = nv * V + tid0(); e < n; e += nthreads()) {
@@ -296,7 +300,9 @@ __device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int
             ((A*)out.p[0])[e] = s;
         } else {
             T r = N::narrow(N::scale(kind, s, f, fi));
-            for (int w = 0; w < m; ++w) ((T*)out.p[w])[e] = r;
+#pragma unroll
+            for (int w = 0; w < MAXK; ++w)
+                if (w < m) ((T*)out.p[w])[e] = r;
         }
     }
 }
