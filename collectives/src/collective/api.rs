@@ -38,11 +38,9 @@ impl DeviceGroup {
             Algorithm::Nccl => super::nccl::all_reduce(self, shards, op),
             Algorithm::Ring => self.ring_all_reduce(&mut hops, shards, op),
             #[cfg(feature = "cuda")]
-            Algorithm::Star if call::cuda_native(self) => Ok(call::cuda_star_all_reduce(self, shards, op)),
-            #[cfg(feature = "cuda")]
-            Algorithm::OneShot if call::cuda_native(self) => Ok(call::cuda_all_reduce(self, shards, op)),
-            #[cfg(feature = "cuda")]
-            Algorithm::TwoShot if call::cuda_native(self) => Ok(call::cuda_two_shot(self, shards, op)),
+            algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot) if call::cuda_native(self) => {
+                Ok(call::cuda_all_reduce(self, shards, op, algo))
+            }
             Algorithm::OneShot | Algorithm::TwoShot => star::all_reduce_in_place(shards, op, self.devices()),
             _ if call::host_star(self) => Ok(call::host_all_reduce(self, shards, op)),
             _ => {
@@ -79,10 +77,8 @@ impl DeviceGroup {
             Algorithm::Nccl => super::nccl::broadcast(self, t, root),
             Algorithm::Ring => ring::broadcast(&mut hops, t, self.devices(), root),
             #[cfg(feature = "cuda")]
-            Algorithm::Star if call::cuda_native(self) => Ok(call::cuda_star_broadcast(self, t, root)),
-            #[cfg(feature = "cuda")]
-            Algorithm::OneShot | Algorithm::TwoShot if call::cuda_native(self) => {
-                Ok(call::cuda_broadcast(self, t, root))
+            algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot) if call::cuda_native(self) => {
+                Ok(call::cuda_broadcast(self, t, root, algo))
             }
             _ => star::broadcast(&mut hops, t, self.devices()),
         }
@@ -109,10 +105,8 @@ impl DeviceGroup {
                 have.iter().map(|row| join(row, dim)).collect()
             }
             #[cfg(feature = "cuda")]
-            Algorithm::Star if call::cuda_native(self) => call::cuda_star_all_gather(self, shards, dim),
-            #[cfg(feature = "cuda")]
-            Algorithm::OneShot | Algorithm::TwoShot if call::cuda_native(self) => {
-                call::cuda_all_gather(self, shards, dim)
+            algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot) if call::cuda_native(self) => {
+                call::cuda_all_gather(self, shards, dim, algo)
             }
             _ if call::host_star(self) => call::host_all_gather(self, shards, dim),
             Algorithm::OneShot | Algorithm::TwoShot => {
@@ -145,14 +139,10 @@ impl DeviceGroup {
                 ring::reduce_scatter(&mut hops, self.devices(), &parts, op)
             }
             #[cfg(feature = "cuda")]
-            Algorithm::Star if call::cuda_native(self) && contiguous_along(&shards[0], dim) => {
-                Ok(call::cuda_star_reduce_scatter(self, shards, op, dim, part))
-            }
-            #[cfg(feature = "cuda")]
-            Algorithm::OneShot | Algorithm::TwoShot
+            algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot)
                 if call::cuda_native(self) && contiguous_along(&shards[0], dim) =>
             {
-                Ok(call::cuda_reduce_scatter(self, shards, op, dim, part))
+                Ok(call::cuda_reduce_scatter(self, shards, (op, dim, part), algo))
             }
             _ if call::host_star(self) => Ok(call::host_reduce_scatter(self, shards, op, dim, part)),
             _ => {

@@ -119,7 +119,7 @@ mod cuda {
     use super::{DeviceGroup, ReduceOp, everywhere, fold, join, nodes};
     use crate::backend::Kernel;
     use crate::backend::cuda::{CudaCall, Pull};
-    use crate::collective::CollectiveKind;
+    use crate::collective::{Algorithm, CollectiveKind};
     use crate::device::Device;
     use crate::error::Result;
     use crate::graph::{Shape, Tensor};
@@ -136,94 +136,83 @@ mod cuda {
         nodes(group, Arc::new(call), inputs, outs)
     }
 
-    /// The star all_reduce as one call: the leader folds every shard and its one kernel writes
-    /// every member's output.
-    pub(crate) fn star_all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
-        let (kernel, len, root) = (fold(op, shards.len()), shards[0].numel(), group.leader_index());
-        let pull = Pull::Star { of: CollectiveKind::AllReduce, kernel, len, root };
+    /// The all_reduce of `algo` as one call: the star (the leader folds every shard and its one
+    /// kernel writes every member's output), the two-shot (member i folds part i of every shard
+    /// into its output, then copies the others' parts from theirs), else the one-shot (every
+    /// member folds every shard).
+    pub(crate) fn all_reduce(
+        group: &DeviceGroup,
+        shards: &[Tensor],
+        op: ReduceOp,
+        algo: Algorithm,
+    ) -> Vec<Tensor> {
+        let (fold, len) = (fold(op, shards.len()), shards[0].numel());
+        let pull = match algo {
+            Algorithm::Star => {
+                Pull::Star { of: CollectiveKind::AllReduce, kernel: fold, len, root: group.leader_index() }
+            }
+            Algorithm::TwoShot => Pull::TwoShot { fold, len },
+            _ => Pull::AllReduce { fold, len },
+        };
         call(group, pull, shards, &everywhere(group, shards[0].shape()))
     }
 
-    /// The star all_gather along `dim` as one call: the leader joins every shard into every
-    /// member's output.
-    pub(crate) fn star_all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
-        let (joined, kernel) = join(group, shards, dim)?;
-        let pull = Pull::Star {
-            of: CollectiveKind::AllGather,
-            kernel,
-            len: joined.numel(),
-            root: group.leader_index(),
+    /// The reduce_scatter along `dim` of `algo` as one call: the star (the leader folds every
+    /// shard whole and copies part i, `part` long along `dim`, into member i's output), else the
+    /// one-shot (member i folds its part of every shard). `dim` must cut the shards into
+    /// contiguous parts.
+    pub(crate) fn reduce_scatter(
+        group: &DeviceGroup,
+        shards: &[Tensor],
+        (op, dim, part): (ReduceOp, usize, usize),
+        algo: Algorithm,
+    ) -> Vec<Tensor> {
+        let out = shards[0].shape().with_dim(dim, part);
+        let (fold, len) = (fold(op, shards.len()), out.numel());
+        let pull = match algo {
+            Algorithm::Star => Pull::Star {
+                of: CollectiveKind::ReduceScatter,
+                kernel: fold,
+                len,
+                root: group.leader_index(),
+            },
+            _ => Pull::ReduceScatter { fold, part: len },
+        };
+        call(group, pull, shards, &everywhere(group, &out))
+    }
+
+    /// The all_gather along `dim` of `algo` as one call: the star (the leader joins every shard
+    /// into every member's output), else the one-shot (every member places every shard in its
+    /// output).
+    pub(crate) fn all_gather(
+        group: &DeviceGroup,
+        shards: &[Tensor],
+        dim: usize,
+        algo: Algorithm,
+    ) -> Result<Vec<Tensor>> {
+        let (joined, join) = join(group, shards, dim)?;
+        let len = joined.numel();
+        let pull = match algo {
+            Algorithm::Star => {
+                Pull::Star { of: CollectiveKind::AllGather, kernel: join, len, root: group.leader_index() }
+            }
+            _ => Pull::AllGather { join, len },
         };
         Ok(call(group, pull, shards, &everywhere(group, &joined)))
     }
 
-    /// The star reduce_scatter along `dim` as one call: the leader folds every shard whole and
-    /// copies part i (`part` long along `dim`) into member i's output. `dim` must cut the shards
-    /// into contiguous parts.
-    pub(crate) fn star_reduce_scatter(
-        group: &DeviceGroup,
-        shards: &[Tensor],
-        op: ReduceOp,
-        dim: usize,
-        part: usize,
-    ) -> Vec<Tensor> {
-        let out = shards[0].shape().with_dim(dim, part);
-        let (kernel, root) = (fold(op, shards.len()), group.leader_index());
-        let pull = Pull::Star { of: CollectiveKind::ReduceScatter, kernel, len: out.numel(), root };
-        call(group, pull, shards, &everywhere(group, &out))
-    }
-
-    /// The star broadcast of `t` from member `root` as one call: the root copies it into every
-    /// other member's output in one launch. Entry `root` of the result is `t` itself.
-    pub(crate) fn star_broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Vec<Tensor> {
+    /// The broadcast of `t` from member `root` of `algo` as one call: the star (the root copies
+    /// it into every other member's output in one launch), else the one-shot (every other member
+    /// copies it). Entry `root` of the result is `t` itself.
+    pub(crate) fn broadcast(group: &DeviceGroup, t: &Tensor, root: usize, algo: Algorithm) -> Vec<Tensor> {
         let others = group.devices().iter().enumerate().filter(|&(i, _)| i != root);
         let outs: Vec<_> = others.map(|(_, &d)| (d, t.shape().clone())).collect();
-        let pull = Pull::Star { of: CollectiveKind::Broadcast, kernel: Kernel::Cast, len: t.numel(), root };
-        let mut got = call(group, pull, std::slice::from_ref(t), &outs);
-        got.insert(root, t.clone());
-        got
-    }
-
-    /// The one-shot all_reduce as one call: every member folds every shard.
-    pub(crate) fn all_reduce(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
-        let pull = Pull::AllReduce { fold: fold(op, shards.len()), len: shards[0].numel() };
-        call(group, pull, shards, &everywhere(group, shards[0].shape()))
-    }
-
-    /// The two-shot all_reduce as one call: member i folds part i of every shard into its output,
-    /// then copies the others' parts from their outputs.
-    pub(crate) fn two_shot(group: &DeviceGroup, shards: &[Tensor], op: ReduceOp) -> Vec<Tensor> {
-        let pull = Pull::TwoShot { fold: fold(op, shards.len()), len: shards[0].numel() };
-        call(group, pull, shards, &everywhere(group, shards[0].shape()))
-    }
-
-    /// The reduce_scatter along `dim` as one call: member i folds its part (`part` long along
-    /// `dim`) of every shard. `dim` must cut the shards into contiguous parts.
-    pub(crate) fn reduce_scatter(
-        group: &DeviceGroup,
-        shards: &[Tensor],
-        op: ReduceOp,
-        dim: usize,
-        part: usize,
-    ) -> Vec<Tensor> {
-        let out = shards[0].shape().with_dim(dim, part);
-        let pull = Pull::ReduceScatter { fold: fold(op, shards.len()), part: out.numel() };
-        call(group, pull, shards, &everywhere(group, &out))
-    }
-
-    /// The all_gather along `dim` as one call: every member places every shard in its output.
-    pub(crate) fn all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
-        let (joined, join) = join(group, shards, dim)?;
-        let pull = Pull::AllGather { join, len: joined.numel() };
-        Ok(call(group, pull, shards, &everywhere(group, &joined)))
-    }
-
-    /// The broadcast of `t` from member `root` as one call: every other member copies it. Entry
-    /// `root` of the result is `t` itself.
-    pub(crate) fn broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Vec<Tensor> {
-        let others = group.devices().iter().enumerate().filter(|&(i, _)| i != root);
-        let outs: Vec<_> = others.map(|(_, &d)| (d, t.shape().clone())).collect();
-        let pull = Pull::Broadcast { root };
+        let pull = match algo {
+            Algorithm::Star => {
+                Pull::Star { of: CollectiveKind::Broadcast, kernel: Kernel::Cast, len: t.numel(), root }
+            }
+            _ => Pull::Broadcast { root },
+        };
         let mut got = call(group, pull, std::slice::from_ref(t), &outs);
         got.insert(root, t.clone());
         got
@@ -233,7 +222,5 @@ mod cuda {
 #[cfg(feature = "cuda")]
 pub(crate) use cuda::{
     all_gather as cuda_all_gather, all_reduce as cuda_all_reduce, broadcast as cuda_broadcast,
-    native as cuda_native, reduce_scatter as cuda_reduce_scatter, star_all_gather as cuda_star_all_gather,
-    star_all_reduce as cuda_star_all_reduce, star_broadcast as cuda_star_broadcast,
-    star_reduce_scatter as cuda_star_reduce_scatter, two_shot as cuda_two_shot,
+    native as cuda_native, reduce_scatter as cuda_reduce_scatter,
 };

@@ -138,20 +138,12 @@ impl CudaCall {
         root: usize,
         skip: Option<usize>,
     ) -> Result<Vec<Arc<Buffer>>> {
-        let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
-        let hub = devs.get(root).ok_or_else(|| Error::internal(self.name(), format!("no member {root}")))?;
+        let (devs, hub) = self.with_root(root)?;
+        let hub = &*hub;
         kernel.check(hub.device, inputs, out)?;
-        let bytes = out.len * out.dtype.size();
         let members: Vec<&Arc<CudaDevice>> =
             devs.iter().enumerate().filter(|&(i, _)| Some(i) != skip).map(|(_, d)| d).collect();
-        let mut dsts = Vec::with_capacity(members.len());
-        for dev in &members {
-            dsts.push(if launch::reaches(hub, dev.device)? {
-                Some(written_by(hub, dev, bytes)?)
-            } else {
-                None
-            });
-        }
+        let dsts = written_by(hub, &members, out.len * out.dtype.size())?;
         let written: Vec<(&DevAlloc, usize)> = dsts.iter().flatten().map(|d| (&**d, 0)).collect();
         let event = launch::compute_to_all(hub, kernel, inputs, 0, &written, out)?;
         let bufs: Vec<Option<Arc<Buffer>>> = dsts
@@ -182,21 +174,14 @@ impl CudaCall {
         out: OutSpec,
         root: usize,
     ) -> Result<Vec<Arc<Buffer>>> {
-        let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
-        let hub = devs.get(root).ok_or_else(|| Error::internal(self.name(), format!("no member {root}")))?;
+        let (devs, hub) = self.with_root(root)?;
+        let hub = &*hub;
         let whole = OutSpec { len: out.len * devs.len(), ..out };
         fold.check(hub.device, inputs, whole)?;
         let part = out.len * out.dtype.size();
         let folded = hub.alloc(part * devs.len(), &hub.compute)?;
         launch::compute_to_all(hub, fold, inputs, 0, &[(&folded, 0)], whole)?;
-        let mut dsts = Vec::with_capacity(devs.len());
-        for dev in &devs {
-            dsts.push(if launch::reaches(hub, dev.device)? {
-                Some(written_by(hub, dev, part)?)
-            } else {
-                None
-            });
-        }
+        let dsts = written_by(hub, &devs.iter().collect::<Vec<_>>(), part)?;
         let segs: Vec<launch::Seg> = (dsts.iter().enumerate())
             .filter_map(|(i, d)| d.as_ref().map(|d| (folded.ptr() + (i * part) as u64, d.ptr(), part as u64)))
             .collect();
@@ -225,6 +210,16 @@ impl CudaCall {
                 }
             })
             .collect()
+    }
+
+    /// Every member's device, and member `root`'s.
+    fn with_root(&self, root: usize) -> Result<(Vec<Arc<CudaDevice>>, Arc<CudaDevice>)> {
+        let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
+        let hub = devs
+            .get(root)
+            .cloned()
+            .ok_or_else(|| Error::internal(self.name(), format!("no member {root}")))?;
+        Ok((devs, hub))
     }
 
     /// The two-shot all_reduce: every member folds its part into its output, then (each member's
@@ -316,10 +311,24 @@ fn gather_parts(
     Ok(event)
 }
 
+/// For each of `members`, memory for its output (`bytes`) that `hub`'s compute stream may write,
+/// or `None` where the hub cannot write the member's memory in place ([`launch::reaches`]).
+fn written_by(
+    hub: &CudaDevice,
+    members: &[&Arc<CudaDevice>],
+    bytes: usize,
+) -> Result<Vec<Option<Arc<DevAlloc>>>> {
+    let reached = |dev: &CudaDevice| match launch::reaches(hub, dev.device)? {
+        true => output_for(hub, dev, bytes).map(Some),
+        false => Ok(None),
+    };
+    members.iter().map(|dev| reached(dev)).collect()
+}
+
 /// Memory for member `dev`'s output (`bytes`) that `hub`'s compute stream may write: allocated on
 /// that stream where both are one GPU (one memory pool), else on the member's own stream, the
 /// hub's stream waiting on the device for the allocation.
-fn written_by(hub: &CudaDevice, dev: &CudaDevice, bytes: usize) -> Result<Arc<DevAlloc>> {
+fn output_for(hub: &CudaDevice, dev: &CudaDevice, bytes: usize) -> Result<Arc<DevAlloc>> {
     if dev.physical == hub.physical {
         return dev.alloc(bytes, &hub.compute);
     }
