@@ -71,11 +71,12 @@ pub enum Algorithm {
     /// An `all_reduce` or `reduce_scatter` of a group mixing CUDA and Vulkan folds on its first
     /// CUDA device where the leader is a Vulkan device
     /// ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)). On a group of CUDA devices
-    /// (peers, or virtual devices of one GPU) `all_reduce`, `all_gather` and `broadcast` are one
-    /// multi-device call each: the leader's (the root's) launch reads every shard in place and
-    /// writes the result straight into every member's output — the fold, the join (one more
-    /// launch copies it out), the root's tensor — and a member whose memory it cannot write
-    /// copies the leader's output.
+    /// (peers, or virtual devices of one GPU) `all_reduce`, `all_gather`, `broadcast` and
+    /// `reduce_scatter` (along contiguous parts) are one multi-device call each: the leader's
+    /// (the root's) launch reads every shard in place and writes the result straight into every
+    /// member's output — the fold, the join (one more launch copies it out), the root's tensor,
+    /// the fold's parts (folded whole, then one launch copies each part out) — and a member whose
+    /// memory it cannot write copies the leader's output.
     Star,
     /// Chunked ring: reduce_scatter then all_gather, each chunk hopping device to device, so every
     /// link carries 2(n-1)/n of the message instead of the leader's links carrying all of it.
