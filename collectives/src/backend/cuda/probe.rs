@@ -54,6 +54,9 @@ fn local_reduce_layers_probe() {
         return;
     };
     let (a, b) = (upload(&dev, vec![1.5f32; N]), upload(&dev, vec![2.5f32; N]));
+    // The raw launches below do not wait for the uploads on the device: wait here.
+    a.wait().unwrap();
+    b.wait().unwrap();
     let out = dev.alloc(N * 4, &dev.compute).unwrap();
     let stream = dev.compute.clone();
     let raw = stream.cu_stream();
