@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use super::schedule::Action;
 use crate::backend::Buffer;
 use crate::error::Result;
 use crate::graph::{Op, Tensor};
@@ -30,14 +31,11 @@ pub(super) fn try_realize(pending: &[Tensor]) -> Option<Result<()>> {
     Some(run(&call, &inputs, pending))
 }
 
-/// The buffers of `t`'s inputs, if `t` is a compute op and every input is realized on `t`'s
-/// device (so the graph pass would add no copy, and the schedule would be this one step).
+/// The buffers of `t`'s inputs, if the schedule would run `t` as a kernel step and every input is
+/// realized on `t`'s device (so the graph pass would add no copy, and the schedule would be this
+/// one step).
 fn lone_kernel(t: &Tensor) -> Option<Vec<Arc<Buffer>>> {
-    let compute = matches!(
-        t.op(),
-        Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_) | Op::Slice { .. } | Op::Concat { .. }
-    );
-    if !compute {
+    if !matches!(super::schedule::action_of(t, false), Action::Kernel { .. }) {
         return None;
     }
     t.inputs()

@@ -314,7 +314,7 @@ fn fuse_host_fanout(steps: &mut [Step]) {
 }
 
 /// The action of node `t`, to run (`take`: a move whose source nothing else holds).
-fn action_of(t: &Tensor, take: bool) -> Action {
+pub(super) fn action_of(t: &Tensor, take: bool) -> Action {
     match t.op() {
         Op::Input => Action::Upload,
         Op::Reshape => Action::Alias { take: false },
