@@ -30,18 +30,18 @@ const F_ACC_IN: i32 = 1;
 const F_ACC_OUT: i32 = 2;
 const F_VEC: i32 = 4;
 
-/// The pointer array of one reduce launch: its inputs (`struct Ins` in `kernels.cu`) or its
-/// outputs (`struct Outs`).
+/// A pointer array of one reduce launch: its inputs (`struct Ins` in `kernels.cu`) or its
+/// outputs (`struct Outs`), which have this one layout.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Ins {
+struct Ptrs {
     p: [CUdeviceptr; MAXK],
 }
 
-impl Ins {
+impl Ptrs {
     /// The first [`MAXK`] of `ptrs`, the rest of the array zero.
-    fn of(ptrs: &[CUdeviceptr]) -> Ins {
-        let mut p = Ins { p: [0; MAXK] };
+    fn of(ptrs: &[CUdeviceptr]) -> Ptrs {
+        let mut p = Ptrs { p: [0; MAXK] };
         let k = ptrs.len().min(MAXK);
         p.p[..k].copy_from_slice(&ptrs[..k]);
         p
@@ -372,13 +372,13 @@ unsafe fn reduce(
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let last = chunks.len() - 1;
     for (i, chunk) in chunks.into_iter().enumerate() {
-        let p = Ins::of(chunk);
+        let p = Ptrs::of(chunk);
         let k = chunk.len() as i32;
         let a = acc;
-        let (o, m) = if i == last { (Ins::of(outs), outs.len() as i32) } else { (Ins::of(&[acc]), 1) };
+        let (o, m) = if i == last { (Ptrs::of(outs), outs.len() as i32) } else { (Ptrs::of(&[acc]), 1) };
         let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
         // SAFETY: as `run` guarantees; the accumulator holds `n` compute-type values and is
-        // freed (stream-ordered) after these launches; `Ins` has the layout of `struct Outs`.
+        // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`.
         unsafe { l.launch(&name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi))? };
     }
     Ok(())
