@@ -52,7 +52,7 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
     }
     let start = std::time::Instant::now();
     if let Some(done) = direct::try_realize(&pending) {
-        log!(LogLevel::Debug, "realize: one multi-device call, {:.1} us", us(start));
+        log!(LogLevel::Debug, "realize: issued directly, {:.1} us", us(start));
         return done;
     }
     let rewritten = opt::insert_cross_device_copies(&pending);

@@ -44,7 +44,7 @@ use foldhash::HashMap;
 
 use super::schedule::{Action, Step, fold_copy, sole_copy_to};
 use crate::device::DeviceKind;
-use crate::graph::Op;
+use crate::graph::{Op, Tensor};
 
 /// Kernels of at least this many bytes (their output's) have their host transfers streamed. On
 /// the H200 a 4 MiB all_reduce of `cuda:0, cpu:0` took 430–510 µs streamed against 285–300
@@ -120,14 +120,18 @@ pub(crate) fn fuse(steps: &mut [Step], sizes: Sizes) {
     }
 }
 
-/// Whether step `s` may be streamed: a kernel step (not yet fanned out) on a CUDA device, of an
-/// elementwise op, with an output of one of the `sizes` that stream.
+/// Whether step `s` may be streamed: a kernel step (not yet fanned out) of a node that
+/// [`streams`].
 fn streamable(s: &Step, sizes: Sizes) -> bool {
-    let elementwise = matches!(s.tensor.op(), Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_));
     matches!(&s.action, Action::Kernel { fanout, streamed: false } if fanout.is_empty())
-        && s.tensor.device().kind() == DeviceKind::Cuda
-        && elementwise
-        && sizes.streams(s.tensor.nbytes())
+        && streams(&s.tensor, sizes)
+}
+
+/// Whether node `t` is one the pass streams: an elementwise op on a CUDA device with an output of
+/// one of the `sizes` that stream.
+pub(super) fn streams(t: &Tensor, sizes: Sizes) -> bool {
+    let elementwise = matches!(t.op(), Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_));
+    t.device().kind() == DeviceKind::Cuda && elementwise && sizes.streams(t.nbytes())
 }
 
 /// For every step, the steps that read it (each once).

@@ -8,8 +8,9 @@
 //! synchronized instead (how the backend waits), with the event polled, the backend's `compute`
 //! (allocation, fences, event pool) and a wait, the graph's `Tensor::reduce` alone, and the
 //! whole `Tensor::reduce` + `realize`. A second probe does the same for the 4 KiB all_reduce of
-//! `cuda:0, cpu:0`: the one-pass kernel the schedule issues for it, the graph alone, and the
-//! whole call.
+//! `cuda:0, cpu:0`: the reduce launched raw over pinned host memory, the one-pass kernel the
+//! library issues for it, the graph alone, and the whole call. A third times kernels that do no
+//! work, by the size of their parameters: the floor of any kernel and its wait.
 
 use std::time::Instant;
 
@@ -85,6 +86,17 @@ fn local_reduce_layers_probe() {
             result::stream::synchronize(raw).unwrap();
         }),
     );
+    // The same work as the reduce of two inputs, by a kernel of 40 bytes of parameters (the
+    // reduce's are about 300: two pointer arrays of 16).
+    let add = Kernel::Binary(crate::graph::BinaryOp::Add);
+    // SAFETY: the stream is alive.
+    row(
+        "binary add launch (the same work, 40 B of parameters) + stream synchronize",
+        time(|| unsafe {
+            launch::run(&l, &add, &ptrs, DType::F32, out.ptr(), spec).unwrap();
+            result::stream::synchronize(raw).unwrap();
+        }),
+    );
     // SAFETY: the stream is alive.
     row(
         "reduce launch + stream synchronize",
@@ -150,6 +162,27 @@ fn mixed_all_reduce_layers_probe() {
     let host = crate::backend::Buffer::from_vec(Device::Cpu(0), vec![2.5f32; N]);
     let kernel = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
     let spec = OutSpec { dtype: DType::F32, len: N };
+    a.wait().unwrap();
+    // The floor of this kernel: launched raw over a pinned host input and a pinned host output.
+    let mut pin_in = super::pinned::take(N * 4, &dev.ctx, dev.device).unwrap();
+    pin_in.bytes_mut(N * 4).copy_from_slice(bytemuck::cast_slice(&[2.5f32; N]));
+    let pin_out = super::pinned::take(N * 4, &dev.ctx, dev.device).unwrap();
+    let out = dev.alloc(N * 4, &dev.compute).unwrap();
+    let stream = dev.compute.clone();
+    let l = Launcher { dev: &dev, stream: &stream };
+    let ins = [alloc_of(&a, "p").unwrap().ptr(), pin_in.ptr() as u64];
+    let outs = [out.ptr(), pin_out.ptr() as u64];
+    dev.bind().unwrap();
+    // SAFETY: every pointer holds N f32s (device memory, or pinned memory mapped into the device's
+    // address space under unified addressing); the stream is alive.
+    row(
+        "raw reduce launch over a device and a pinned host input, to a device and a pinned host output + stream synchronize",
+        time(|| unsafe {
+            launch::run_to_all(&l, &kernel, &ins, DType::F32, &outs, spec).unwrap();
+            result::stream::synchronize(stream.cu_stream()).unwrap();
+        }),
+    );
+    drop((pin_in, pin_out));
     row(
         "one-pass kernel (a device and a pageable host input, one host copy) + waits",
         time(|| {
@@ -178,4 +211,51 @@ fn mixed_all_reduce_layers_probe() {
             crate::realize(&out).unwrap();
         }),
     );
+}
+
+/// Kernels that do no work, with parameters of 0, 20 and 388 bytes, and one reading its 384-byte
+/// parameter at run-time indices: what a launch and its wait cost by the kernel's signature alone
+/// (the reduce takes two arrays of 16 pointers, `copyseg` three).
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn launch_parameters_probe() {
+    use std::ffi::c_void;
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
+    const SRC: &str = r#"
+struct Big { unsigned long long p[48]; };
+extern "C" __global__ void none() {}
+extern "C" __global__ void three(unsigned long long a, unsigned long long b, int k) { if (k < 0) ((int*)a)[0] = (int)b; }
+extern "C" __global__ void big(Big s, int k) { if (k < 0) ((int*)s.p[0])[0] = 1; }
+extern "C" __global__ void indexed(Big s, int k) { if ((int)threadIdx.x < k && s.p[threadIdx.x] == 1) ((int*)s.p[1])[0] = 1; }
+"#;
+    let arch = format!("--gpu-architecture=sm_{}{}", dev.arch.0, dev.arch.1);
+    let opts = cudarc::nvrtc::CompileOptions { options: vec![arch], ..Default::default() };
+    let module = dev.ctx.load_module(cudarc::nvrtc::compile_ptx_with_opts(SRC, opts).unwrap()).unwrap();
+    let raw = dev.compute.cu_stream();
+    dev.bind().unwrap();
+    let (a, b, big, (off, on)) = (0u64, 0u64, [0u64; 48], (0i32, 48i32));
+    let cases: [(&str, &str, Vec<*mut c_void>); 4] = [
+        ("empty kernel, no parameters", "none", vec![]),
+        ("empty kernel, 20 B of parameters", "three", vec![ptr(&a), ptr(&b), ptr(&off)]),
+        ("empty kernel, 388 B of parameters", "big", vec![ptr(&big), ptr(&off)]),
+        ("kernel reading its 384 B parameter at run-time indices", "indexed", vec![ptr(&big), ptr(&on)]),
+    ];
+    for (what, name, mut params) in cases {
+        let f = module.load_function(name).unwrap();
+        // SAFETY: the parameters match each kernel's signature and outlive the calls; no kernel
+        // writes memory with these values; the stream is alive.
+        row(
+            &format!("{what} + stream synchronize"),
+            time(|| unsafe {
+                super::driver::launch(f.cu_function(), 1, 256, raw, &mut params).unwrap();
+                result::stream::synchronize(raw).unwrap();
+            }),
+        );
+    }
+
+    fn ptr<T>(v: &T) -> *mut c_void {
+        v as *const T as *mut c_void
+    }
 }
