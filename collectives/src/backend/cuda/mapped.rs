@@ -15,11 +15,13 @@
 //! 24–36 unstreamed, and of `cuda:0, vulkan:0, cpu:0` 25–37 against 49–58 (`bench/gpu/18-locked`,
 //! runs b, d, e and f on four machines of the kind).
 
+use std::sync::Arc;
+
 use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
 use super::launch::{self, Launcher};
-use super::memory::{alloc_of, await_on, device_buffer, record};
+use super::memory::{CudaFence, alloc_of, await_on, fenced_buffer, record};
 use super::pinned::{self, PinnedBlock, PinnedHost};
 use super::stream::{host_blocks, host_copy};
 use crate::backend::{Buffer, Kernel, Mem, OutSpec};
@@ -76,9 +78,10 @@ pub(crate) fn compute_mapped(
         }
     }
     dst.note_use(stream, &done);
-    let copies =
-        to.iter().zip(blocks).map(|(&d, block)| host_copy(dev, d, out, block, &done, stream)).collect();
-    Ok((device_buffer(out.dtype, out.len, dst, done, stream), copies))
+    // One fence for the result and its copies: the wait for one covers the others.
+    let fence = Arc::new(CudaFence::new(done, stream, dev.device));
+    let copies = to.iter().zip(blocks).map(|(&d, block)| host_copy(d, out, block, &fence)).collect();
+    Ok((fenced_buffer(out.dtype, out.len, dst, fence), copies))
 }
 
 /// The address the kernel reads `b` at: its device memory (the compute stream waits for its

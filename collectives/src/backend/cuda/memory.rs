@@ -303,14 +303,16 @@ pub(crate) fn device_buffer(
     event: Arc<Event>,
     stream: &CudaStream,
 ) -> Buffer {
-    let fence = CudaFence::new(event, stream, alloc.device());
+    let fence = Arc::new(CudaFence::new(event, stream, alloc.device()));
     fenced_buffer(dtype, len, alloc, fence)
 }
 
-/// A CUDA buffer of `len` elements of `dtype` in `alloc`, valid once `fence` is complete.
-pub(crate) fn fenced_buffer(dtype: DType, len: usize, alloc: Arc<DevAlloc>, fence: CudaFence) -> Buffer {
+/// A CUDA buffer of `len` elements of `dtype` in `alloc`, valid once `fence` is complete. Buffers
+/// written by one piece of work may share its fence: once one reader has waited for it, the
+/// others do not wait again.
+pub(crate) fn fenced_buffer(dtype: DType, len: usize, alloc: Arc<DevAlloc>, fence: Arc<CudaFence>) -> Buffer {
     let device = alloc.device();
-    Buffer { device, dtype, len, mem: Mem::Device(Box::new(DevMem(alloc))), fence: Some(Arc::new(fence)) }
+    Buffer { device, dtype, len, mem: Mem::Device(Box::new(DevMem(alloc))), fence: Some(fence) }
 }
 
 /// Checks that `buf` holds at least `len` elements of `dtype`.

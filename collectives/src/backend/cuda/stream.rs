@@ -122,11 +122,8 @@ pub(crate) fn compute_streamed(
     }
     dst.note_use(&dev.copy_out, &landed);
     let result = device_buffer(out.dtype, out.len, dst, done, &dev.compute);
-    let copies = to
-        .iter()
-        .zip(blocks)
-        .map(|(&d, block)| host_copy(dev, d, out, block, &landed, &dev.copy_out))
-        .collect();
+    let landed = Arc::new(CudaFence::new(landed, &dev.copy_out, dev.device));
+    let copies = to.iter().zip(blocks).map(|(&d, block)| host_copy(d, out, block, &landed)).collect();
     Ok((result, copies))
 }
 
@@ -169,18 +166,16 @@ pub(super) fn host_blocks(
     to.iter().map(|_| (bytes > 0).then(|| pinned::take(bytes, &dev.ctx, dev.device)).transpose()).collect()
 }
 
-/// A host device `d`'s copy of the result, in `block`, complete when `landed` (recorded on
-/// `stream`) is.
+/// A host device `d`'s copy of the result, in `block`, complete when `landed` is (the copies of
+/// one result share it, so one wait covers them all).
 pub(super) fn host_copy(
-    dev: &CudaDevice,
     d: Device,
     out: OutSpec,
     block: Option<PinnedBlock>,
-    landed: &Arc<Event>,
-    stream: &CudaStream,
+    landed: &Arc<CudaFence>,
 ) -> Buffer {
     if let Some(b) = &block {
-        b.note_use(landed);
+        b.note_use(&landed.event);
     }
     let bytes = out.len * out.dtype.size();
     Buffer {
@@ -188,7 +183,7 @@ pub(super) fn host_copy(
         dtype: out.dtype,
         len: out.len,
         mem: Mem::Host(Box::new(PinnedHost::new(block, bytes))),
-        fence: Some(Arc::new(CudaFence::new(landed.clone(), stream, dev.device))),
+        fence: Some(landed.clone()),
     }
 }
 

@@ -59,7 +59,7 @@ pub(super) fn run(
     }
     Ok(dst.zip(output).map(|(alloc, (dtype, len))| {
         let watch = raw.watch(issued.seq, op);
-        let fence = CudaFence::watched(issued.event, raw.stream(), raw.device(), watch);
+        let fence = Arc::new(CudaFence::watched(issued.event, raw.stream(), raw.device(), watch));
         let buf = memory::fenced_buffer(dtype, len, alloc, fence);
         Tensor::from_buffer(Arc::new(buf), Shape::new([len]))
     }))
