@@ -6,9 +6,10 @@
 //! the two-shot all_reduce (each member folds its part, then copies the others') the same way, at
 //! sizes that leave members without a part and at one that gives every member an uneven one; the
 //! one-shot reduce_scatter, all_gather (uneven shards) and broadcast (every root), each one
-//! multi-device call, along outer and inner dims, and the same through the star (all_gather and
-//! broadcast as one call of the leader or root); and the automatic choice taking them where NCCL
-//! cannot run. The one-shot checks also run on virtual host devices.
+//! multi-device call, along outer and inner dims, and the same through the star (each one call of
+//! the leader or root; a reduce_scatter along a dim that does not cut contiguous parts goes
+//! through the graph); and the automatic choice taking them where NCCL cannot run. The one-shot
+//! checks also run on virtual host devices.
 //!
 //! Skipped (and says so) without CUDA devices, and for group sizes the machine does not list;
 //! `REQUIRE_CUDA=1` makes a missing CUDA driver a failure.
@@ -103,8 +104,8 @@ fn one_shot_reduce_scatter_all_gather_and_broadcast() {
     others_on(groups(), Algorithm::OneShot);
 }
 
-/// The star: all_gather and broadcast as one call of the leader (the root), reduce_scatter
-/// through the graph.
+/// The star: each one call of the leader (a broadcast's root); a reduce_scatter along a dim that
+/// does not cut contiguous parts goes through the graph.
 #[test]
 fn star_reduce_scatter_all_gather_and_broadcast() {
     others_on(groups(), Algorithm::Star);

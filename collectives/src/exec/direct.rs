@@ -42,13 +42,15 @@ pub(super) fn try_realize(pending: &[Tensor]) -> Option<Result<()>> {
 /// realized on `t`'s device (so the graph pass would add no copy, and the schedule would be this
 /// one step).
 fn lone_kernel(t: &Tensor) -> Option<Vec<Arc<Buffer>>> {
-    if !matches!(super::schedule::action_of(t, false), Action::Kernel { .. }) {
+    if !is_kernel(t) {
         return None;
     }
-    t.inputs()
-        .iter()
-        .map(|i| i.value().filter(|b| b.device == t.device() && i.device() == t.device()))
-        .collect()
+    t.inputs().iter().map(|i| read_by(i, t.device(), false)).collect()
+}
+
+/// Whether the schedule would run node `t` as a kernel step.
+fn is_kernel(t: &Tensor) -> bool {
+    matches!(super::schedule::action_of(t, false), Action::Kernel { .. })
 }
 
 /// Issues kernel node `t` over `inputs` as the schedule's kernel step does, waits and caches it.
@@ -78,7 +80,7 @@ struct Fanned {
 /// kernel reads (the pass folds it). The graph of a small all_reduce of one CUDA device and host
 /// devices: the leader's fold, its copies to the host members.
 fn fanned_kernel(pending: &[Tensor]) -> Option<Fanned> {
-    let k = pending.iter().find(|t| matches!(super::schedule::action_of(t, false), Action::Kernel { .. }))?;
+    let k = pending.iter().find(|t| is_kernel(t))?;
     let device = k.device();
     let streamed = match device.kind() {
         DeviceKind::Cuda => {
