@@ -244,12 +244,80 @@ __device__ void scale_body(const T* x, T* o, u64 n, int flags, int kind, double 
     }
 }
 
+// The fold of inputs 0..k at unit `v` (X: V16<T>, L lanes, or V1<T>, one element) into `s`,
+// after `s`'s accumulator when `acc_in`; always in input order, so every form gives the same
+// bits. B = 0 walks the inputs in a loop indexed at run time: the pointer array is copied into
+// each thread's local memory and each load waits for the one before. B > 0 walks them in
+// unrolled batches of B, predicated on the count: each pointer is read at a fixed offset of the
+// parameter, and a batch's B loads are all issued before it is folded (more loads in flight,
+// more registers). launch.rs chooses B by the count and the size.
+template <typename T> struct V1 { T x[1]; };
+
+template <typename T, int OP, int B, typename X, int L>
+__device__ __forceinline__ void fold_at(const Ins& in, int k, bool acc_in, u64 v, typename Num<T>::A (&s)[L]) {
+    typedef Num<T> N;
+    if constexpr (B == 0) {
+        int first = 0;
+        if (!acc_in) {
+            X x = ((const X*)in.p[0])[v];
+#pragma unroll
+            for (int j = 0; j < L; ++j) s[j] = N::widen(x.x[j]);
+            first = 1;
+        }
+        for (int i = first; i < k; ++i) {
+            X x = ((const X*)in.p[i])[v];
+#pragma unroll
+            for (int j = 0; j < L; ++j) s[j] = N::bin(OP, s[j], N::widen(x.x[j]));
+        }
+    } else {
+#pragma unroll
+        for (int i0 = 0; i0 < MAXK; i0 += B) {
+            if (i0 >= k) break;
+            X x[B];
+#pragma unroll
+            for (int b = 0; b < B; ++b)
+                if (i0 + b < k) x[b] = ((const X*)in.p[i0 + b])[v];
+#pragma unroll
+            for (int b = 0; b < B; ++b) {
+                if (i0 + b >= k) continue;
+                if (i0 + b == 0 && !acc_in) {
+#pragma unroll
+                    for (int j = 0; j < L; ++j) s[j] = N::widen(x[b].x[j]);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < L; ++j) s[j] = N::bin(OP, s[j], N::widen(x[b].x[j]));
+                }
+            }
+        }
+    }
+}
+
+// `s` (L lanes at unit `v`) to every output: scaled and narrowed to the m <= MAXK outputs, or
+// the accumulator itself to out.p[0] (a chained stage). Unrolled, so each output pointer is read
+// at a fixed offset of the parameter.
+template <typename T, typename X, int L>
+__device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u64 v, const typename Num<T>::A (&s)[L],
+                                         int kind, double f, i64 fi) {
+    typedef Num<T> N;
+    typedef typename Num<T>::A A;
+    if (acc_out) {
+#pragma unroll
+        for (int j = 0; j < L; ++j) ((A*)out.p[0])[v * L + j] = s[j];
+        return;
+    }
+    X r;
+#pragma unroll
+    for (int j = 0; j < L; ++j) r.x[j] = N::narrow(N::scale(kind, s[j], f, fi));
+#pragma unroll
+    for (int w = 0; w < MAXK; ++w)
+        if (w < m) ((X*)out.p[w])[v] = r;
+}
+
 // One pass over k <= MAXK inputs (plus an optional accumulator from a previous stage), the
 // result written to each of the m <= MAXK outputs (a chained stage writes its accumulator, out.p[0]).
-template <typename T, int OP>
+template <typename T, int OP, int B>
 __device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int m, u64 n, int flags,
                             int kind, double f, i64 fi) {
-    typedef Num<T> N;
     typedef typename Num<T>::A A;
     const int V = 16 / sizeof(T);
     const bool acc_in = flags & F_ACC_IN, acc_out = flags & F_ACC_OUT;
@@ -257,53 +325,18 @@ __device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int
     u64 nv = (flags & F_VEC) ? n / V : 0;
     for (u64 v = tid0(); v < nv; v += nthreads()) {
         A s[V];
-        int first = 0;
         if (acc_in) {
 #pragma unroll
             for (int j = 0; j < V; ++j) s[j] = ain[v * V + j];
-        } else {
-            V16<T> x = ((const V16<T>*)in.p[0])[v];
-#pragma unroll
-            for (int j = 0; j < V; ++j) s[j] = N::widen(x.x[j]);
-            first = 1;
         }
-        for (int i = first; i < k; ++i) {
-            V16<T> x = ((const V16<T>*)in.p[i])[v];
-#pragma unroll
-            for (int j = 0; j < V; ++j) s[j] = N::bin(OP, s[j], N::widen(x.x[j]));
-        }
-        if (acc_out) {
-#pragma unroll
-            for (int j = 0; j < V; ++j) ((A*)out.p[0])[v * V + j] = s[j];
-        } else {
-            V16<T> r;
-#pragma unroll
-            for (int j = 0; j < V; ++j) r.x[j] = N::narrow(N::scale(kind, s[j], f, fi));
-            // Unrolled, so each output pointer is read at a fixed offset of the parameter (a
-            // loop indexing it at run time would copy the array into every thread's local memory).
-#pragma unroll
-            for (int w = 0; w < MAXK; ++w)
-                if (w < m) ((V16<T>*)out.p[w])[v] = r;
-        }
+        fold_at<T, OP, B, V16<T>, V>(in, k, acc_in, v, s);
+        write_at<T, V16<T>, V>(out, m, acc_out, v, s, kind, f, fi);
     }
     for (u64 e = nv * V + tid0(); e < n; e += nthreads()) {
-        A s;
-        int first = 0;
-        if (acc_in) {
-            s = ain[e];
-        } else {
-            s = N::widen(((const T*)in.p[0])[e]);
-            first = 1;
-        }
-        for (int i = first; i < k; ++i) s = N::bin(OP, s, N::widen(((const T*)in.p[i])[e]));
-        if (acc_out) {
-            ((A*)out.p[0])[e] = s;
-        } else {
-            T r = N::narrow(N::scale(kind, s, f, fi));
-#pragma unroll
-            for (int w = 0; w < MAXK; ++w)
-                if (w < m) ((T*)out.p[w])[e] = r;
-        }
+        A s[1];
+        if (acc_in) s[0] = ain[e];
+        fold_at<T, OP, B, V1<T>, 1>(in, k, acc_in, e, s);
+        write_at<T, V1<T>, 1>(out, m, acc_out, e, s, kind, f, fi);
     }
 }
 
@@ -346,9 +379,9 @@ __device__ void copyseg_body(const Segs& s, int k) {
 }
 
 // ---- extern "C" entry points: one per dtype (and op, pair or unit) ---------------------------
-// nvrtc.rs compiles this file in groups (binary, scale, cast, copy2d, copyseg, and reduce per dtype), each
-// by appending the lines that instantiate one group's entry points, so a program compiles only
-// the kernels it uses.
+// nvrtc.rs compiles this file in groups (binary, scale, cast, copy2d, copyseg, and each reduce form
+// per dtype), each by appending the lines that instantiate one group's entry points, so a program
+// compiles only the kernels it uses.
 
 #define FOR_TYPES(X) X(float, f32) X(double, f64) X(f16, f16) X(bf16, bf16) X(i32, i32) X(i64, i64) X(u8, u8)
 #define FOR_TYPES_2(X, S, SN) X(S, SN, float, f32) X(S, SN, double, f64) X(S, SN, f16, f16) X(S, SN, bf16, bf16) \
@@ -364,13 +397,16 @@ __device__ void copyseg_body(const Segs& s, int k) {
         scale_body<T>(x, o, n, flags, kind, f, fi);                                              \
     }
 
-#define REDUCE1(T, N, OPN, OP)                                                                   \
-    extern "C" __global__ void reduce_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,     \
-                                                  u64 n, int flags, int kind, double f, i64 fi) { \
-        reduce_body<T, OP>(in, k, acc, o, m, n, flags, kind, f, fi);                             \
+// reduce_<dtype>_<op> folds with B = 0, reduce<B>_<dtype>_<op> in batches of B (fold_at).
+#define REDUCE1(T, N, OPN, OP, B, PRE)                                                            \
+    extern "C" __global__ void PRE##_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,      \
+                                                 u64 n, int flags, int kind, double f, i64 fi) {  \
+        reduce_body<T, OP, B>(in, k, acc, o, m, n, flags, kind, f, fi);                          \
     }
-#define REDUCE(T, N) REDUCE1(T, N, sum, OP_ADD) REDUCE1(T, N, prod, OP_MUL) REDUCE1(T, N, max, OP_MAX) \
-    REDUCE1(T, N, min, OP_MIN)
+#define REDUCE_FORM(T, N, B, PRE) REDUCE1(T, N, sum, OP_ADD, B, PRE) REDUCE1(T, N, prod, OP_MUL, B, PRE) \
+    REDUCE1(T, N, max, OP_MAX, B, PRE) REDUCE1(T, N, min, OP_MIN, B, PRE)
+#define REDUCE(T, N) REDUCE_FORM(T, N, 0, reduce)
+#define REDUCE_B(T, N, B) REDUCE_FORM(T, N, B, reduce##B)
 
 #define CAST(S, SN, D, DN)                                                                       \
     extern "C" __global__ void cast_##SN##_##DN(const S* x, D* o, u64 n) { cast_body<S, D>(x, o, n); }

@@ -4,10 +4,13 @@
 //!
 //! Elementwise kernels take 16-byte vector paths when every pointer is 16-byte aligned. The
 //! n-ary reduce folds up to [`MAXK`] inputs per launch in one pass; more inputs chain through an
-//! accumulator in the compute type (f32 for f16/bf16), so rounding still happens once.
+//! accumulator in the compute type (f32 for f16/bf16), so rounding still happens once. From
+//! [`REDUCE_BATCH_MIN_BYTES`] per input each thread loads its inputs in batches of
+//! [`REDUCE_BATCH`], issued together before they are folded ([`reduce_batch`]): a reduce is bound
+//! by how many loads are in flight, and the loop over inputs has one.
 
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUdeviceptr;
@@ -25,6 +28,24 @@ use crate::graph::{BinaryOp, ReduceKind, Scale};
 pub(crate) const MAXK: usize = 16;
 /// Threads per block.
 const BLOCK: u32 = 256;
+/// The batches the reduce kernel can load its inputs in (`fold_at`'s `B` in `kernels.cu`: each
+/// thread issues a batch's loads together, then folds them, in input order); 0 is the plain
+/// loop over inputs, one load after another.
+pub(crate) const REDUCE_BATCHES: [u32; 5] = [1, 2, 4, 8, 16];
+/// Environment variable forcing the reduce kernel's form for every launch: `0` (the loop) or one
+/// of [`REDUCE_BATCHES`]; read once. Unset, [`reduce_batch`] chooses.
+pub(crate) const REDUCE_BATCH_ENV: &str = "COLLECTIVES_REDUCE_BATCH";
+/// The fewest bytes per input from which a reduce launch loads its inputs in batches of
+/// [`REDUCE_BATCH`]. On one H200 (`bench/gpu/25-forms`, run a: raw launches of 2, 3, 4 and 8
+/// inputs, f32 and f16) batches of 4 were the fastest form or within 10 % of it at every count
+/// from 1 MiB per input — the loop took up to 1.4 × as long at 1 MiB, 2.5–2.7 × at 4 MiB,
+/// 1.4–1.7 × at 16 MiB and 1.2–1.35 × at 64 MiB — and every form was within noise below, where
+/// a launch costs what its issue does; so smaller launches keep the loop and its registers.
+pub(crate) const REDUCE_BATCH_MIN_BYTES: u64 = 1 << 20;
+/// The batch a reduce launch of [`REDUCE_BATCH_MIN_BYTES`] or more loads its inputs in: more
+/// loads in flight than the loop's one, in fewer registers than batches of 8 or 16 (which were
+/// up to 1.75 × slower than 4 with two inputs of 64 MiB).
+pub(crate) const REDUCE_BATCH: u32 = 4;
 /// Flags of the elementwise kernels (`kernels.cu`).
 const F_ACC_IN: i32 = 1;
 const F_ACC_OUT: i32 = 2;
@@ -247,7 +268,7 @@ pub(super) fn run(
     match kernel {
         Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), ins[0], ins[1], o, n) },
         Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n) },
-        Kernel::Reduce { kind, scale } => unsafe { reduce(l, d, *kind, *scale, ins, &[o], n) },
+        Kernel::Reduce { kind, scale } => unsafe { reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n) },
         Kernel::Cast if in_dtype == d => unsafe { copy2d(l, ins[0], o, 1, n * d.size() as u64, 0, 0) },
         Kernel::Cast => {
             let (x, y, n) = (ins[0], o, n);
@@ -310,7 +331,7 @@ pub(super) fn run_to_all(
         Kernel::Reduce { kind, scale } => {
             let now = &outs[..outs.len().min(MAXK)];
             // SAFETY: as `run` guarantees, for every one of `now`.
-            unsafe { reduce(l, out.dtype, *kind, *scale, ins, now, out.len as u64)? };
+            unsafe { reduce(l, Fold::new(out.dtype, *kind, *scale), ins, now, out.len as u64)? };
             now.len()
         }
         _ => {
@@ -349,35 +370,69 @@ fn acc_size(d: DType) -> usize {
     }
 }
 
+/// The form of a reduce launch folding inputs of `bytes` each: loads batched ([`REDUCE_BATCH`])
+/// from [`REDUCE_BATCH_MIN_BYTES`], else the loop (0), unless [`REDUCE_BATCH_ENV`] forces one.
+/// Every form folds in one order, so the choice never changes a result's bits.
+pub(crate) fn reduce_batch(bytes: u64) -> u32 {
+    static FORCED: OnceLock<Option<u32>> = OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        crate::knob::var(REDUCE_BATCH_ENV, "0, 1, 2, 4, 8 or 16", |b: &u32| {
+            *b == 0 || REDUCE_BATCHES.contains(b)
+        })
+    });
+    forced.unwrap_or(if bytes >= REDUCE_BATCH_MIN_BYTES { REDUCE_BATCH } else { 0 })
+}
+
+/// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]).
+pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32) -> String {
+    let form = if batch == 0 { String::new() } else { batch.to_string() };
+    format!("reduce{form}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
+}
+
+/// One reduce: `dtype`'s fold of `kind`, then `scale`, in form `batch` ([`reduce_batch`]'s
+/// choice where `None`).
+#[derive(Clone, Copy)]
+pub(super) struct Fold {
+    pub dtype: DType,
+    pub kind: ReduceKind,
+    pub scale: Option<Scale>,
+    pub batch: Option<u32>,
+}
+
+impl Fold {
+    /// `kind` then `scale` over `dtype`, in the form [`reduce_batch`] chooses.
+    fn new(dtype: DType, kind: ReduceKind, scale: Option<Scale>) -> Fold {
+        Fold { dtype, kind, scale, batch: None }
+    }
+}
+
 /// `o = scale(fold(ins))` for every `o` of `outs` (1 to [`MAXK`] of them, all written by the last
 /// launch): one launch per [`MAXK`] inputs, chained through an accumulator.
-unsafe fn reduce(
-    l: &Launcher,
-    d: DType,
-    kind: ReduceKind,
-    s: Option<Scale>,
-    ins: &[u64],
-    outs: &[u64],
-    n: u64,
-) -> Result<()> {
-    let name = format!("reduce_{}_{}", d.name(), format!("{kind:?}").to_lowercase());
+///
+/// # Safety
+/// Every input holds `n` elements of `fold.dtype` and every output `n` that this device writes,
+/// valid until the launches have run; the outputs are distinct.
+pub(super) unsafe fn reduce(l: &Launcher, fold: Fold, ins: &[u64], outs: &[u64], n: u64) -> Result<()> {
+    let d = fold.dtype;
     let chunks: Vec<&[u64]> = ins.chunks(MAXK).collect();
     let tmp = match chunks.len() {
         1 => None,
         _ => Some(l.dev.alloc(n as usize * acc_size(d), l.stream)?),
     };
     let acc = tmp.as_ref().map_or(0, |t| t.ptr());
-    let (kind_i, f, fi) = scale_args(s);
+    let (kind_i, f, fi) = scale_args(fold.scale);
     let vec = if aligned(ins) && aligned(outs) { F_VEC } else { 0 };
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let last = chunks.len() - 1;
     for (i, chunk) in chunks.into_iter().enumerate() {
         let p = Ptrs::of(chunk);
+        let batch = fold.batch.unwrap_or_else(|| reduce_batch(n * d.size() as u64));
+        let name = reduce_name(d, fold.kind, batch);
         let k = chunk.len() as i32;
         let a = acc;
         let (o, m) = if i == last { (Ptrs::of(outs), outs.len() as i32) } else { (Ptrs::of(&[acc]), 1) };
         let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
-        // SAFETY: as `run` guarantees; the accumulator holds `n` compute-type values and is
+        // SAFETY: as the caller guarantees; the accumulator holds `n` compute-type values and is
         // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`.
         unsafe { l.launch(&name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi))? };
     }
@@ -500,6 +555,101 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every form of the reduce kernel (the loop and each batch of [`REDUCE_BATCHES`]) gives the
+    /// loop's bits, and they match the f64 reference: every dtype and op, 1, 3, 8 and 17 inputs
+    /// (17 chain two launches through the accumulator), 7 and 65 537 elements, the output aligned
+    /// (the vector path) and at an odd element (the element path), every element.
+    #[test]
+    fn every_reduce_form_gives_the_loops_bits() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        for dtype in DType::ALL {
+            for op in OPS {
+                for k in [1usize, 3, 8, 17] {
+                    for n in [7usize, 65_537] {
+                        let ctx = format!("seed {seed} {dtype} {op} {k} inputs of {n}");
+                        forms_agree(&dev, dtype, op, &fold_inputs(dtype, op, k, n, &mut r), &ctx, &mut r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `k` random inputs of `n` for `op`. u8 values are capped so that no fold wraps (the f64
+    /// reference does not): a product of more than five inputs takes 0 and 1, anything else at
+    /// most 127 / k each (a pre-multiplied sum doubles the sum).
+    fn fold_inputs(dtype: DType, op: ReduceOp, k: usize, n: usize, r: &mut StdRng) -> Vec<Vec<f64>> {
+        let product = op == ReduceOp::Prod;
+        let cap = match (dtype, product) {
+            (DType::U8, true) if k > 5 => 1.0,
+            (DType::U8, false) => (127 / k) as f64,
+            _ => f64::INFINITY,
+        };
+        (0..k).map(|_| random_vals(dtype, n, product, r).into_iter().map(|v| v.min(cap)).collect()).collect()
+    }
+
+    /// [`every_reduce_form_gives_the_loops_bits`] for one set of inputs.
+    fn forms_agree(
+        dev: &CudaDevice,
+        dtype: DType,
+        op: ReduceOp,
+        ins: &[Vec<f64>],
+        ctx: &str,
+        r: &mut StdRng,
+    ) {
+        let (k, n) = (ins.len(), ins[0].len());
+        let want: Vec<f64> = (0..n).map(|i| as_dtype(dtype, reference(op, dtype, ins, i))).collect();
+        let mag: Vec<f64> = (0..n).map(|i| ins.iter().map(|x| x[i].abs()).sum()).collect();
+        let inputs: Vec<Buffer> = ins.iter().map(|x| to_buffer(dev, dtype, x)).collect();
+        inputs.iter().for_each(|b| b.wait().unwrap());
+        let ptrs: Vec<u64> = inputs.iter().map(|b| alloc_of(b, "test").unwrap().ptr()).collect();
+        let (kind, scale) = op.lower(k);
+        let l = Launcher { dev, stream: &dev.compute };
+        for at in [0, 1] {
+            let mut loop_bits: Option<Vec<u64>> = None;
+            for batch in [0].into_iter().chain(REDUCE_BATCHES) {
+                let out = to_buffer(dev, dtype, &random_vals(dtype, n + at, false, r));
+                out.wait().unwrap();
+                let o = alloc_of(&out, "test").unwrap().ptr() + (at * dtype.size()) as u64;
+                let fold = Fold { dtype, kind, scale, batch: Some(batch) };
+                // SAFETY: every input holds `n` elements and `o` `n` more, on this device; the
+                // stream is synchronized before any of them is dropped.
+                unsafe { reduce(&l, fold, &ptrs, &[o], n as u64) }.expect("reduce");
+                dev.compute.synchronize().unwrap();
+                let got = to_f64s(dev, &out)[at..].to_vec();
+                for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        close(dtype, g, w, mag[i], k),
+                        "{ctx}, batch {batch}, at {at}: [{i}] got {g:e} want {w:e}"
+                    );
+                }
+                let bits: Vec<u64> = got.iter().map(|g| g.to_bits()).collect();
+                match &loop_bits {
+                    None => loop_bits = Some(bits),
+                    Some(b) => {
+                        assert!(*b == bits, "{ctx}, batch {batch}, at {at}: bits differ from the loop's")
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_reduce_form_is_batched_from_its_threshold() {
+        if std::env::var_os(REDUCE_BATCH_ENV).is_some() {
+            println!("skipped: {REDUCE_BATCH_ENV} is set");
+            return;
+        }
+        assert_eq!(reduce_batch(REDUCE_BATCH_MIN_BYTES), REDUCE_BATCH);
+        assert_eq!(reduce_batch(u64::MAX), REDUCE_BATCH);
+        assert_eq!(reduce_batch(REDUCE_BATCH_MIN_BYTES - 1), 0);
+        assert_eq!(reduce_batch(0), 0);
+        assert!(REDUCE_BATCHES.contains(&REDUCE_BATCH));
+        assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0), "reduce_bf16_max");
+        assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8), "reduce8_f32_sum");
     }
 
     /// `kernel` over `ins` (each `n` long, uploaded) into [`OUTS`] outputs by [`compute_to_all`];

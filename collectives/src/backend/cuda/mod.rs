@@ -15,7 +15,9 @@
 //! dependent steps on CUDA devices never round-trip through the host.
 //!
 //! Kernels are CUDA C++ (`kernels.cu`), compiled by NVRTC once per group and architecture, and
-//! match the CPU backend's semantics exactly (see the comment at the top of `kernels.cu`).
+//! match the CPU backend's semantics exactly (see the comment at the top of `kernels.cu`). The
+//! n-ary reduce has one form per load batch (`fold_at` in `kernels.cu`); [`launch`] chooses by
+//! size, and every form folds in the same order, so the choice never changes a result's bits.
 
 mod call;
 mod copy;

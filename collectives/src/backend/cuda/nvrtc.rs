@@ -14,6 +14,7 @@ use cudarc::nvrtc::{Ptx, result, sys};
 use parking_lot::Mutex;
 
 use super::driver;
+use super::launch::REDUCE_BATCHES;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -45,10 +46,10 @@ pub(crate) fn ctype(d: DType) -> &'static str {
 }
 
 /// The group holding kernel `name`: its prefix, and for the reductions also the dtype
-/// (`reduce_f32_sum` is in `reduce_f32`).
+/// (`reduce_f32_sum` is in `reduce_f32`, `reduce4_f32_sum` in `reduce4_f32`).
 pub(crate) fn group_of(name: &str) -> &str {
     let mut parts = name.match_indices('_').map(|(i, _)| i);
-    match (name.starts_with("reduce_"), parts.next(), parts.next()) {
+    match (name.starts_with("reduce"), parts.next(), parts.next()) {
         (true, _, Some(second)) => &name[..second],
         (_, Some(first), _) => &name[..first],
         _ => name,
@@ -69,8 +70,16 @@ fn entry_points(group: &str) -> Option<String> {
                 .into()
         }
         g => {
-            let dtype: DType = g.strip_prefix("reduce_")?.parse().ok()?;
-            format!("REDUCE({}, {})", ctype(dtype), dtype.name())
+            // `reduce_<dtype>` (the loop over inputs) or `reduce<B>_<dtype>` (batches of B).
+            let (batch, dtype) = g.strip_prefix("reduce")?.split_once('_')?;
+            let dtype: DType = dtype.parse().ok()?;
+            match batch {
+                "" => format!("REDUCE({}, {})", ctype(dtype), dtype.name()),
+                b if REDUCE_BATCHES.iter().any(|n| n.to_string() == b) => {
+                    format!("REDUCE_B({}, {}, {b})", ctype(dtype), dtype.name())
+                }
+                _ => return None,
+            }
         }
     })
 }
@@ -152,6 +161,8 @@ mod tests {
     #[test]
     fn kernel_names_map_to_groups() {
         assert_eq!(group_of("reduce_bf16_max"), "reduce_bf16");
+        assert_eq!(group_of("reduce4_f16_sum"), "reduce4_f16");
+        assert_eq!(group_of("reduce16_u8_min"), "reduce16_u8");
         assert_eq!(group_of("binary_f32"), "binary");
         assert_eq!(group_of("cast_i64_f16"), "cast");
         assert_eq!(group_of("copy2d_16"), "copy2d");
@@ -160,6 +171,12 @@ mod tests {
             assert!(entry_points(g).is_some(), "{g}");
         }
         assert!(entry_points("reduce_f8").is_none());
+        for b in REDUCE_BATCHES {
+            assert_eq!(entry_points(&format!("reduce{b}_f16")).unwrap(), format!("REDUCE_B(f16, f16, {b})"));
+        }
+        for bad in ["reduce3_f32", "reduce0_f32", "reduce4_f8", "reduce4", "reducex_f32"] {
+            assert!(entry_points(bad).is_none(), "{bad}");
+        }
     }
 
     /// Compiles every group where NVRTC is present (no GPU needed): catches source errors on a
@@ -176,6 +193,7 @@ mod tests {
         let mut groups: Vec<String> =
             ["binary", "scale", "cast", "copy2d", "copyseg"].map(String::from).into();
         groups.extend(DType::ALL.iter().map(|d| format!("reduce_{}", d.name())));
+        groups.extend(REDUCE_BATCHES.iter().map(|b| format!("reduce{b}_f16")));
         for g in groups {
             let t = std::time::Instant::now();
             let img =

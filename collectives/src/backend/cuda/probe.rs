@@ -10,7 +10,8 @@
 //! whole `Tensor::reduce` + `realize`. A second probe does the same for the 4 KiB all_reduce of
 //! `cuda:0, cpu:0`: the reduce launched raw over pinned host memory, the one-pass kernel the
 //! library issues for it, the graph alone, and the whole call. A third times kernels that do no
-//! work, by the size of their parameters: the floor of any kernel and its wait.
+//! work, by the size of their parameters: the floor of any kernel and its wait. A fourth times
+//! the reduce kernel's forms (`launch::reduce_batch`) against one another by input count and size.
 
 use std::time::Instant;
 
@@ -257,5 +258,64 @@ extern "C" __global__ void indexed(Big s, int k) { if ((int)threadIdx.x < k && s
 
     fn ptr<T>(v: &T) -> *mut c_void {
         v as *const T as *mut c_void
+    }
+}
+
+/// The reduce kernel's forms against one another (`fold_at` in `kernels.cu`: the loop over
+/// inputs, and batches of 1 to 16 loads): each launched raw, back to back, over `k` inputs of
+/// each size into one output, f32 and f16. Each cell is the median over five repetitions of the
+/// wall time of a stream of launches and one synchronize, per launch (µs).
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn reduce_forms_probe() {
+    use super::launch::{Fold, REDUCE_BATCHES, reduce};
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
+    const MAX: usize = 64 << 20;
+    let bufs: Vec<_> = (0..9).map(|_| dev.alloc(MAX, &dev.compute).unwrap()).collect();
+    dev.bind().unwrap();
+    let raw = dev.compute.cu_stream();
+    for b in &bufs {
+        // SAFETY: each allocation holds MAX bytes on this device; the stream is alive.
+        unsafe { result::memset_d8_async(b.ptr(), 0, MAX, raw).unwrap() };
+    }
+    let l = Launcher { dev: &dev, stream: &dev.compute };
+    let forms: Vec<u32> = [0].into_iter().chain(REDUCE_BATCHES).collect();
+    println!("probe: forms (dtype, inputs, bytes each): µs per launch for batch {forms:?} (0: the loop)");
+    for dtype in [DType::F32, DType::F16] {
+        for k in [2usize, 3, 4, 8] {
+            for bytes in [4usize << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20] {
+                let n = (bytes / dtype.size()) as u64;
+                let reps = ((1usize << 28) / (bytes * k)).clamp(5, 200);
+                let ins: Vec<u64> = bufs[..k].iter().map(|b| b.ptr()).collect();
+                let out = [bufs[8].ptr()];
+                let cells: Vec<String> = forms
+                    .iter()
+                    .map(|&batch| {
+                        let fold = Fold { dtype, kind: ReduceKind::Sum, scale: None, batch: Some(batch) };
+                        // SAFETY: every pointer holds `bytes` on this device; the stream is
+                        // synchronized before the allocations are dropped.
+                        let go = || unsafe {
+                            for _ in 0..reps {
+                                reduce(&l, fold, &ins, &out, n).unwrap();
+                            }
+                            result::stream::synchronize(raw).unwrap();
+                        };
+                        go();
+                        let mut t: Vec<f64> = (0..5)
+                            .map(|_| {
+                                let s = Instant::now();
+                                go();
+                                s.elapsed().as_secs_f64() * 1e6 / reps as f64
+                            })
+                            .collect();
+                        t.sort_by(f64::total_cmp);
+                        format!("{:9.2}", t[2])
+                    })
+                    .collect();
+                println!("probe: forms {dtype} {k} {bytes:>9} {}", cells.join(" "));
+            }
+        }
     }
 }
