@@ -263,7 +263,7 @@ extern "C" __global__ void indexed(Big s, int k) { if ((int)threadIdx.x < k && s
 
 /// The reduce kernel's forms against one another (`fold_at` in `kernels.cu`: the loop over
 /// inputs, and batches of 1 to 16 loads): each launched raw, back to back, over `k` inputs of
-/// each size into one output, f32 and f16. Each cell is the median over five repetitions of the
+/// each size into one output, f32, f16 and bf16. Each cell is the median over five repetitions of the
 /// wall time of a stream of launches and one synchronize, per launch (µs).
 #[test]
 #[ignore = "a timing probe for the GPU machine"]
@@ -283,7 +283,7 @@ fn reduce_forms_probe() {
     let l = Launcher { dev: &dev, stream: &dev.compute };
     let forms: Vec<u32> = [0].into_iter().chain(REDUCE_BATCHES).collect();
     println!("probe: forms (dtype, inputs, bytes each): µs per launch for batch {forms:?} (0: the loop)");
-    for dtype in [DType::F32, DType::F16] {
+    for dtype in [DType::F32, DType::F16, DType::BF16] {
         for k in [2usize, 3, 4, 8] {
             for bytes in [4usize << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20] {
                 let n = (bytes / dtype.size()) as u64;
