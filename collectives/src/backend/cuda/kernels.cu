@@ -250,7 +250,7 @@ __device__ void scale_body(const T* x, T* o, u64 n, int flags, int kind, double 
 // each thread's local memory and each load waits for the one before. B > 0 walks them in
 // unrolled batches of B, predicated on the count: each pointer is read at a fixed offset of the
 // parameter, and a batch's B loads are all issued before it is folded (more loads in flight,
-// more registers). launch.rs chooses B by the count and the size.
+// more registers). launch.rs chooses B by the size (`reduce_batch`).
 template <typename T> struct V1 { T x[1]; };
 
 template <typename T, int OP, int B, typename X, int L>

@@ -424,10 +424,9 @@ pub(super) unsafe fn reduce(l: &Launcher, fold: Fold, ins: &[u64], outs: &[u64],
     let vec = if aligned(ins) && aligned(outs) { F_VEC } else { 0 };
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let last = chunks.len() - 1;
+    let name = reduce_name(d, fold.kind, fold.batch.unwrap_or_else(|| reduce_batch(n * d.size() as u64)));
     for (i, chunk) in chunks.into_iter().enumerate() {
         let p = Ptrs::of(chunk);
-        let batch = fold.batch.unwrap_or_else(|| reduce_batch(n * d.size() as u64));
-        let name = reduce_name(d, fold.kind, batch);
         let k = chunk.len() as i32;
         let a = acc;
         let (o, m) = if i == last { (Ptrs::of(outs), outs.len() as i32) } else { (Ptrs::of(&[acc]), 1) };
