@@ -185,7 +185,7 @@ impl CudaCall {
         let segs: Vec<launch::Seg> = (dsts.iter().enumerate())
             .filter_map(|(i, d)| d.as_ref().map(|d| (folded.ptr() + (i * part) as u64, d.ptr(), part as u64)))
             .collect();
-        let l = launch::Launcher { dev: hub, stream: &hub.compute };
+        let l = launch::Launcher::new(hub, &hub.compute);
         // SAFETY: part i of `folded` (written by the fold above, on this stream) and each output
         // hold `part` bytes, on the root or a device it writes in place; the outputs are distinct
         // allocations, and all note this stream's use below.
@@ -295,7 +295,7 @@ fn gather_parts(
     // from the others; `mine` is the output this stream completes, and each `theirs` notes this
     // stream's use below, so both stay alive until the copies have run.
     if in_place {
-        let l = launch::Launcher { dev, stream };
+        let l = launch::Launcher::new(dev, stream);
         // SAFETY: as above, and this device's kernels read every peer in place.
         unsafe { launch::copy_segments(&l, &segs) }?;
     } else {

@@ -65,7 +65,7 @@ fn local_reduce_layers_probe() {
     let kernel = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
     let spec = OutSpec { dtype: DType::F32, len: N };
     let ptrs = [alloc_of(&a, "p").unwrap().ptr(), alloc_of(&b, "p").unwrap().ptr()];
-    let l = Launcher { dev: &dev, stream: &stream };
+    let l = Launcher::new(&dev, &stream);
     let launch = || launch::run(&l, &kernel, &ptrs, DType::F32, out.ptr(), spec).unwrap();
     dev.bind().unwrap();
 
@@ -170,7 +170,7 @@ fn mixed_all_reduce_layers_probe() {
     let pin_out = super::pinned::take(N * 4, &dev.ctx, dev.device).unwrap();
     let out = dev.alloc(N * 4, &dev.compute).unwrap();
     let stream = dev.compute.clone();
-    let l = Launcher { dev: &dev, stream: &stream };
+    let l = Launcher::new(&dev, &stream);
     let ins = [alloc_of(&a, "p").unwrap().ptr(), pin_in.ptr() as u64];
     let outs = [out.ptr(), pin_out.ptr() as u64];
     dev.bind().unwrap();
@@ -263,7 +263,7 @@ extern "C" __global__ void indexed(Big s, int k) { if ((int)threadIdx.x < k && s
 
 /// The reduce kernel's forms against one another (`fold_at` in `kernels.cu`: the loop over
 /// inputs, and batches of 1 to 16 loads): each launched raw, back to back, over `k` inputs of
-/// each size into one output, f32, f16 and bf16. Each cell is the median over five repetitions of the
+/// each size into one output, every dtype. Each cell is the median over five repetitions of the
 /// wall time of a stream of launches and one synchronize, per launch (µs).
 #[test]
 #[ignore = "a timing probe for the GPU machine"]
@@ -280,12 +280,12 @@ fn reduce_forms_probe() {
         // SAFETY: each allocation holds MAX bytes on this device; the stream is alive.
         unsafe { result::memset_d8_async(b.ptr(), 0, MAX, raw).unwrap() };
     }
-    let l = Launcher { dev: &dev, stream: &dev.compute };
+    let l = Launcher::new(&dev, &dev.compute);
     let forms: Vec<u32> = [0].into_iter().chain(REDUCE_BATCHES).collect();
     println!("probe: forms (dtype, inputs, bytes each): µs per launch for batch {forms:?} (0: the loop)");
-    for dtype in [DType::F32, DType::F16, DType::BF16] {
-        for k in [2usize, 3, 4, 8] {
-            for bytes in [4usize << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20] {
+    for dtype in DType::ALL {
+        for k in [2usize, 3, 8] {
+            for bytes in [4usize << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20] {
                 let n = (bytes / dtype.size()) as u64;
                 let reps = ((1usize << 28) / (bytes * k)).clamp(5, 200);
                 let ins: Vec<u64> = bufs[..k].iter().map(|b| b.ptr()).collect();

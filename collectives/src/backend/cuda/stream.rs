@@ -279,7 +279,7 @@ impl Plan<'_> {
         let skip = (start * self.in_dtype.size()) as u64;
         let ptrs: Vec<CUdeviceptr> = self.ins.iter().map(|i| i.ptr() + skip).collect();
         let o = dst.ptr() + (start * self.out.dtype.size()) as u64;
-        let l = Launcher { dev: self.dev, stream: &self.dev.compute };
+        let l = Launcher::new(self.dev, &self.dev.compute);
         launch::run(&l, self.kernel, &ptrs, self.in_dtype, o, OutSpec { dtype: self.out.dtype, len: n })
     }
 
