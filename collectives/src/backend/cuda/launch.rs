@@ -5,9 +5,9 @@
 //! Elementwise kernels take 16-byte vector paths when every pointer is 16-byte aligned. The
 //! n-ary reduce folds up to [`MAXK`] inputs per launch in one pass; more inputs chain through an
 //! accumulator in the compute type (f32 for f16/bf16), so rounding still happens once. From
-//! [`REDUCE_BATCH_MIN_BYTES`] per input each thread loads its inputs in batches of
-//! [`REDUCE_BATCH`], issued together before they are folded ([`reduce_batch`]): a reduce is bound
-//! by how many loads are in flight, and the loop over inputs has one.
+//! [`REDUCE_BATCH_MIN_BYTES`] per input each thread loads its inputs in batches (of 1 to 4 by
+//! dtype, [`reduce_batch_of`]), issued together before they are folded ([`reduce_batch`]): a
+//! reduce is bound by how many loads are in flight, and the loop over inputs has one.
 
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
@@ -35,20 +35,12 @@ pub(crate) const REDUCE_BATCHES: [u32; 5] = [1, 2, 4, 8, 16];
 /// Environment variable forcing the reduce kernel's form for every launch: `0` (the loop) or one
 /// of [`REDUCE_BATCHES`]; read once. Unset, [`reduce_batch`] chooses.
 pub(crate) const REDUCE_BATCH_ENV: &str = "COLLECTIVES_REDUCE_BATCH";
-/// The fewest bytes per input from which a reduce launch loads its inputs in batches of
-/// [`REDUCE_BATCH`]. On one H200 (`bench/gpu/25-forms`, run a: raw launches of 2, 3, 4 and 8
-/// inputs, f32 and f16) batches of 4 were the fastest form or within 10 % of it at every count
-/// from 1 MiB per input — the loop took up to 1.4 × as long at 1 MiB, 2.5–2.7 × at 4 MiB,
-/// 1.4–1.7 × at 16 MiB and 1.2–1.35 × at 64 MiB — and every form was within noise below, where
-/// a launch costs what its issue does; so smaller launches keep the loop and its registers.
+/// The fewest bytes per input from which a reduce launch loads its inputs in batches
+/// ([`reduce_batch_of`]). On one H200 (`bench/gpu/25-forms`, runs a, c and d: raw launches of 2,
+/// 3, 4 and 8 inputs of every dtype) the loop took 2.0–3.0 × as long as the best batch at some
+/// size from 1 MiB per input, and every form was within noise below, where a launch costs what
+/// its issue does; so smaller launches keep the loop and its registers.
 pub(crate) const REDUCE_BATCH_MIN_BYTES: u64 = 1 << 20;
-/// The batch a reduce launch of [`REDUCE_BATCH_MIN_BYTES`] or more loads its inputs in: more
-/// loads in flight than the loop's one, in fewer registers than batches of 8 or 16 (which were
-/// up to 1.75 × slower than 4 with two inputs of 64 MiB).
-pub(crate) const REDUCE_BATCH: u32 = 4;
-/// The batch for bf16, whose narrowing to bf16 takes more registers than f16's one
-/// instruction: with batches of 4 its reduce ran up to 1.4 × as long as with 2 (run c).
-pub(crate) const REDUCE_BATCH_BF16: u32 = 2;
 /// Flags of the elementwise kernels (`kernels.cu`).
 const F_ACC_IN: i32 = 1;
 const F_ACC_OUT: i32 = 2;
@@ -81,15 +73,12 @@ macro_rules! args {
 pub(crate) struct Launcher<'a> {
     pub dev: &'a CudaDevice,
     pub stream: &'a Arc<CudaStream>,
-    /// Whether its launches read or write host memory mapped into the device (over the bus,
-    /// where each load waits longer): a reduce then loads in batches at any size.
-    pub host: bool,
 }
 
 impl<'a> Launcher<'a> {
     /// Launches on `stream` of `dev` over device memory.
     pub fn new(dev: &'a CudaDevice, stream: &'a Arc<CudaStream>) -> Launcher<'a> {
-        Launcher { dev, stream, host: false }
+        Launcher { dev, stream }
     }
 
     /// Launches kernel `name` over `work` items (grid-stride, so any grid covers them).
@@ -381,20 +370,33 @@ fn acc_size(d: DType) -> usize {
     }
 }
 
-/// The form of a reduce launch of `d` folding inputs of `bytes` each, `host` where some of its
-/// memory is the host's: loads batched ([`REDUCE_BATCH`], [`REDUCE_BATCH_BF16`] for bf16) from
-/// [`REDUCE_BATCH_MIN_BYTES`] or over host memory at any size, else the loop (0), unless
+/// The batch a reduce of `d` loads its inputs in, from [`REDUCE_BATCH_MIN_BYTES`]: the form whose
+/// slowest case, over 2, 3 and 8 inputs of 1 to 64 MiB, was nearest the fastest form's on the
+/// H200 (run d): at most 1.04–1.07 × its time (u8 1.02). Batches of 8 and 16 were slower for
+/// every dtype (up to 3.9 × for u8), and the best batch shrinks where a vector holds many lanes
+/// to widen and narrow (u8, bf16) — not always (f16, whose conversions are one instruction each).
+pub(crate) fn reduce_batch_of(d: DType) -> u32 {
+    match d {
+        DType::F32 | DType::F16 | DType::I64 => 4,
+        DType::F64 | DType::BF16 | DType::I32 => 2,
+        DType::U8 => 1,
+    }
+}
+
+/// The form of a reduce launch of `d` folding inputs of `bytes` each: loads batched
+/// ([`reduce_batch_of`]) from [`REDUCE_BATCH_MIN_BYTES`], else the loop (0), unless
 /// [`REDUCE_BATCH_ENV`] forces one. Every form folds in one order, so the choice never changes
-/// a result's bits.
-pub(crate) fn reduce_batch(d: DType, bytes: u64, host: bool) -> u32 {
+/// a result's bits. Below the threshold the loop stays also where the kernel reads a host shard
+/// in place (the one-pass kernel of `mapped.rs`): batches there were within noise of it at 64 to
+/// 512 KiB (run e).
+pub(crate) fn reduce_batch(d: DType, bytes: u64) -> u32 {
     static FORCED: OnceLock<Option<u32>> = OnceLock::new();
     let forced = *FORCED.get_or_init(|| {
         crate::knob::var(REDUCE_BATCH_ENV, "0, 1, 2, 4, 8 or 16", |b: &u32| {
             *b == 0 || REDUCE_BATCHES.contains(b)
         })
     });
-    let batch = if d == DType::BF16 { REDUCE_BATCH_BF16 } else { REDUCE_BATCH };
-    forced.unwrap_or(if host || bytes >= REDUCE_BATCH_MIN_BYTES { batch } else { 0 })
+    forced.unwrap_or(if bytes >= REDUCE_BATCH_MIN_BYTES { reduce_batch_of(d) } else { 0 })
 }
 
 /// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]).
@@ -438,7 +440,7 @@ pub(super) unsafe fn reduce(l: &Launcher, fold: Fold, ins: &[u64], outs: &[u64],
     let vec = if aligned(ins) && aligned(outs) { F_VEC } else { 0 };
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let last = chunks.len() - 1;
-    let batch = fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64, l.host));
+    let batch = fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64));
     let name = reduce_name(d, fold.kind, batch);
     for (i, chunk) in chunks.into_iter().enumerate() {
         let p = Ptrs::of(chunk);
@@ -652,22 +654,20 @@ mod tests {
     }
 
     #[test]
-    fn the_reduce_form_is_batched_from_its_threshold_or_over_host_memory() {
+    fn the_reduce_form_is_batched_from_its_threshold() {
         if std::env::var_os(REDUCE_BATCH_ENV).is_some() {
             println!("skipped: {REDUCE_BATCH_ENV} is set");
             return;
         }
         let min = REDUCE_BATCH_MIN_BYTES;
         for d in DType::ALL {
-            let batch = if d == DType::BF16 { REDUCE_BATCH_BF16 } else { REDUCE_BATCH };
-            assert_eq!(reduce_batch(d, min, false), batch, "{d}");
-            assert_eq!(reduce_batch(d, u64::MAX, false), batch, "{d}");
-            assert_eq!(reduce_batch(d, min - 1, false), 0, "{d}");
-            assert_eq!(reduce_batch(d, 0, false), 0, "{d}");
-            assert_eq!(reduce_batch(d, 16, true), batch, "{d}: over host memory");
+            let batch = reduce_batch_of(d);
+            assert!(REDUCE_BATCHES.contains(&batch), "{d}");
+            assert_eq!(reduce_batch(d, min), batch, "{d}");
+            assert_eq!(reduce_batch(d, u64::MAX), batch, "{d}");
+            assert_eq!(reduce_batch(d, min - 1), 0, "{d}");
+            assert_eq!(reduce_batch(d, 0), 0, "{d}");
         }
-        assert!(REDUCE_BATCHES.contains(&REDUCE_BATCH_BF16));
-        assert!(REDUCE_BATCHES.contains(&REDUCE_BATCH));
         assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0), "reduce_bf16_max");
         assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8), "reduce8_f32_sum");
     }

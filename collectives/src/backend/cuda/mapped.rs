@@ -53,15 +53,8 @@ pub(crate) fn compute_mapped(
     // The result into `dst` and each host copy's block: a reduce writes them all in its pass.
     let outs: Vec<CUdeviceptr> =
         std::iter::once(dst.ptr()).chain(blocks.iter().flatten().map(|b| b.ptr() as CUdeviceptr)).collect();
-    let issued = launch::run_to_all(
-        &Launcher { host: true, ..Launcher::new(dev, stream) },
-        kernel,
-        &ptrs,
-        in_dtype,
-        &outs,
-        out,
-    )
-    .and_then(|()| record(stream, dev.device));
+    let issued = launch::run_to_all(&Launcher::new(dev, stream), kernel, &ptrs, in_dtype, &outs, out)
+        .and_then(|()| record(stream, dev.device));
     let done = match issued {
         Ok(e) => e,
         Err(e) => {
