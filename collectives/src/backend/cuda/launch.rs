@@ -372,7 +372,7 @@ fn acc_size(d: DType) -> usize {
 
 /// The batch a reduce of `d` loads its inputs in, from [`REDUCE_BATCH_MIN_BYTES`]: the form whose
 /// slowest case, over 2, 3 and 8 inputs of 1 to 64 MiB, was nearest the fastest form's on the
-/// H200 (run d): at most 1.04–1.07 × its time (u8 1.02). Batches of 8 and 16 were slower for
+/// H200 (run d): at most 1.01–1.10 × its time. Batches of 8 and 16 were slower than it for
 /// every dtype (up to 3.9 × for u8), and the best batch shrinks where a vector holds many lanes
 /// to widen and narrow (u8, bf16) — not always (f16, whose conversions are one instruction each).
 pub(crate) fn reduce_batch_of(d: DType) -> u32 {
