@@ -520,7 +520,7 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
-    use super::super::tests::{OPS, as_dtype, close, devices, random_vals, reference, to_buffer, to_f64s};
+    use super::super::tests::{OPS, as_dtype, close, devices, expected, random_vals, to_buffer, to_f64s};
     use super::*;
     use crate::graph::{BinaryOp, ReduceOp};
 
@@ -544,9 +544,7 @@ mod tests {
                     let ctx = format!("seed {seed} {dtype} {op} {n} elements");
                     let ins: Vec<Vec<f64>> =
                         (0..3).map(|_| random_vals(dtype, n, op == ReduceOp::Prod, &mut r)).collect();
-                    let want: Vec<f64> =
-                        (0..n).map(|i| as_dtype(dtype, reference(op, dtype, &ins, i))).collect();
-                    let mag: Vec<f64> = (0..n).map(|i| ins.iter().map(|x| x[i].abs()).sum()).collect();
+                    let (want, mag) = expected(op, dtype, &ins);
                     let (kind, scale) = op.lower(3);
                     let got = to_all(&dev, &Kernel::Reduce { kind, scale }, dtype, &ins, n, &mut r);
                     for (j, out) in got.iter().enumerate() {
@@ -617,8 +615,7 @@ mod tests {
         r: &mut StdRng,
     ) {
         let (k, n) = (ins.len(), ins[0].len());
-        let want: Vec<f64> = (0..n).map(|i| as_dtype(dtype, reference(op, dtype, ins, i))).collect();
-        let mag: Vec<f64> = (0..n).map(|i| ins.iter().map(|x| x[i].abs()).sum()).collect();
+        let (want, mag) = expected(op, dtype, ins);
         let inputs: Vec<Buffer> = ins.iter().map(|x| to_buffer(dev, dtype, x)).collect();
         inputs.iter().for_each(|b| b.wait().unwrap());
         let ptrs: Vec<u64> = inputs.iter().map(|b| alloc_of(b, "test").unwrap().ptr()).collect();

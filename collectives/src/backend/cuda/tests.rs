@@ -189,6 +189,15 @@ pub(super) fn reference(op: ReduceOp, dtype: DType, ins: &[Vec<f64>], i: usize) 
     }
 }
 
+/// The f64 reference of `op` over `ins` at every element, rounded to `dtype`, and each element's
+/// magnitude (the sum of its inputs' absolute values) for [`close`].
+pub(super) fn expected(op: ReduceOp, dtype: DType, ins: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
+    let n = ins[0].len();
+    let want = (0..n).map(|i| as_dtype(dtype, reference(op, dtype, ins, i))).collect();
+    let mag = (0..n).map(|i| ins.iter().map(|x| x[i].abs()).sum()).collect();
+    (want, mag)
+}
+
 pub(super) fn close(dtype: DType, got: f64, want: f64, mag: f64, k: usize) -> bool {
     let eps = match dtype {
         DType::F16 => 2f64.powi(-10),
