@@ -11,7 +11,7 @@
 //! `cuda:0, cpu:0`: the reduce launched raw over pinned host memory, the one-pass kernel the
 //! library issues for it, the graph alone, and the whole call. A third times kernels that do no
 //! work, by the size of their parameters: the floor of any kernel and its wait. A fourth times
-//! the reduce kernel's forms (`launch::reduce_batch`) against one another by input count and size.
+//! the reduce kernel's forms (`launch::fold::reduce_batch`) against one another by input count and size.
 
 use std::time::Instant;
 

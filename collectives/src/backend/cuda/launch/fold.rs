@@ -1,0 +1,240 @@
+//! The n-ary reduce's launches: the kernel's forms (`fold_at` in `kernels.cu`: the loop over
+//! inputs, or loads issued in batches), the choice of form by dtype and size, and the chain of
+//! launches through an accumulator past [`MAXK`] inputs.
+//!
+//! A reduce is bound by how many loads each thread has in flight: the loop over inputs has one,
+//! a batch of 4 has four. Every form folds its inputs in one order, so the choice of form never
+//! changes a result's bits (tested below on the GPU, every dtype and op); it is made per launch
+//! by [`reduce_batch`] from the bytes per input, at the threshold and with the batch by dtype
+//! that `bench/gpu/25-forms` measured.
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use super::{F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::graph::{ReduceKind, Scale};
+
+/// The batches the reduce kernel can load its inputs in (`fold_at`'s `B` in `kernels.cu`: each
+/// thread issues a batch's loads together, then folds them, in input order); 0 is the plain
+/// loop over inputs, one load after another.
+pub(crate) const REDUCE_BATCHES: [u32; 5] = [1, 2, 4, 8, 16];
+/// Environment variable forcing the reduce kernel's form for every launch: `0` (the loop) or one
+/// of [`REDUCE_BATCHES`]; read once. Unset, [`reduce_batch`] chooses.
+pub(crate) const REDUCE_BATCH_ENV: &str = "COLLECTIVES_REDUCE_BATCH";
+/// The fewest bytes per input from which a reduce launch loads its inputs in batches
+/// ([`reduce_batch_of`]). On one H200 (`bench/gpu/25-forms`, runs a, c and d: raw launches of 2,
+/// 3, 4 and 8 inputs of every dtype) the loop took 2.0–3.0 × as long as the best batch at some
+/// size from 1 MiB per input, and every form was within noise below, where a launch costs what
+/// its issue does; so smaller launches keep the loop and its registers.
+pub(crate) const REDUCE_BATCH_MIN_BYTES: u64 = 1 << 20;
+
+/// Bytes of the compute type of `d` (f32 for f16/bf16).
+fn acc_size(d: DType) -> usize {
+    match d {
+        DType::F16 | DType::BF16 => 4,
+        other => other.size(),
+    }
+}
+
+/// The batch a reduce of `d` loads its inputs in, from [`REDUCE_BATCH_MIN_BYTES`]: the form whose
+/// slowest case, over 2, 3 and 8 inputs of 1 to 64 MiB, was nearest the fastest form's on the
+/// H200 (run d): at most 1.01–1.10 × its time. Batches of 8 and 16 were slower than it for
+/// every dtype (up to 3.9 × for u8), and the best batch shrinks where a vector holds many lanes
+/// to widen and narrow (u8, bf16) — not always (f16, whose conversions are one instruction each).
+pub(crate) fn reduce_batch_of(d: DType) -> u32 {
+    match d {
+        DType::F32 | DType::F16 | DType::I64 => 4,
+        DType::F64 | DType::BF16 | DType::I32 => 2,
+        DType::U8 => 1,
+    }
+}
+
+/// The form of a reduce launch of `d` folding inputs of `bytes` each: loads batched
+/// ([`reduce_batch_of`]) from [`REDUCE_BATCH_MIN_BYTES`], else the loop (0), unless
+/// [`REDUCE_BATCH_ENV`] forces one. Every form folds in one order, so the choice never changes
+/// a result's bits. Below the threshold the loop stays also where the kernel reads a host shard
+/// in place (the one-pass kernel of `mapped.rs`): batches there were within noise of it at 64 to
+/// 512 KiB (run e).
+pub(crate) fn reduce_batch(d: DType, bytes: u64) -> u32 {
+    static FORCED: OnceLock<Option<u32>> = OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        crate::knob::var(REDUCE_BATCH_ENV, "0, 1, 2, 4, 8 or 16", |b: &u32| {
+            *b == 0 || REDUCE_BATCHES.contains(b)
+        })
+    });
+    forced.unwrap_or(if bytes >= REDUCE_BATCH_MIN_BYTES { reduce_batch_of(d) } else { 0 })
+}
+
+/// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]).
+pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32) -> String {
+    let form = if batch == 0 { String::new() } else { batch.to_string() };
+    format!("reduce{form}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
+}
+
+/// One reduce: `dtype`'s fold of `kind`, then `scale`, in form `batch` ([`reduce_batch`]'s
+/// choice where `None`).
+#[derive(Clone, Copy)]
+pub(in super::super) struct Fold {
+    pub dtype: DType,
+    pub kind: ReduceKind,
+    pub scale: Option<Scale>,
+    pub batch: Option<u32>,
+}
+
+impl Fold {
+    /// `kind` then `scale` over `dtype`, in the form [`reduce_batch`] chooses.
+    pub(in super::super) fn new(dtype: DType, kind: ReduceKind, scale: Option<Scale>) -> Fold {
+        Fold { dtype, kind, scale, batch: None }
+    }
+}
+
+/// `o = scale(fold(ins))` for every `o` of `outs` (1 to [`MAXK`] of them, all written by the last
+/// launch): one launch per [`MAXK`] inputs, chained through an accumulator.
+///
+/// # Safety
+/// Every input holds `n` elements of `fold.dtype` and every output `n` that this device writes,
+/// valid until the launches have run; the outputs are distinct.
+pub(in super::super) unsafe fn reduce(
+    l: &Launcher,
+    fold: Fold,
+    ins: &[u64],
+    outs: &[u64],
+    n: u64,
+) -> Result<()> {
+    let d = fold.dtype;
+    let chunks: Vec<&[u64]> = ins.chunks(MAXK).collect();
+    let tmp = match chunks.len() {
+        1 => None,
+        _ => Some(l.dev.alloc(n as usize * acc_size(d), l.stream)?),
+    };
+    let acc = tmp.as_ref().map_or(0, |t| t.ptr());
+    let (kind_i, f, fi) = scale_args(fold.scale);
+    let vec = if aligned(ins) && aligned(outs) { F_VEC } else { 0 };
+    let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
+    let last = chunks.len() - 1;
+    let batch = fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64));
+    let name = reduce_name(d, fold.kind, batch);
+    for (i, chunk) in chunks.into_iter().enumerate() {
+        let p = Ptrs::of(chunk);
+        let k = chunk.len() as i32;
+        let a = acc;
+        let (o, m) = if i == last { (Ptrs::of(outs), outs.len() as i32) } else { (Ptrs::of(&[acc]), 1) };
+        let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
+        // SAFETY: as the caller guarantees; the accumulator holds `n` compute-type values and is
+        // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`.
+        unsafe { l.launch(&name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi))? };
+    }
+    Ok(())
+}
+#[cfg(test)]
+mod tests {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::super::super::device::CudaDevice;
+    use super::super::super::memory::alloc_of;
+    use super::super::super::tests::{OPS, close, devices, expected, random_vals, to_buffer, to_f64s};
+    use super::*;
+    use crate::backend::Buffer;
+    use crate::graph::ReduceOp;
+
+    /// Every form of the reduce kernel (the loop and each batch of [`REDUCE_BATCHES`]) gives the
+    /// loop's bits, and they match the f64 reference: every dtype and op, 1, 3, 8 and 17 inputs
+    /// (17 chain two launches through the accumulator), 7 and 65 537 elements, the output aligned
+    /// (the vector path) and at an odd element (the element path), every element.
+    #[test]
+    fn every_reduce_form_gives_the_loops_bits() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        for dtype in DType::ALL {
+            for op in OPS {
+                for k in [1usize, 3, 8, 17] {
+                    for n in [7usize, 65_537] {
+                        let ctx = format!("seed {seed} {dtype} {op} {k} inputs of {n}");
+                        forms_agree(&dev, dtype, op, &fold_inputs(dtype, op, k, n, &mut r), &ctx, &mut r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `k` random inputs of `n` for `op`. u8 values are capped so that no fold wraps (the f64
+    /// reference does not): a product of more than five inputs takes 0 and 1, anything else at
+    /// most 127 / k each (a pre-multiplied sum doubles the sum).
+    fn fold_inputs(dtype: DType, op: ReduceOp, k: usize, n: usize, r: &mut StdRng) -> Vec<Vec<f64>> {
+        let product = op == ReduceOp::Prod;
+        let cap = match (dtype, product) {
+            (DType::U8, true) if k > 5 => 1.0,
+            (DType::U8, false) => (127 / k) as f64,
+            _ => f64::INFINITY,
+        };
+        (0..k).map(|_| random_vals(dtype, n, product, r).into_iter().map(|v| v.min(cap)).collect()).collect()
+    }
+
+    /// [`every_reduce_form_gives_the_loops_bits`] for one set of inputs.
+    fn forms_agree(
+        dev: &CudaDevice,
+        dtype: DType,
+        op: ReduceOp,
+        ins: &[Vec<f64>],
+        ctx: &str,
+        r: &mut StdRng,
+    ) {
+        let (k, n) = (ins.len(), ins[0].len());
+        let (want, mag) = expected(op, dtype, ins);
+        let inputs: Vec<Buffer> = ins.iter().map(|x| to_buffer(dev, dtype, x)).collect();
+        inputs.iter().for_each(|b| b.wait().unwrap());
+        let ptrs: Vec<u64> = inputs.iter().map(|b| alloc_of(b, "test").unwrap().ptr()).collect();
+        let (kind, scale) = op.lower(k);
+        let l = Launcher::new(dev, &dev.compute);
+        for at in [0, 1] {
+            let mut loop_bits: Option<Vec<u64>> = None;
+            for batch in [0].into_iter().chain(REDUCE_BATCHES) {
+                let out = to_buffer(dev, dtype, &random_vals(dtype, n + at, false, r));
+                out.wait().unwrap();
+                let o = alloc_of(&out, "test").unwrap().ptr() + (at * dtype.size()) as u64;
+                let fold = Fold { dtype, kind, scale, batch: Some(batch) };
+                // SAFETY: every input holds `n` elements and `o` `n` more, on this device; the
+                // stream is synchronized before any of them is dropped.
+                unsafe { reduce(&l, fold, &ptrs, &[o], n as u64) }.expect("reduce");
+                dev.compute.synchronize().unwrap();
+                let got = to_f64s(dev, &out)[at..].to_vec();
+                for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        close(dtype, g, w, mag[i], k),
+                        "{ctx}, batch {batch}, at {at}: [{i}] got {g:e} want {w:e}"
+                    );
+                }
+                let bits: Vec<u64> = got.iter().map(|g| g.to_bits()).collect();
+                match &loop_bits {
+                    None => loop_bits = Some(bits),
+                    Some(b) => {
+                        assert!(*b == bits, "{ctx}, batch {batch}, at {at}: bits differ from the loop's")
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_reduce_form_is_batched_from_its_threshold() {
+        if std::env::var_os(REDUCE_BATCH_ENV).is_some() {
+            println!("skipped: {REDUCE_BATCH_ENV} is set");
+            return;
+        }
+        let min = REDUCE_BATCH_MIN_BYTES;
+        for d in DType::ALL {
+            let batch = reduce_batch_of(d);
+            assert!(REDUCE_BATCHES.contains(&batch), "{d}");
+            assert_eq!(reduce_batch(d, min), batch, "{d}");
+            assert_eq!(reduce_batch(d, u64::MAX), batch, "{d}");
+            assert_eq!(reduce_batch(d, min - 1), 0, "{d}");
+            assert_eq!(reduce_batch(d, 0), 0, "{d}");
+        }
+        assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0), "reduce_bf16_max");
+        assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8), "reduce8_f32_sum");
+    }
+}
