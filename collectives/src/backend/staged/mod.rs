@@ -28,6 +28,8 @@
 
 #[cfg(all(feature = "cuda", feature = "vulkan"))]
 mod direct;
+#[cfg(all(test, feature = "cuda", feature = "vulkan"))]
+mod one_gpu;
 #[cfg(all(feature = "cuda", feature = "vulkan"))]
 mod ring;
 #[cfg(test)]
