@@ -1,6 +1,7 @@
 //! The pipeline against mock ends whose copies run late (only when waited for, as a device
-//! queue may), so a missing wait shows as wrong bytes; and the Vulkan end through lavapipe's
-//! host-memory import.
+//! queue may), so a missing wait shows as wrong bytes; the Vulkan ends through lavapipe's
+//! host-memory import and its exported memory; and each CUDA ↔ Vulkan pair's bridge as a group
+//! lists it. The device bridge's tests on one GPU are `one_gpu.rs`.
 
 use std::any::Any;
 use std::sync::Arc;
