@@ -57,7 +57,7 @@ pub enum StagedTransport {
         slots: usize,
     },
     /// Through the GPU's own memory: the two devices are one GPU (same UUID), so no byte
-    /// crosses PCIe. A tensor whose Vulkan buffer has memory of its own (at least 1 MiB on an
+    /// crosses PCIe. A tensor whose Vulkan buffer has memory of its own (at least 256 KiB on an
     /// NVIDIA GPU) moves by one CUDA copy into or out of it; any other chunk by chunk through a
     /// ring of the Vulkan device's memory exported to CUDA, of this shape. Chains of at least
     /// [`DEVICE_MIN_BYTES`] are fused; [`BRIDGE_ENV`] `=host` turns the bridge off.
@@ -65,6 +65,19 @@ pub enum StagedTransport {
         /// Bytes per chunk ([`STAGED_CHUNK_ENV`]).
         chunk_bytes: usize,
         /// Chunks in the ring ([`STAGED_SLOTS_ENV`]).
+        slots: usize,
+    },
+    /// Through a peer of the CUDA end: the Vulkan device is another GPU, which CUDA device `via`
+    /// also drives (same UUID). A tensor whose Vulkan buffer has memory of its own (at least
+    /// 256 KiB on an NVIDIA GPU) moves by one peer copy between the CUDA end and that memory,
+    /// mapped into `via`; any other through the host ring of this shape, as
+    /// [`StagedTransport::Pipelined`]. Chains of at least [`DEVICE_MIN_BYTES`] are fused.
+    Peer {
+        /// The CUDA device of the Vulkan device's GPU.
+        via: Device,
+        /// Bytes per chunk of the host ring ([`STAGED_CHUNK_ENV`]).
+        chunk_bytes: usize,
+        /// Chunks in the host ring ([`STAGED_SLOTS_ENV`]).
         slots: usize,
     },
     /// As two whole hops (a device copy to the host, then one from it), as unfused.
@@ -83,9 +96,11 @@ pub const STAGED_CHUNK_ENV: &str = "COLLECTIVES_STAGED_CHUNK_BYTES";
 /// when a ring is made.
 pub const STAGED_SLOTS_ENV: &str = "COLLECTIVES_STAGED_SLOTS";
 
-/// Environment variable choosing how a CUDA ↔ Vulkan move travels when both are one GPU: `auto`
-/// (the default) shares the GPU's memory between the two APIs ([`StagedTransport::Device`]);
-/// `host` stages every move through host memory, as for two GPUs. Read once per process.
+/// Environment variable choosing how a CUDA ↔ Vulkan move travels: `auto` (the default) shares
+/// GPU memory between the two APIs where it can — the GPU's own where both are one GPU
+/// ([`StagedTransport::Device`]), the Vulkan GPU's through a CUDA peer of it
+/// ([`StagedTransport::Peer`]); `host` stages every move through host memory. Read once per
+/// process.
 pub const BRIDGE_ENV: &str = "COLLECTIVES_BRIDGE";
 
 /// Whether [`BRIDGE_ENV`] forces host staging in this process.
@@ -120,6 +135,13 @@ pub(crate) fn fail_share() -> Result<()> {
 pub(crate) enum Bridge {
     /// Through the GPU's own memory, which both devices address (they are one GPU).
     Device,
+    /// Through the Vulkan device's memory mapped into `via`, a CUDA device of the Vulkan device's
+    /// GPU that the CUDA end reaches as a peer: a large move is one peer copy (over NVLink, where
+    /// the two GPUs have it), never through the host.
+    Peer {
+        /// The CUDA device of the Vulkan device's GPU, which maps its memory and orders its work.
+        via: Device,
+    },
     /// Through host memory, and why not through the device.
     Host(String),
 }
@@ -128,22 +150,32 @@ impl std::fmt::Display for Bridge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Bridge::Device => f.write_str("device (one GPU: CUDA and Vulkan share its memory)"),
+            Bridge::Peer { via } => write!(
+                f,
+                "peer (the Vulkan device is {via}'s GPU: {via} maps its memory, the CUDA end copies to and from it as a peer)"
+            ),
             Bridge::Host(why) => write!(f, "host ({why})"),
         }
     }
 }
 
 /// The bridge for a pair, from each side's UUID (or why that side cannot share memory: no
-/// export extension, no import entry points) and whether host staging is forced.
+/// export extension, no import entry points) and whether host staging is forced. Where the two
+/// are different GPUs, `peer` is asked for a CUDA device of the Vulkan device's GPU (by its UUID)
+/// that the CUDA end reaches as a peer, or why there is none.
 pub(crate) fn choose_bridge(
     forced_host: bool,
     cuda: std::result::Result<[u8; 16], String>,
     vulkan: std::result::Result<[u8; 16], String>,
+    peer: impl FnOnce([u8; 16]) -> std::result::Result<Device, String>,
 ) -> Bridge {
     match (cuda, vulkan) {
         _ if forced_host => Bridge::Host(format!("{BRIDGE_ENV}=host")),
         (Err(e), _) | (_, Err(e)) => Bridge::Host(e),
-        (Ok(c), Ok(v)) if c != v => Bridge::Host("the two devices are different GPUs (UUIDs differ)".into()),
+        (Ok(c), Ok(v)) if c != v => match peer(v) {
+            Ok(via) => Bridge::Peer { via },
+            Err(why) => Bridge::Host(format!("the two devices are different GPUs (UUIDs differ), and {why}")),
+        },
         _ => Bridge::Device,
     }
 }
@@ -332,17 +364,42 @@ mod tests {
     const A: [u8; 16] = [7; 16];
     const B: [u8; 16] = [9; 16];
 
+    /// No CUDA device on the Vulkan device's GPU, for pairs that must not look for one.
+    fn none(_: [u8; 16]) -> std::result::Result<Device, String> {
+        Err("no CUDA device of this process is that GPU".into())
+    }
+
     #[test]
     fn one_gpu_shares_its_memory_and_everything_else_stages_through_the_host() {
-        assert_eq!(choose_bridge(false, Ok(A), Ok(A)), Bridge::Device);
-        // A UUID mismatch (a CUDA GPU and another Vulkan GPU) stages.
-        let Bridge::Host(why) = choose_bridge(false, Ok(A), Ok(B)) else { panic!("two GPUs shared memory") };
-        assert!(why.contains("different GPUs"), "{why}");
+        let never =
+            |_: [u8; 16]| -> std::result::Result<Device, String> { panic!("one GPU: no peer asked for") };
+        assert_eq!(choose_bridge(false, Ok(A), Ok(A), never), Bridge::Device);
+        // A UUID mismatch (a CUDA GPU and another Vulkan GPU) with no CUDA device of the Vulkan
+        // GPU stages.
+        let Bridge::Host(why) = choose_bridge(false, Ok(A), Ok(B), none) else {
+            panic!("two GPUs shared memory")
+        };
+        assert!(why.contains("different GPUs") && why.contains("no CUDA device"), "{why}");
         // Forced, or either side unable to share: staged, with the reason.
-        assert_eq!(choose_bridge(true, Ok(A), Ok(A)), Bridge::Host(format!("{BRIDGE_ENV}=host")));
+        assert_eq!(choose_bridge(true, Ok(A), Ok(A), none), Bridge::Host(format!("{BRIDGE_ENV}=host")));
+        assert_eq!(choose_bridge(true, Ok(A), Ok(B), none), Bridge::Host(format!("{BRIDGE_ENV}=host")));
         let no_export = "VK_KHR_external_memory_fd is missing".to_string();
-        assert_eq!(choose_bridge(false, Ok(A), Err(no_export.clone())), Bridge::Host(no_export));
+        assert_eq!(choose_bridge(false, Ok(A), Err(no_export.clone()), none), Bridge::Host(no_export));
         let no_import = "libcuda lacks symbols cuImportExternalMemory".to_string();
-        assert_eq!(choose_bridge(false, Err(no_import.clone()), Ok(A)), Bridge::Host(no_import));
+        assert_eq!(choose_bridge(false, Err(no_import.clone()), Ok(A), none), Bridge::Host(no_import));
+    }
+
+    #[test]
+    fn another_gpu_with_a_cuda_peer_is_reached_through_that_peer() {
+        let via = Device::Cuda(3);
+        let found = |uuid: [u8; 16]| {
+            assert_eq!(uuid, B, "asked for the Vulkan device's GPU");
+            Ok(via)
+        };
+        assert_eq!(choose_bridge(false, Ok(A), Ok(B), found), Bridge::Peer { via });
+        let shown = Bridge::Peer { via }.to_string();
+        assert!(shown.starts_with("peer (") && shown.contains("cuda:3"), "{shown}");
+        // Forced host staging wins over a peer.
+        assert_eq!(choose_bridge(true, Ok(A), Ok(B), found), Bridge::Host(format!("{BRIDGE_ENV}=host")));
     }
 }

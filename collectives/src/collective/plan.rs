@@ -49,7 +49,7 @@ pub struct PlannedBridge {
     pub to: Device,
     /// Bytes moved.
     pub bytes: usize,
-    /// The pair's bridge — `device (...)` or `host (why)` — once this process has decided it
+    /// The pair's bridge — `device (...)`, `peer (...)` or `host (why)` — once this process has decided it
     /// (at the pair's first move, or by [`DeviceGroup::validate`]); `None` before. Planning
     /// decides nothing: it touches no device.
     pub bridge: Option<String>,

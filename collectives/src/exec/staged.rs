@@ -5,11 +5,14 @@
 //! nodes through a host device ([`crate::graph::opt`] inserts them where a compute op needs it).
 //! When the schedule finds such a pair whose host intermediate nobody else needs — not a realize
 //! target, read by the second hop alone, not a move that must hold its source's data — and the
-//! tensor has at least [`STAGED_MIN_BYTES`] ([`DEVICE_MIN_BYTES`] where the two devices are one
-//! GPU), it runs the pair as one copy: the host node is never materialized. Where the devices are
-//! one GPU, the data moves through the GPU's own memory, which both APIs map
-//! ([`StagedTransport::Device`]; [`BRIDGE_ENV`] `=host` turns this off); else it is pipelined in
-//! chunks through a ring of host memory that both GPUs copy to and from directly. Where the two
+//! tensor has at least [`STAGED_MIN_BYTES`] ([`DEVICE_MIN_BYTES`] where the two devices share GPU
+//! memory), it runs the pair as one copy: the host node is never materialized. Where the devices
+//! are one GPU, the data moves through the GPU's own memory, which both APIs map
+//! ([`StagedTransport::Device`]); where the Vulkan device is another GPU that a CUDA device of
+//! this process drives as a peer of the CUDA end, large tensors move by one peer copy into or out
+//! of its memory ([`StagedTransport::Peer`]; [`BRIDGE_ENV`] `=host` turns both off); else the
+//! data is pipelined in chunks through a ring of host memory that both GPUs copy to and from
+//! directly. Where the two
 //! devices are one GPU and the host intermediate *is* needed elsewhere (a mixed group's host
 //! member, say), the second hop still reads the chain's source through the GPU's memory, beside
 //! the host hop, instead of waiting for the host copy. Smaller tensors, and any chain when
@@ -33,6 +36,7 @@ pub use crate::backend::chain::{
 /// match staged_transport(Device::Cuda(0), Device::Vulkan(0))? {
 ///     StagedTransport::Device { chunk_bytes, slots } => assert!(chunk_bytes > 0 && slots >= 2),
 ///     StagedTransport::Pipelined { chunk_bytes, slots } => assert!(chunk_bytes > 0 && slots >= 2),
+///     StagedTransport::Peer { via, chunk_bytes, .. } => assert!(via != Device::Cuda(0) && chunk_bytes > 0),
 ///     StagedTransport::TwoHops { reason } => assert!(!reason.is_empty()),
 ///     _ => {}
 /// }

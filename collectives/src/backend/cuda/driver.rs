@@ -21,6 +21,7 @@ const DRIVER_SYMBOLS: &[&str] = &[
     "cuDeviceGetCount",
     "cuDeviceGet",
     "cuDeviceGetName",
+    "cuDeviceGetUuid",
     "cuDeviceGetAttribute",
     "cuDeviceTotalMem_v2",
     "cuDevicePrimaryCtxRetain",
@@ -485,6 +486,17 @@ pub(crate) unsafe fn grant_pool_access(pool: sys::CUmemoryPool, peer: i32) -> Re
     };
     // SAFETY: `desc` is one valid descriptor, read during the call.
     unsafe { sys::cuMemPoolSetAccess(pool, &desc, 1).result() }
+}
+
+/// The device handle of physical GPU `ordinal` (`cuDeviceGet`; no context is made).
+pub(crate) fn gpu(ordinal: u32) -> Result<sys::CUdevice, DriverError> {
+    result::device::get(ordinal as i32)
+}
+
+/// The UUID of physical GPU `ordinal` (`cuDeviceGetUuid`; no context is made).
+pub(crate) fn gpu_uuid(ordinal: u32) -> Result<[u8; 16], DriverError> {
+    let id = result::device::get_uuid(gpu(ordinal)?)?;
+    Ok(id.bytes.map(|b| b as u8))
 }
 
 /// Whether device `dev` can access device `peer`'s memory directly.

@@ -2,6 +2,11 @@
 //! device and a Vulkan device that are the same GPU ([`crate::backend::vulkan::export`] is the
 //! other half). [`ImportedMem`] maps a Vulkan allocation into this device's address space, so
 //! the staged chain's ring can live in device memory and every chunk copy stays on the GPU.
+//!
+//! Where the Vulkan device is another GPU, a CUDA device of that GPU ([`peer_on`], the bridge's
+//! `via`) maps its memory instead, and the CUDA end copies to and from the mapping as a peer
+//! (the peer bridge): the import and the Vulkan timelines stay on the GPU they belong to, and
+//! only the copy crosses between the two GPUs.
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -25,6 +30,34 @@ pub(crate) fn uuid(device: Device) -> Result<[u8; 16]> {
     let dev = device::of(device, "device uuid")?;
     let id = dev.ctx.uuid().map_err(driver::err(device, "cuDeviceGetUuid"))?;
     Ok(id.bytes.map(|b| b as u8))
+}
+
+/// The CUDA device of this process on the GPU whose UUID is `uuid` (the first by ordinal; never
+/// `cu`'s own GPU) when `cu` and it reach each other as peers, or why there is none: the `via` of
+/// a peer bridge between `cu` and a Vulkan device of that GPU. Asks the driver for UUIDs and peer
+/// access by physical GPU; opens no device.
+pub(crate) fn peer_on(cu: Device, uuid: [u8; 16]) -> std::result::Result<Device, String> {
+    let Device::Cuda(n) = cu else { return Err(format!("{cu} is not a CUDA device")) };
+    let own = super::virt::physical(n)?;
+    let on_gpu = |o: &u32| {
+        super::virt::physical(*o).is_ok_and(|p| p != own && driver::gpu_uuid(p).is_ok_and(|u| u == uuid))
+    };
+    let Some(o) = (0..super::virt::count()).find(on_gpu) else {
+        return Err("no CUDA device of this process is the Vulkan device's GPU".into());
+    };
+    let via = Device::Cuda(o);
+    let (a, b) = (driver::gpu(own), super::virt::physical(o).map(driver::gpu));
+    let both = match (a, b) {
+        (Ok(a), Ok(Ok(b))) => {
+            driver::can_access_peer(a, b).and_then(|x| Ok(x && driver::can_access_peer(b, a)?))
+        }
+        _ => return Err(format!("the driver could not name {cu}'s or {via}'s GPU")),
+    };
+    match both {
+        Ok(true) => Ok(via),
+        Ok(false) => Err(format!("{via} (the Vulkan device's GPU) and {cu} have no peer access")),
+        Err(e) => Err(format!("cuDeviceCanAccessPeer for {cu} and {via}: {}", driver::describe(e))),
+    }
 }
 
 /// Another API's memory mapped into one CUDA device; unmapped and released on drop.
@@ -84,25 +117,33 @@ impl Drop for ImportedMem {
 }
 
 /// Copies all of `src` (a CUDA buffer) to device address `dst`, the memory of a buffer of Vulkan
-/// device `to` on the same GPU, mapped: on the device's download stream, after `src`'s writer. The
-/// fence of the copy, which also tells `to`'s submissions which value of a timeline they wait
-/// for on the device (see [`super::timeline::signal_vulkan`]; where the pair cannot signal, they
-/// wait for the copy on the host).
+/// device `to`, mapped into `via` (a CUDA device of `to`'s GPU: `src`'s own device, or a peer of
+/// it, [`peer_on`]): on `via`'s download stream when it is `src`'s device, else on its upload
+/// stream as a peer copy; after `src`'s writer. The fence of the copy, which also tells `to`'s
+/// submissions which value of a timeline they wait for on the device (see
+/// [`super::timeline::signal_vulkan`], signalled by `via`'s stream; where the pair cannot signal,
+/// they wait for the copy on the host).
 ///
 /// # Safety
-/// `dst` is mapped for at least `src.bytes()` bytes and stays mapped until the copy has run.
+/// `dst` is mapped into `via` for at least `src.bytes()` bytes and stays mapped until the copy
+/// has run.
 #[cfg(feature = "vulkan")]
-pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr, to: Device) -> Result<Arc<dyn Fence>> {
-    let dev = device::of(src.device, "device bridge")?;
+pub(crate) unsafe fn copy_to_mapped(
+    src: &Buffer,
+    via: Device,
+    dst: CUdeviceptr,
+    to: Device,
+) -> Result<Arc<dyn Fence>> {
+    let dev = device::of(via, "device bridge")?;
+    let from = device::of(src.device, "device bridge")?;
     let alloc = alloc_of(src, "device bridge")?;
-    let stream = dev.copy_out.clone();
+    let stream = if via == src.device { dev.copy_out.clone() } else { dev.copy_in.clone() };
     await_on(&stream, src, dev.device)?;
     crate::failpoint::hit(dev.device, "cuda copy")?;
-    dev.bind()?;
+    device::enable_peer(&from, &dev)?;
     // SAFETY: `src`'s allocation holds its bytes and is kept alive through `note_use`; `dst` as
-    // the caller guarantees.
-    unsafe { driver::dtod_async(dst, alloc.ptr(), src.bytes(), stream.cu_stream()) }
-        .map_err(driver::err(dev.device, "copy to mapped memory"))?;
+    // the caller guarantees; the stream is `via`'s.
+    unsafe { mapped_copy((&dev, dst), (&from, alloc.ptr()), src.bytes(), &stream, "copy to mapped memory") }?;
     let e = record(&stream, dev.device)?;
     alloc.note_use(&stream, &e);
     let copy = Arc::new(CudaFence::new(e, &stream, dev.device));
@@ -112,34 +153,63 @@ pub(crate) unsafe fn copy_to_mapped(src: &Buffer, dst: CUdeviceptr, to: Device) 
     })
 }
 
-/// A new buffer on CUDA device `device` holding `src`'s elements (a Vulkan buffer of the same
-/// GPU), copied from device address `mapped` (`src`'s memory, mapped here): on the device's upload
-/// stream, which waits for `src`'s writer on the device (a Vulkan writer through
-/// [`super::timeline`], a CUDA one by its event), or, where the Vulkan timeline cannot be
-/// imported, after a host wait.
+/// A new buffer on CUDA device `device` holding `src`'s elements (a Vulkan buffer), copied from
+/// device address `mapped` (`src`'s memory, mapped into `via`: `device` itself when the two are
+/// one GPU, else a peer of it on `src`'s GPU, [`peer_on`]): on `device`'s upload stream, which
+/// waits for `src`'s writer on the device (a Vulkan writer through [`super::timeline`], relayed
+/// by `via`'s download stream when that is another device; a CUDA one by its event), or, where
+/// the Vulkan timeline cannot be imported, after a host wait.
 ///
 /// # Safety
-/// `mapped` is `src`'s memory, mapped for at least its bytes, and stays mapped until the copy
-/// has run.
+/// `mapped` is `src`'s memory, mapped into `via` for at least its bytes, and stays mapped until
+/// the copy has run.
 #[cfg(feature = "vulkan")]
-pub(crate) unsafe fn copy_from_mapped(device: Device, src: &Buffer, mapped: CUdeviceptr) -> Result<Buffer> {
+pub(crate) unsafe fn copy_from_mapped(
+    device: Device,
+    via: Device,
+    src: &Buffer,
+    mapped: CUdeviceptr,
+) -> Result<Buffer> {
     let dev = device::of(device, "device bridge")?;
+    let owner = device::of(via, "device bridge")?;
     let stream = dev.copy_in.clone();
     let bytes = src.bytes();
     let alloc = dev.alloc(bytes, &stream)?;
     // A Vulkan writer's submission through the timeline; a CUDA writer's (a copy into this
     // buffer by the bridge) by an event; anything else on the host.
     if let Some(f) = &src.fence
-        && !super::timeline::await_vulkan(&dev, &stream, f.as_ref())?
+        && !super::timeline::await_vulkan_from(&owner, &dev, &stream, f.as_ref())?
     {
         await_on(&stream, src, dev.device)?;
     }
     crate::failpoint::hit(dev.device, "cuda copy")?;
-    dev.bind()?;
+    device::enable_peer(&owner, &dev)?;
     // SAFETY: the new allocation holds `bytes`; `mapped` as the caller guarantees, its writer
-    // ordered before the copy above.
-    unsafe { driver::dtod_async(alloc.ptr(), mapped, bytes, stream.cu_stream()) }
-        .map_err(driver::err(dev.device, "copy from mapped memory"))?;
+    // ordered before the copy above; the stream is `device`'s.
+    unsafe { mapped_copy((&dev, alloc.ptr()), (&owner, mapped), bytes, &stream, "copy from mapped memory") }?;
     let e = record(&stream, dev.device)?;
     Ok(device_buffer(src.dtype, src.len, alloc, e, &stream))
+}
+
+/// Issues a copy of `bytes` from `src` (memory of `from`) to `dst` (memory of `to`) on `stream`,
+/// one of `to`'s: within one device, or between two as [`super::copy::peer_bytes`] does (a peer
+/// copy across GPUs).
+///
+/// # Safety
+/// Both ranges are valid for `bytes` until the copy has run.
+#[cfg(feature = "vulkan")]
+unsafe fn mapped_copy(
+    (to, dst): (&device::CudaDevice, CUdeviceptr),
+    (from, src): (&device::CudaDevice, CUdeviceptr),
+    bytes: usize,
+    stream: &cudarc::driver::CudaStream,
+    what: &str,
+) -> Result<()> {
+    if to.device != from.device {
+        // SAFETY: as the caller guarantees.
+        return unsafe { super::copy::peer_bytes((to, dst), (from, src), bytes, stream) };
+    }
+    to.bind()?;
+    // SAFETY: as the caller guarantees; one device (one context) owns both pointers.
+    unsafe { driver::dtod_async(dst, src, bytes, stream.cu_stream()) }.map_err(driver::err(to.device, what))
 }

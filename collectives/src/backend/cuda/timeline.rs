@@ -126,6 +126,32 @@ pub(crate) fn await_vulkan(dev: &CudaDevice, stream: &CudaStream, fence: &dyn Fe
     Ok(true)
 }
 
+/// As [`await_vulkan`] for `stream` of `dev` where the Vulkan device's timeline is imported into
+/// `owner`, a CUDA device of the Vulkan device's GPU (the peer bridge's `via`): `owner`'s download
+/// stream waits for the value and `stream` waits for that stream by an event, so the relay
+/// costs no host wait. When `owner` is `dev`, [`await_vulkan`] itself.
+pub(crate) fn await_vulkan_from(
+    owner: &CudaDevice,
+    dev: &CudaDevice,
+    stream: &CudaStream,
+    fence: &dyn Fence,
+) -> Result<bool> {
+    if owner.device == dev.device {
+        return await_vulkan(dev, stream, fence);
+    }
+    let relay = &owner.copy_out;
+    if !await_vulkan(owner, relay, fence)? {
+        return Ok(false);
+    }
+    let relayed = super::memory::record(relay, owner.device)?;
+    dev.bind()?;
+    // SAFETY: both streams and the event are alive for the call; a wait captures the event's
+    // state when issued, so the pooled event may be recorded again after it.
+    unsafe { driver::stream_wait(stream.cu_stream(), relayed.cu_event()) }
+        .map_err(driver::err(dev.device, "wait on a relayed Vulkan timeline"))?;
+    Ok(true)
+}
+
 /// One CUDA stream's signals to one Vulkan device: the timeline that device made for it,
 /// imported here, and the last value signalled.
 struct Outbound {

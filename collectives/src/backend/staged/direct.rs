@@ -11,6 +11,11 @@
 //! between the two APIs' work costs about 200 µs (`bench/gpu/11-bridge`), while CUDA copies device
 //! to device at about 1.9 TB/s. Smaller buffers, and Vulkan buffers without shared memory, take
 //! the device ring ([`super::ring`]).
+//!
+//! The peer bridge ([`Bridge::Peer`]: the Vulkan device is another GPU, which a CUDA device
+//! `via` of this process also drives) moves the same way, through `via`: the buffer's memory is
+//! mapped into `via`, whose streams wait for and signal the Vulkan timelines, and the copy is a
+//! peer copy between the CUDA end and that mapping. Its smaller moves take the host ring.
 
 use std::sync::Arc;
 
@@ -23,17 +28,22 @@ use crate::backend::{Buffer, cuda};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
-/// `src` moved to `to` by one CUDA copy, or `None` when this move cannot go direct (two GPUs,
-/// host staging forced, an empty tensor, a Vulkan buffer without shared memory, or a pair whose
-/// memory sharing failed before).
+/// `src` moved to `to` by one CUDA copy, or `None` when this move cannot go direct (host
+/// staging, an empty tensor, a Vulkan buffer without shared memory, or a pair whose memory
+/// sharing failed before).
 pub(super) fn transfer(src: &Buffer, to: Device) -> Option<Result<Buffer>> {
     let (cu, vk) = super::cuda_and_vulkan(src.device, to);
-    if src.bytes() == 0 || ring::choice(cu, vk) != Bridge::Device || failed(cu, vk, None) {
+    let via = match ring::choice(cu, vk) {
+        Bridge::Device => cu,
+        Bridge::Peer { via } => via,
+        Bridge::Host(_) => return None,
+    };
+    if src.bytes() == 0 || failed(cu, vk, None) {
         return None;
     }
     match src.device {
-        Device::Cuda(_) => to_vulkan(src, vk).transpose(),
-        _ => to_cuda(src, cu).transpose(),
+        Device::Cuda(_) => to_vulkan(src, vk, via).transpose(),
+        _ => to_cuda(src, cu, via).transpose(),
     }
 }
 
@@ -52,38 +62,42 @@ fn failed(cu: Device, vk: Device, now: Option<&Error>) -> bool {
     pairs.contains(&(cu, vk))
 }
 
-/// CUDA's mapping of `buf`, imported into `cu` on first use; `None` (and the pair marked failed)
-/// when the import fails, so that the move takes the ring instead.
-fn mapping(buf: &SharedBuf, cu: Device, vk: Device) -> Option<Arc<cuda::ImportedMem>> {
+/// CUDA's mapping of `buf` (memory of `vk`), imported into `via` (a CUDA device of `vk`'s GPU)
+/// on first use; `None` (and the pair `cu`, `vk` marked failed) when the import fails, so that
+/// the move takes the ring instead.
+fn mapping(buf: &SharedBuf, (cu, vk): (Device, Device), via: Device) -> Option<Arc<cuda::ImportedMem>> {
     let len = buf.size();
     let made = buf.view(|fd, size| {
         crate::backend::chain::fail_share()?;
-        // SAFETY: the descriptor names the buffer's memory (`size` bytes) on the GPU behind `cu`
-        // (their UUIDs match); the mapping is kept with the memory and dropped before it is freed.
-        unsafe { cuda::ImportedMem::new(cu, fd, size, len) }
+        // SAFETY: the descriptor names the buffer's memory (`size` bytes) on the GPU behind
+        // `via` (their UUIDs match); the mapping is kept with the memory and dropped before it
+        // is freed.
+        unsafe { cuda::ImportedMem::new(via, fd, size, len) }
     });
     made.map_err(|e| failed(cu, vk, Some(&e))).ok()
 }
 
-/// `src` (on a CUDA device) copied into a new shared buffer of `vk`.
-pub(super) fn to_vulkan(src: &Buffer, vk: Device) -> Result<Option<Buffer>> {
+/// `src` (on a CUDA device) copied into a new shared buffer of `vk`, through `via` (`src`'s
+/// device where the two are one GPU, else its peer on `vk`'s GPU).
+pub(super) fn to_vulkan(src: &Buffer, vk: Device, via: Device) -> Result<Option<Buffer>> {
     let Some(dst) = SharedBuf::alloc(vk, src.bytes())? else { return Ok(None) };
-    let Some(map) = mapping(&dst, src.device, vk) else { return Ok(None) };
-    // SAFETY: the mapping covers the buffer (at least `src.bytes()`), and the buffer waits for
-    // the copy (`set_busy`) before its memory is reused or freed.
-    let fence = unsafe { cuda::copy_to_mapped(src, map.ptr(), vk) }?;
+    let Some(map) = mapping(&dst, (src.device, vk), via) else { return Ok(None) };
+    // SAFETY: the mapping (into `via`) covers the buffer (at least `src.bytes()`), and the buffer
+    // waits for the copy (`set_busy`) before its memory is reused or freed.
+    let fence = unsafe { cuda::copy_to_mapped(src, via, map.ptr(), vk) }?;
     dst.set_busy(fence.clone())?;
     Ok(Some(dst.into_buffer(src.dtype, src.len, fence)))
 }
 
-/// `src` (a Vulkan buffer) copied into a new buffer of CUDA device `cu`, if its memory is shared.
-pub(super) fn to_cuda(src: &Buffer, cu: Device) -> Result<Option<Buffer>> {
+/// `src` (a Vulkan buffer) copied into a new buffer of CUDA device `cu`, if its memory is shared,
+/// through `via` (`cu` where the two are one GPU, else its peer on `src`'s GPU).
+pub(super) fn to_cuda(src: &Buffer, cu: Device, via: Device) -> Result<Option<Buffer>> {
     let Some(from) = SharedBuf::of(src) else { return Ok(None) };
-    let Some(map) = mapping(&from, cu, src.device) else { return Ok(None) };
+    let Some(map) = mapping(&from, (cu, src.device), via) else { return Ok(None) };
     // SAFETY: the mapping is the memory of `src` (or of the buffer `src` is a view of, from
     // `offset`) and covers it (the copy waits for its writer); the memory waits for the copy
     // (`set_busy`) before it is reused or freed.
-    let out = unsafe { cuda::copy_from_mapped(cu, src, map.ptr() + from.offset()) }?;
+    let out = unsafe { cuda::copy_from_mapped(cu, via, src, map.ptr() + from.offset()) }?;
     if let Some(f) = &out.fence {
         from.set_busy(f.clone())?;
     }

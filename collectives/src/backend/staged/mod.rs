@@ -11,7 +11,10 @@
 //! or out of the Vulkan buffer's own exportable memory ([`direct`]); anything else between them
 //! goes through a ring of the Vulkan device's memory mapped into CUDA (device-to-device copies on
 //! both sides). Should sharing the memory fail, the pair falls back to the host ring, with a
-//! warning saying why.
+//! warning saying why. Where the Vulkan device is another GPU that a CUDA device of this process
+//! also drives, and the two GPUs are peers (the peer bridge), a large tensor moves by one peer
+//! copy between the CUDA device and the Vulkan buffer's memory mapped into that GPU's CUDA
+//! device; smaller ones take the host ring.
 //!
 //! Between two GPUs the data goes through a host *ring*: `slots` chunks of
 //! host memory that the CUDA driver has page-locked (`cuMemHostRegister`) and the Vulkan device
@@ -30,6 +33,8 @@
 mod direct;
 #[cfg(all(test, feature = "cuda", feature = "vulkan"))]
 mod one_gpu;
+#[cfg(all(test, feature = "cuda", feature = "vulkan"))]
+mod peer_tests;
 #[cfg(all(feature = "cuda", feature = "vulkan"))]
 mod ring;
 #[cfg(test)]
@@ -112,11 +117,11 @@ pub(crate) fn two_hops(src: &Buffer, to: Device) -> Result<Buffer> {
 }
 
 /// The smallest tensor (in bytes) whose chain `from → to` is fused:
-/// [`DEVICE_MIN_BYTES`](super::chain::DEVICE_MIN_BYTES) where the pair is one GPU sharing its
-/// memory, else [`STAGED_MIN_BYTES`](super::chain::STAGED_MIN_BYTES).
+/// [`DEVICE_MIN_BYTES`](super::chain::DEVICE_MIN_BYTES) where the pair shares GPU memory (one GPU,
+/// or the peer bridge), else [`STAGED_MIN_BYTES`](super::chain::STAGED_MIN_BYTES).
 pub(crate) fn fuse_min_bytes(from: Device, to: Device) -> usize {
     #[cfg(all(feature = "cuda", feature = "vulkan"))]
-    if from.needs_staging(to) && ring::on_device(from, to) {
+    if from.needs_staging(to) && ring::direct(from, to) {
         return super::chain::DEVICE_MIN_BYTES;
     }
     let _ = (from, to);

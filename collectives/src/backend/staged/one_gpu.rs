@@ -68,7 +68,7 @@ fn a_vulkan_view_moves_to_cuda_from_its_offset() {
     for (start, len) in [(16384usize, 100_003usize), (n / 2, n / 2), (0, 5)] {
         let slice = Kernel::Slice { outer: 1, in_mid: n, start, len, inner: 1 };
         let view = crate::backend::view(&slice, &parent, vk).unwrap().expect("a view at a 64 KiB multiple");
-        let moved = super::direct::to_cuda(&view, cu).unwrap().expect("through the device bridge");
+        let moved = super::direct::to_cuda(&view, cu, cu).unwrap().expect("through the device bridge");
         assert_eq!(read(&moved, &cbe), values[start..start + len], "from element {start}");
         let spec = OutSpec { dtype: DType::F32, len };
         let twice = read(&vbe.compute(&Kernel::Binary(BinaryOp::Add), &[&view, &view], spec).unwrap(), &vbe);
@@ -213,12 +213,22 @@ fn one_gpu_pair() -> Option<(Arc<dyn crate::backend::Backend>, Arc<dyn crate::ba
 /// machine's test; skipped without both devices of one GPU).
 #[test]
 fn a_move_from_vulkan_waits_for_its_writer_on_the_gpu() {
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let Some((cbe, vbe)) = one_gpu_pair() else { return };
+    from_vulkan_after_its_writer((&cbe, cu), (&vbe, vk), cu);
+}
+
+/// [`a_move_from_vulkan_waits_for_its_writer_on_the_gpu`] between `cu` and `vk` through `via`, a
+/// CUDA device of `vk`'s GPU (`cu` itself, or its peer: the peer bridge).
+pub(super) fn from_vulkan_after_its_writer(
+    (cbe, cu): (&Arc<dyn crate::backend::Backend>, Device),
+    (vbe, vk): (&Arc<dyn crate::backend::Backend>, Device),
+    via: Device,
+) {
     use crate::backend::cuda::timeline::{FAIL_TIMELINE, imported};
     use crate::backend::{Kernel, OutSpec};
     use crate::dtype::DType;
     use crate::graph::BinaryOp;
-    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
-    let Some((cbe, vbe)) = one_gpu_pair() else { return };
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
     let len = 16 << 20; // 64 MiB of f32: the fold runs long enough to be caught running
     for refused in [false, true] {
@@ -232,10 +242,10 @@ fn a_move_from_vulkan_waits_for_its_writer_on_the_gpu() {
         FAIL_TIMELINE.with(|f| f.set(refused));
         // Straight to the direct move: an earlier test may have marked the pair's sharing
         // failed for this process, which only `transfer`'s choice reads.
-        let out = direct::to_cuda(&sum, cu).unwrap().expect("shared memory");
+        let out = direct::to_cuda(&sum, cu, via).unwrap().expect("shared memory");
         FAIL_TIMELINE.with(|f| f.set(false));
         assert_eq!(out.device, cu);
-        assert!(imported(cu, vk), "{vk}'s timeline is imported into {cu}");
+        assert!(imported(via, vk), "{vk}'s timeline is imported into {via}");
         let back = cbe.dtoh(&out, Device::Cpu(0)).unwrap();
         back.wait().unwrap();
         let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());
@@ -253,13 +263,23 @@ fn a_move_from_vulkan_waits_for_its_writer_on_the_gpu() {
 /// skipped without both devices of one GPU).
 #[test]
 fn a_vulkan_kernel_after_a_move_from_cuda_waits_for_it_on_the_gpu() {
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let Some((cbe, vbe)) = one_gpu_pair() else { return };
+    vulkan_kernel_after_a_move((&cbe, cu), (&vbe, vk), cu);
+}
+
+/// [`a_vulkan_kernel_after_a_move_from_cuda_waits_for_it_on_the_gpu`] between `cu` and `vk`
+/// through `via`, a CUDA device of `vk`'s GPU (`cu` itself, or its peer: the peer bridge).
+pub(super) fn vulkan_kernel_after_a_move(
+    (cbe, cu): (&Arc<dyn crate::backend::Backend>, Device),
+    (vbe, vk): (&Arc<dyn crate::backend::Backend>, Device),
+    via: Device,
+) {
     use crate::backend::cuda::timeline::{FAIL_TIMELINE, signalling};
     use crate::backend::vulkan::export::Signalled;
     use crate::backend::{Kernel, OutSpec};
     use crate::dtype::DType;
     use crate::graph::BinaryOp;
-    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
-    let Some((cbe, vbe)) = one_gpu_pair() else { return };
     let mut rng = rand::rngs::StdRng::seed_from_u64(12);
     let len = 16 << 20; // 64 MiB of f32; eight CUDA adds before the move keep it waiting
     let spec = OutSpec { dtype: DType::F32, len };
@@ -270,22 +290,23 @@ fn a_vulkan_kernel_after_a_move_from_cuda_waits_for_it_on_the_gpu() {
         let on = |be: &Arc<dyn crate::backend::Backend>, v: &Vec<f32>| {
             be.htod(&Buffer::from_vec(Device::Cpu(0), v.clone())).unwrap()
         };
-        let (ca, cb, vc) = (on(&cbe, &a), on(&cbe, &b), on(&vbe, &c));
+        let (ca, cb, vc) = (on(cbe, &a), on(cbe, &b), on(vbe, &c));
         vc.wait().unwrap();
         let mut sum = cbe.compute(&add, &[&ca, &cb], spec).unwrap();
         for _ in 1..8 {
             sum = cbe.compute(&add, &[&sum, &cb], spec).unwrap();
         }
+        assert_eq!(sum.device, cu, "the CUDA end");
         FAIL_TIMELINE.with(|f| f.set(refused));
         // Straight to the direct move: an earlier test may have marked the pair's sharing
         // failed for this process, which only `transfer`'s choice reads.
-        let moved = direct::to_vulkan(&sum, vk).unwrap().expect("shared memory");
+        let moved = direct::to_vulkan(&sum, vk, via).unwrap().expect("shared memory");
         FAIL_TIMELINE.with(|f| f.set(false));
         let fence = moved.fence.clone().expect("the copy's fence");
         let running = !fence.is_complete();
         let out = vbe.compute(&add, &[&moved, &vc], spec).unwrap();
         assert_eq!(fence.as_any().is::<Signalled>(), !refused, "import refused: {refused}");
-        assert!(signalling(cu, vk) > 0, "{cu} signals {vk}");
+        assert!(signalling(via, vk) > 0, "{via} signals {vk}");
         let back = vbe.dtoh(&out, Device::Cpu(0)).unwrap();
         back.wait().unwrap();
         let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());

@@ -62,6 +62,8 @@ impl Drop for Slab {
 /// One pair's ring and the copies still using its slots.
 struct Ring {
     geo: Geometry,
+    /// The peer bridge's `via` ([`Bridge::Peer`]), whose direct moves bypass this (host) ring.
+    peer: Option<Device>,
     busy: Vec<Option<Arc<dyn Fence>>>,
     /// CUDA's access to the ring; dropped (unregistered, unmapped) before the Vulkan side.
     cuda: CudaSide,
@@ -81,14 +83,16 @@ enum CudaSide {
 impl Ring {
     /// The ring between CUDA device `cu` and Vulkan device `vk`: in device memory when the pair
     /// is one GPU ([`Bridge::Device`]), else (or when that fails, which is warned about) in host
-    /// memory.
+    /// memory — also for the peer bridge, whose large moves go direct ([`super::direct`]).
     fn new(cu: Device, vk: Device) -> Result<Ring> {
         let bridge = choice(cu, vk);
-        if let Bridge::Host(why) = &bridge {
-            log!(LogLevel::Info, "bridge {cu} <-> {vk}: through the host ({why})");
-        }
-        if bridge == Bridge::Device {
-            match Self::on_device(cu, vk) {
+        match &bridge {
+            Bridge::Host(why) => log!(LogLevel::Info, "bridge {cu} <-> {vk}: through the host ({why})"),
+            Bridge::Peer { via } => log!(
+                LogLevel::Info,
+                "bridge {cu} <-> {vk}: through {via} ({vk}'s GPU, a peer of {cu}) for buffers CUDA maps, the host ring otherwise"
+            ),
+            Bridge::Device => match Self::on_device(cu, vk) {
                 Ok(ring) => {
                     log!(
                         LogLevel::Info,
@@ -102,9 +106,15 @@ impl Ring {
                         "{cu} and {vk} are one GPU, but sharing its memory failed ({e}); staging through the host"
                     ),
                 ),
-            }
+            },
         }
-        Self::on_host(cu, vk)
+        let peer = match bridge {
+            Bridge::Peer { via } => Some(via),
+            _ => None,
+        };
+        let mut ring = Self::on_host(cu, vk)?;
+        ring.peer = peer;
+        Ok(ring)
     }
 
     /// A ring of [`Geometry::DEVICE`] in `vk`'s memory, imported into `cu`.
@@ -119,7 +129,7 @@ impl Ring {
         // SAFETY: the descriptor names `ex.size` bytes of `vk`'s memory, the same GPU as `cu`
         // (UUIDs match); the import drops before the view frees the memory (field order).
         let mem = unsafe { cuda::ImportedMem::new(cu, ex.fd, ex.size, bytes) }?;
-        Ok(Ring { geo, busy: vec![None; geo.slots], cuda: CudaSide::Device(mem), vk: ex.view })
+        Ok(Ring { geo, peer: None, busy: vec![None; geo.slots], cuda: CudaSide::Device(mem), vk: ex.view })
     }
 
     /// A ring of [`Geometry::DEFAULT`] in host memory, registered with `cu` and imported into
@@ -137,7 +147,7 @@ impl Ring {
                 .map_err(|second| Error::driver(vk, "staged copy ring", format!("{first}; {second}")))?,
         };
         let cuda = CudaSide::Host { cuda, _slab: slab };
-        Ok(Ring { geo, busy: vec![None; geo.slots], cuda, vk: view })
+        Ok(Ring { geo, peer: None, busy: vec![None; geo.slots], cuda, vk: view })
     }
 
     /// `slab` registered with CUDA device `cu` and imported into Vulkan device `vk`, CUDA first
@@ -166,6 +176,9 @@ impl Ring {
     fn transport(&self) -> StagedTransport {
         let (chunk_bytes, slots) = (self.geo.chunk, self.geo.slots);
         match self.cuda {
+            CudaSide::Host { .. } if let Some(via) = self.peer => {
+                StagedTransport::Peer { via, chunk_bytes, slots }
+            }
             CudaSide::Host { .. } => StagedTransport::Pipelined { chunk_bytes, slots },
             CudaSide::Device(_) => StagedTransport::Device { chunk_bytes, slots },
         }
@@ -210,8 +223,8 @@ pub(super) fn decided(cu: Device, vk: Device) -> Option<Bridge> {
     CHOICES.get()?.lock().get(&(cu, vk)).cloned()
 }
 
-/// The bridge between CUDA device `cu` and Vulkan device `vk` ([`choose_bridge`] on their UUIDs),
-/// decided once per pair.
+/// The bridge between CUDA device `cu` and Vulkan device `vk` ([`choose_bridge`] on their UUIDs,
+/// and for two GPUs on the CUDA devices of the Vulkan device's GPU), decided once per pair.
 pub(super) fn choice(cu: Device, vk: Device) -> Bridge {
     let mut made = CHOICES.get_or_init(Default::default).lock();
     made.entry((cu, vk))
@@ -221,7 +234,7 @@ pub(super) fn choice(cu: Device, vk: Device) -> Bridge {
                 import.map(|()| u).map_err(|e| format!("CUDA cannot import memory: {e}"))
             });
             let vulkan = crate::backend::vulkan::export::uuid(vk).map_err(|e| e.to_string());
-            choose_bridge(bridge_forced_host(), cuda, vulkan)
+            choose_bridge(bridge_forced_host(), cuda, vulkan, |uuid| cuda::peer_on(cu, uuid))
         })
         .clone()
 }
@@ -282,4 +295,11 @@ pub(super) fn transport(from: Device, to: Device) -> std::result::Result<StagedT
 pub(super) fn on_device(from: Device, to: Device) -> bool {
     let (cu, vk) = super::cuda_and_vulkan(from, to);
     choice(cu, vk) == Bridge::Device
+}
+
+/// Whether the pair's large moves go direct, as one CUDA copy ([`Bridge::Device`] or
+/// [`Bridge::Peer`], [`super::direct`]); makes no ring.
+pub(super) fn direct(from: Device, to: Device) -> bool {
+    let (cu, vk) = super::cuda_and_vulkan(from, to);
+    !matches!(choice(cu, vk), Bridge::Host(_))
 }
