@@ -3,7 +3,8 @@
 //! destroyed in `Drop`, after the device is idle.
 
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
@@ -56,6 +57,27 @@ pub(super) struct Gpu {
     /// Tensor buffers smaller than this many bytes live in host memory (see
     /// [`super::memory::VULKAN_HOST_BELOW_BYTES`]).
     pub host_below: u64,
+}
+
+/// Environment variable: how long, in microseconds, a host wait for a Vulkan submission polls the
+/// device's timeline before it blocks in `vkWaitSemaphores`; `0` blocks at once. Default
+/// [`VULKAN_SPIN_US`]. A blocked wait wakes some tens of microseconds after the GPU signals
+/// (the driver's interrupt and the scheduler's wake-up), which a small call pays in full; the
+/// poll takes a core while it runs, as CUDA's default wait does. Software devices (lavapipe),
+/// which run on the host's cores, never poll. Read once per process.
+pub const VULKAN_SPIN_ENV: &str = "COLLECTIVES_VULKAN_SPIN_US";
+
+/// How long a host wait polls a Vulkan timeline before blocking, by default (µs; see
+/// [`VULKAN_SPIN_ENV`]).
+pub const VULKAN_SPIN_US: u64 = 200;
+
+/// How long host waits on this process's hardware Vulkan devices poll ([`VULKAN_SPIN_ENV`]).
+fn spin_budget() -> Duration {
+    static SPIN: OnceLock<Duration> = OnceLock::new();
+    *SPIN.get_or_init(|| {
+        let us = crate::knob::var(VULKAN_SPIN_ENV, "microseconds (0 blocks at once)", |_: &u64| true);
+        Duration::from_micros(us.unwrap_or(VULKAN_SPIN_US))
+    })
 }
 
 /// The bound below which tensor buffers live in host memory: [`VULKAN_HOST_ENV`] or
@@ -135,16 +157,36 @@ impl Gpu {
         self.export_fd.is_some() && !self.software && self.nvidia
     }
 
-    /// Blocks until submission `value` has completed; reports device loss and validation errors.
+    /// Blocks until submission `value` has completed, polling the timeline first for up to
+    /// [`VULKAN_SPIN_ENV`]'s budget; reports device loss and validation errors.
     pub fn wait(&self, value: u64) -> Result<()> {
-        // SAFETY: the timeline belongs to this live device.
-        check(self.device, "vkWaitSemaphores", unsafe {
-            raw::wait_timeline(&self.raw, self.timeline, value)
-        })?;
+        if !self.poll_until(value)? {
+            // SAFETY: the timeline belongs to this live device.
+            check(self.device, "vkWaitSemaphores", unsafe {
+                raw::wait_timeline(&self.raw, self.timeline, value)
+            })?;
+        }
         if let Some(mut st) = self.state.try_lock() {
             st.retire(self)?;
         }
         instance::validation_result(self.device)
+    }
+
+    /// Polls the timeline until it reaches `value` (`true`) or the poll budget runs out
+    /// (`false`; at once on a software device, or with a budget of 0).
+    fn poll_until(&self, value: u64) -> Result<bool> {
+        let budget = if self.software { Duration::ZERO } else { spin_budget() };
+        let start = Instant::now();
+        while !budget.is_zero() {
+            if self.completed()? >= value {
+                return Ok(true);
+            }
+            if start.elapsed() >= budget {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        Ok(false)
     }
 
     /// The value of the last completed submission.

@@ -39,6 +39,8 @@ mod join;
 mod kernels;
 mod memory;
 mod pipelines;
+#[cfg(test)]
+mod probe;
 mod raw;
 mod submit;
 mod view;
@@ -58,6 +60,7 @@ use copy::Rows;
 use device::Gpu;
 use kernels::Fold;
 use memory::{DevBuf, StagingHost, Usage, VkMem};
+pub use device::{VULKAN_SPIN_ENV, VULKAN_SPIN_US};
 pub use memory::{VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV};
 use submit::{Recorder, TimelineFence};
 pub(crate) use view::view;
