@@ -28,7 +28,9 @@ pub use backend::HOST_POOL_ENV;
 #[cfg(feature = "cuda")]
 pub use backend::{CUDA_DEVICES_ENV, CUDA_POOL_ENV, HOST_REGISTER_ENV};
 #[cfg(feature = "vulkan")]
-pub use backend::{VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_POOL_ENV, VULKAN_SPIN_ENV, VULKAN_SPIN_US};
+pub use backend::{
+    VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_POOL_ENV, VULKAN_SPIN_ENV, VULKAN_SPIN_US,
+};
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
 /// See [`typed`] for the typed group this makes.
 ///

@@ -43,7 +43,9 @@ pub(crate) use kernel::{Kernel, OutSpec};
 pub(crate) use registry::{device_count, device_name, get, nccl_available, nccl_usable, unavailable_reason};
 pub(crate) use view::view;
 #[cfg(feature = "vulkan")]
-pub use vulkan::{VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_POOL_ENV, VULKAN_SPIN_ENV, VULKAN_SPIN_US};
+pub use vulkan::{
+    VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_POOL_ENV, VULKAN_SPIN_ENV, VULKAN_SPIN_US,
+};
 
 /// Every backend's resource figures, by name (see `crate::failpoint::resources`).
 #[cfg(feature = "failpoints")]
