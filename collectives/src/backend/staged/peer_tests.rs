@@ -15,12 +15,13 @@ use super::tests::random_bytes;
 use crate::backend::{Backend, Buffer, cuda};
 use crate::device::Device;
 
+/// `cu` and `vulkan:0`, each with its backend, and `via`.
+type Trio = ((Arc<dyn Backend>, Device), (Arc<dyn Backend>, Device), Device);
+
 /// The peer bridge's devices — `cu`, `vulkan:0` and `via`, a CUDA device of `vulkan:0`'s GPU
 /// other than `cu` — with the backends of `cu` and `vulkan:0`: on two GPUs, `via` a peer of
 /// `cu` ([`cuda::peer_on`]); on one, two logical devices of that GPU. `None`, having printed
 /// why, elsewhere.
-type Trio = ((Arc<dyn Backend>, Device), (Arc<dyn Backend>, Device), Device);
-
 fn peer_trio() -> Option<Trio> {
     let vk = Device::Vulkan(0);
     let skip = |why: String| {

@@ -63,8 +63,8 @@ pub(super) struct Gpu {
 /// device's timeline before it blocks in `vkWaitSemaphores`; `0` blocks at once. Default
 /// [`VULKAN_SPIN_US`]. A blocked wait wakes some tens of microseconds after the GPU signals
 /// (the driver's interrupt and the scheduler's wake-up), which a small call pays in full; the
-/// poll takes a core while it runs, as CUDA's default wait does. Software devices (lavapipe),
-/// which run on the host's cores, never poll. Read once per process.
+/// poll takes a core while it runs, as CUDA's default wait does, but yields it between reads, so
+/// a software device's own threads (lavapipe) still run. Read once per process.
 pub const VULKAN_SPIN_ENV: &str = "COLLECTIVES_VULKAN_SPIN_US";
 
 /// How long a host wait polls a Vulkan timeline before blocking, by default (µs; see
@@ -173,9 +173,9 @@ impl Gpu {
     }
 
     /// Polls the timeline, yielding between reads, until it reaches `value` (`true`) or the poll
-    /// budget runs out (`false`; at once on a software device, or with a budget of 0).
+    /// budget runs out (`false`; at once with a budget of 0).
     fn poll_until(&self, value: u64) -> Result<bool> {
-        let budget = if self.software { Duration::ZERO } else { spin_budget() };
+        let budget = spin_budget();
         let start = Instant::now();
         while !budget.is_zero() {
             if self.completed()? >= value {
