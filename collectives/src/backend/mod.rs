@@ -21,6 +21,8 @@ pub(crate) mod nccl;
 mod registry;
 mod shelf;
 pub(crate) mod staged;
+#[cfg(test)]
+pub(crate) mod timing;
 pub(crate) mod view;
 #[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;

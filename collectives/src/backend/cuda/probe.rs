@@ -21,6 +21,7 @@ use super::event;
 use super::launch::{self, Launcher};
 use super::memory::alloc_of;
 use super::tests::{devices, upload};
+use crate::backend::timing::{self, row};
 use crate::backend::{Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -29,24 +30,9 @@ use crate::graph::{ReduceKind, Tensor};
 const ITERS: usize = 4000;
 const N: usize = 1024;
 
-/// Median and tenth percentile of `ITERS` timed runs of `f` (µs), after 200 untimed.
-fn time(mut f: impl FnMut()) -> (f64, f64) {
-    for _ in 0..200 {
-        f();
-    }
-    let mut t: Vec<f64> = (0..ITERS)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    (t[ITERS / 2], t[ITERS / 10])
-}
-
-fn row(what: &str, (med, p10): (f64, f64)) {
-    println!("probe: {med:7.2} us median, {p10:7.2} p10  {what}");
+/// [`timing::time`] over `ITERS` runs.
+fn time(f: impl FnMut()) -> (f64, f64) {
+    timing::time(ITERS, f)
 }
 
 #[test]

@@ -8,11 +8,10 @@
 //! `local_reduce` of two 4 KiB shards on `vulkan:0` with the process's wait
 //! (`COLLECTIVES_VULKAN_SPIN_US`).
 
-use std::time::Instant;
-
 use super::raw;
 use super::submit::{Recorder, TimelineFence};
 use super::tests::backend;
+use crate::backend::timing::{self, row};
 use crate::backend::{Backend, Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -21,24 +20,9 @@ use crate::graph::{BinaryOp, ReduceKind, Tensor};
 const ITERS: usize = 2000;
 const N: usize = 1024;
 
-/// Median and tenth percentile of `ITERS` timed runs of `f` (µs), after 100 untimed.
-fn time(mut f: impl FnMut()) -> (f64, f64) {
-    for _ in 0..100 {
-        f();
-    }
-    let mut t: Vec<f64> = (0..ITERS)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    (t[ITERS / 2], t[ITERS / 10])
-}
-
-fn row(what: &str, (med, p10): (f64, f64)) {
-    println!("probe: {med:7.2} us median, {p10:7.2} p10  {what}");
+/// [`timing::time`] over `ITERS` runs.
+fn time(f: impl FnMut()) -> (f64, f64) {
+    timing::time(ITERS, f)
 }
 
 #[test]
