@@ -196,8 +196,8 @@ pub(crate) fn peer_into(
 }
 
 /// Issues a copy of `bytes` from `src` (memory of `from`) to `dst` (memory of `to`) on `stream`,
-/// one of `to`'s: a device-to-device copy within one context (logical devices of one GPU share
-/// its context), a peer copy between two.
+/// one of `to`'s: a device-to-device copy within one context (one device, or logical devices of
+/// one GPU, which share its context), a peer copy between two.
 ///
 /// # Safety
 /// Both ranges are valid for `bytes` until the copy has run.
@@ -208,7 +208,12 @@ pub(crate) unsafe fn peer_bytes(
     stream: &CudaStream,
 ) -> Result<()> {
     to.bind()?;
-    let err = driver::err(to.device, format!("peer copy from {}", from.device));
+    let what = if from.device == to.device {
+        "copy within device".into()
+    } else {
+        format!("peer copy from {}", from.device)
+    };
+    let err = driver::err(to.device, what);
     if to.ctx.cu_ctx() == from.ctx.cu_ctx() {
         // SAFETY: as the caller guarantees; one context owns both pointers.
         return unsafe { driver::dtod_async(dst, src, bytes, stream.cu_stream()) }.map_err(err);

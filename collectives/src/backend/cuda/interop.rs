@@ -39,21 +39,14 @@ pub(crate) fn uuid(device: Device) -> Result<[u8; 16]> {
 pub(crate) fn peer_on(cu: Device, uuid: [u8; 16]) -> std::result::Result<Device, String> {
     let Device::Cuda(n) = cu else { return Err(format!("{cu} is not a CUDA device")) };
     let own = super::virt::physical(n)?;
-    let on_gpu = |o: &u32| {
-        super::virt::physical(*o).is_ok_and(|p| p != own && driver::gpu_uuid(p).is_ok_and(|u| u == uuid))
-    };
-    let Some(o) = (0..super::virt::count()).find(on_gpu) else {
+    let on_gpu =
+        |o: u32| super::virt::physical(o).ok().filter(|&p| p != own && driver::gpu_uuid(p) == Ok(uuid));
+    let Some((o, gpu)) = (0..super::virt::count()).find_map(|o| on_gpu(o).map(|p| (o, p))) else {
         return Err("no CUDA device of this process is the Vulkan device's GPU".into());
     };
     let via = Device::Cuda(o);
-    let (a, b) = (driver::gpu(own), super::virt::physical(o).map(driver::gpu));
-    let both = match (a, b) {
-        (Ok(a), Ok(Ok(b))) => {
-            driver::can_access_peer(a, b).and_then(|x| Ok(x && driver::can_access_peer(b, a)?))
-        }
-        _ => return Err(format!("the driver could not name {cu}'s or {via}'s GPU")),
-    };
-    match both {
+    let reaches = |a: u32, b: u32| driver::can_access_peer(driver::gpu(a)?, driver::gpu(b)?);
+    match reaches(own, gpu).and_then(|x| Ok(x && reaches(gpu, own)?)) {
         Ok(true) => Ok(via),
         Ok(false) => Err(format!("{via} (the Vulkan device's GPU) and {cu} have no peer access")),
         Err(e) => Err(format!("cuDeviceCanAccessPeer for {cu} and {via}: {}", driver::describe(e))),
@@ -143,7 +136,7 @@ pub(crate) unsafe fn copy_to_mapped(
     device::enable_peer(&from, &dev)?;
     // SAFETY: `src`'s allocation holds its bytes and is kept alive through `note_use`; `dst` as
     // the caller guarantees; the stream is `via`'s.
-    unsafe { mapped_copy((&dev, dst), (&from, alloc.ptr()), src.bytes(), &stream, "copy to mapped memory") }?;
+    unsafe { super::copy::peer_bytes((&dev, dst), (&from, alloc.ptr()), src.bytes(), &stream) }?;
     let e = record(&stream, dev.device)?;
     alloc.note_use(&stream, &e);
     let copy = Arc::new(CudaFence::new(e, &stream, dev.device));
@@ -186,30 +179,7 @@ pub(crate) unsafe fn copy_from_mapped(
     device::enable_peer(&owner, &dev)?;
     // SAFETY: the new allocation holds `bytes`; `mapped` as the caller guarantees, its writer
     // ordered before the copy above; the stream is `device`'s.
-    unsafe { mapped_copy((&dev, alloc.ptr()), (&owner, mapped), bytes, &stream, "copy from mapped memory") }?;
+    unsafe { super::copy::peer_bytes((&dev, alloc.ptr()), (&owner, mapped), bytes, &stream) }?;
     let e = record(&stream, dev.device)?;
     Ok(device_buffer(src.dtype, src.len, alloc, e, &stream))
-}
-
-/// Issues a copy of `bytes` from `src` (memory of `from`) to `dst` (memory of `to`) on `stream`,
-/// one of `to`'s: within one device, or between two as [`super::copy::peer_bytes`] does (a peer
-/// copy across GPUs).
-///
-/// # Safety
-/// Both ranges are valid for `bytes` until the copy has run.
-#[cfg(feature = "vulkan")]
-unsafe fn mapped_copy(
-    (to, dst): (&device::CudaDevice, CUdeviceptr),
-    (from, src): (&device::CudaDevice, CUdeviceptr),
-    bytes: usize,
-    stream: &cudarc::driver::CudaStream,
-    what: &str,
-) -> Result<()> {
-    if to.device != from.device {
-        // SAFETY: as the caller guarantees.
-        return unsafe { super::copy::peer_bytes((to, dst), (from, src), bytes, stream) };
-    }
-    to.bind()?;
-    // SAFETY: as the caller guarantees; one device (one context) owns both pointers.
-    unsafe { driver::dtod_async(dst, src, bytes, stream.cu_stream()) }.map_err(driver::err(to.device, what))
 }

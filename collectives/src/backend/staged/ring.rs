@@ -62,8 +62,6 @@ impl Drop for Slab {
 /// One pair's ring and the copies still using its slots.
 struct Ring {
     geo: Geometry,
-    /// The peer bridge's `via` ([`Bridge::Peer`]), whose direct moves bypass this (host) ring.
-    peer: Option<Device>,
     busy: Vec<Option<Arc<dyn Fence>>>,
     /// CUDA's access to the ring; dropped (unregistered, unmapped) before the Vulkan side.
     cuda: CudaSide,
@@ -108,13 +106,7 @@ impl Ring {
                 ),
             },
         }
-        let peer = match bridge {
-            Bridge::Peer { via } => Some(via),
-            _ => None,
-        };
-        let mut ring = Self::on_host(cu, vk)?;
-        ring.peer = peer;
-        Ok(ring)
+        Self::on_host(cu, vk)
     }
 
     /// A ring of [`Geometry::DEVICE`] in `vk`'s memory, imported into `cu`.
@@ -129,7 +121,7 @@ impl Ring {
         // SAFETY: the descriptor names `ex.size` bytes of `vk`'s memory, the same GPU as `cu`
         // (UUIDs match); the import drops before the view frees the memory (field order).
         let mem = unsafe { cuda::ImportedMem::new(cu, ex.fd, ex.size, bytes) }?;
-        Ok(Ring { geo, peer: None, busy: vec![None; geo.slots], cuda: CudaSide::Device(mem), vk: ex.view })
+        Ok(Ring { geo, busy: vec![None; geo.slots], cuda: CudaSide::Device(mem), vk: ex.view })
     }
 
     /// A ring of [`Geometry::DEFAULT`] in host memory, registered with `cu` and imported into
@@ -147,7 +139,7 @@ impl Ring {
                 .map_err(|second| Error::driver(vk, "staged copy ring", format!("{first}; {second}")))?,
         };
         let cuda = CudaSide::Host { cuda, _slab: slab };
-        Ok(Ring { geo, peer: None, busy: vec![None; geo.slots], cuda, vk: view })
+        Ok(Ring { geo, busy: vec![None; geo.slots], cuda, vk: view })
     }
 
     /// `slab` registered with CUDA device `cu` and imported into Vulkan device `vk`, CUDA first
@@ -176,9 +168,6 @@ impl Ring {
     fn transport(&self) -> StagedTransport {
         let (chunk_bytes, slots) = (self.geo.chunk, self.geo.slots);
         match self.cuda {
-            CudaSide::Host { .. } if let Some(via) = self.peer => {
-                StagedTransport::Peer { via, chunk_bytes, slots }
-            }
             CudaSide::Host { .. } => StagedTransport::Pipelined { chunk_bytes, slots },
             CudaSide::Device(_) => StagedTransport::Device { chunk_bytes, slots },
         }
@@ -285,9 +274,17 @@ pub(super) fn fresh_transfer(src: &Buffer, to: Device) -> Result<(StagedTranspor
     Ok((ring.transport(), out))
 }
 
-/// How the pair's ring moves data, or why it has none.
+/// How the pair moves data, or why it has no ring: its ring's way, or for the peer bridge
+/// ([`Bridge::Peer`]) direct moves beside a host ring.
 pub(super) fn transport(from: Device, to: Device) -> std::result::Result<StagedTransport, String> {
-    entry(from, to).map(|r| r.lock().transport())
+    let ring = entry(from, to).map(|r| r.lock().transport())?;
+    let (cu, vk) = super::cuda_and_vulkan(from, to);
+    Ok(match (ring, choice(cu, vk)) {
+        (StagedTransport::Pipelined { chunk_bytes, slots }, Bridge::Peer { via }) => {
+            StagedTransport::Peer { via, chunk_bytes, slots }
+        }
+        (ring, _) => ring,
+    })
 }
 
 /// Whether the pair is one GPU whose memory the two devices share ([`Bridge::Device`]); makes
