@@ -33,7 +33,7 @@ pub(crate) mod nccl;
 mod nvrtc;
 mod pinned;
 #[cfg(test)]
-mod probe;
+pub(crate) mod probe;
 pub(crate) mod register;
 pub(crate) mod reuse;
 mod staging;

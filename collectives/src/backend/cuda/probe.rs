@@ -305,3 +305,25 @@ fn reduce_forms_probe() {
         }
     }
 }
+
+/// For the host ring's ceiling probe (`staged/one_gpu.rs`): copies `len` bytes from `src` to
+/// `dst` on `device` by the copy kernel (streaming multiprocessors, not a copy engine) on its
+/// `copy_out` stream (`out`) or `copy_in` stream; returns the event recorded after it.
+///
+/// # Safety
+/// Both ranges are device memory or host memory registered with CUDA, valid until the event
+/// completes.
+pub(crate) unsafe fn copy_by_kernel(
+    device: Device,
+    src: u64,
+    dst: u64,
+    len: usize,
+    out: bool,
+) -> crate::Result<std::sync::Arc<event::Event>> {
+    let dev = super::device::of(device, "probe copy")?;
+    let stream = if out { dev.copy_out.clone() } else { dev.copy_in.clone() };
+    let l = Launcher::new(&dev, &stream);
+    // SAFETY: as the caller guarantees.
+    unsafe { launch::copy_segments(&l, &[(src, dst, len as u64)])? };
+    event::record(&stream, device)
+}

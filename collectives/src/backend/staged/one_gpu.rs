@@ -9,7 +9,6 @@ use rand::{Rng, SeedableRng};
 
 use super::tests::random_bytes;
 use super::*;
-use crate::backend::Fence;
 use crate::backend::chain::{ChunkEnd, Geometry, Span, pump, settle};
 
 /// CUDA ↔ Vulkan of one GPU through the device ring, both ways, every byte, for lengths from
@@ -430,17 +429,28 @@ fn two_apis_copying_at_once_probe() {
     let span = [Span { at: 0, off: 0, len }];
     let gbps = |us: f64| len as f64 / us / 1e3;
     // Issues the copies `which` picks (cuda, vulkan), then polls both; each one's µs to completion.
-    let run = |cuda_out: bool, which: (bool, bool)| -> (f64, f64) {
+    // With `by_kernel` the CUDA hop is the copy kernel over the registered memory (the
+    // multiprocessors reading or writing the host across the bus) instead of a copy engine's.
+    let run = |cuda_out: bool, which: (bool, bool), by_kernel: bool| -> (f64, f64) {
         let ring = cuda::RingMem::Host(&reg);
         let t = Instant::now();
-        let mut fences: Vec<(usize, Arc<dyn Fence>)> = vec![];
-        if which.0 {
+        let mut fences: Vec<(usize, Box<dyn Fn() -> bool>)> = vec![];
+        if which.0 && by_kernel {
+            let dev = cuda::memory::alloc_of(&on_cu, "probe").unwrap().ptr();
+            let host = reg.ptr() as u64;
+            let (src, dst) = if cuda_out { (dev, host) } else { (host, dev) };
+            // SAFETY: both ranges hold `len` bytes (registered host memory and `on_cu`), alive
+            // until the event, waited for below, completes.
+            let e = unsafe { cuda::probe::copy_by_kernel(cu, src, dst, len, cuda_out) }.unwrap();
+            fences.push((0, Box::new(move || e.try_is_complete().unwrap())));
+        } else if which.0 {
             let f = if cuda_out {
                 cuda::source_end(&on_cu, ring).unwrap().buffer_to_ring(&span)
             } else {
                 cuda::dest_end(cu, len, ring).unwrap().ring_to_buffer(&span)
             };
-            fences.push((0, f.unwrap().unwrap()));
+            let f = f.unwrap().unwrap();
+            fences.push((0, Box::new(move || f.is_complete())));
         }
         if which.1 {
             let f = if cuda_out {
@@ -448,32 +458,35 @@ fn two_apis_copying_at_once_probe() {
             } else {
                 vulkan::bridge::source_end(&on_vk, &view).unwrap().buffer_to_ring(&span)
             };
-            fences.push((1, f.unwrap().unwrap()));
+            let f = f.unwrap().unwrap();
+            fences.push((1, Box::new(move || f.is_complete())));
         }
         let mut done = [0.0f64; 2];
         while fences.iter().any(|(k, _)| done[*k] == 0.0) {
             for (k, f) in &fences {
-                if done[*k] == 0.0 && f.is_complete() {
+                if done[*k] == 0.0 && f() {
                     done[*k] = t.elapsed().as_secs_f64() * 1e6;
                 }
             }
         }
-        fences.iter().for_each(|(_, f)| f.wait().unwrap());
         (done[0], done[1])
     };
-    for cuda_out in [true, false] {
-        let (c, v) = if cuda_out { ("cuda d2h", "vulkan h2d") } else { ("cuda h2d", "vulkan d2h") };
-        for round in 0..3 {
-            let (alone_c, _) = run(cuda_out, (true, false));
-            let (_, alone_v) = run(cuda_out, (false, true));
-            let (both_c, both_v) = run(cuda_out, (true, true));
-            println!(
-                "round {round}: {c} alone {:.2} GB/s, {v} alone {:.2}; at once {c} {:.2}, {v} {:.2} GB/s",
-                gbps(alone_c),
-                gbps(alone_v),
-                gbps(both_c),
-                gbps(both_v)
-            );
+    for by_kernel in [false, true] {
+        for cuda_out in [true, false] {
+            let (c, v) = if cuda_out { ("cuda d2h", "vulkan h2d") } else { ("cuda h2d", "vulkan d2h") };
+            let how = if by_kernel { "copy kernel" } else { "copy engine" };
+            for round in 0..3 {
+                let (alone_c, _) = run(cuda_out, (true, false), by_kernel);
+                let (_, alone_v) = run(cuda_out, (false, true), by_kernel);
+                let (both_c, both_v) = run(cuda_out, (true, true), by_kernel);
+                println!(
+                    "round {round}: {c} ({how}) alone {:.2} GB/s, {v} alone {:.2}; at once {c} {:.2}, {v} {:.2} GB/s",
+                    gbps(alone_c),
+                    gbps(alone_v),
+                    gbps(both_c),
+                    gbps(both_v)
+                );
+            }
         }
     }
     drop(reg);
