@@ -298,9 +298,9 @@ pub(crate) fn is_oom(e: DriverError) -> bool {
     e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
 }
 
-/// Maps a driver error during `op` on `device` to the crate's error.
-pub(crate) fn err(device: Device, op: impl Into<String>) -> impl Fn(DriverError) -> Error {
-    let op = op.into();
+/// Maps a driver error during `op` on `device` to the crate's error. `op` becomes a `String` only
+/// when there is an error: most calls pass a literal, and a call that succeeds allocates nothing.
+pub(crate) fn err(device: Device, op: impl Into<String> + Clone) -> impl Fn(DriverError) -> Error {
     move |e| Error::driver(device, op.clone(), describe(e))
 }
 

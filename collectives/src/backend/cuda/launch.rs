@@ -88,7 +88,7 @@ impl<'a> Launcher<'a> {
         self.dev.bind()?;
         // SAFETY: as the caller guarantees; the function is loaded in this (bound) context.
         unsafe { driver::launch(f.cu_function(), grid, BLOCK, self.stream.cu_stream(), params) }
-            .map_err(driver::err(self.dev.device, format!("launch {name}")))
+            .map_err(|e| driver::err(self.dev.device, format!("launch {name}"))(e))
     }
 }
 
@@ -388,8 +388,15 @@ pub(crate) unsafe fn copy_segments(l: &Launcher, segs: &[Seg]) -> Result<()> {
         }
         let k = chunk.len() as i32;
         let work = p.len.iter().copied().max().unwrap_or(0);
+        let name = match unit {
+            16 => "copyseg_16",
+            8 => "copyseg_8",
+            4 => "copyseg_4",
+            2 => "copyseg_2",
+            _ => "copyseg_1",
+        };
         // SAFETY: as the caller guarantees; `Segs` matches the kernel's parameter.
-        unsafe { l.launch(&format!("copyseg_{unit}"), work, &mut args!(p, k))? };
+        unsafe { l.launch(name, work, &mut args!(p, k))? };
     }
     Ok(())
 }

@@ -8,6 +8,8 @@
 //! by [`reduce_batch`] from the bytes per input, at the threshold and with the batch by dtype
 //! that `bench/gpu/25-forms` measured.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
@@ -67,10 +69,26 @@ pub(crate) fn reduce_batch(d: DType, bytes: u64) -> u32 {
     forced.unwrap_or(if bytes >= REDUCE_BATCH_MIN_BYTES { reduce_batch_of(d) } else { 0 })
 }
 
-/// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]).
-pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32) -> String {
-    let form = if batch == 0 { String::new() } else { batch.to_string() };
-    format!("reduce{form}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
+/// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]). Every name is
+/// formatted once, on first use: a launch looks its kernel up by name, and formatting it there
+/// cost a 4 KiB call about a tenth of its host time (`bench/gpu/27-two-contexts`, run b).
+pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32) -> Cow<'static, str> {
+    type Names = HashMap<(DType, ReduceKind, u32), String>;
+    static NAMES: OnceLock<Names> = OnceLock::new();
+    let format = |d: DType, kind: ReduceKind, batch: u32| {
+        let form = if batch == 0 { String::new() } else { batch.to_string() };
+        format!("reduce{form}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
+    };
+    let names = NAMES.get_or_init(|| {
+        let kinds = [ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min];
+        let forms = std::iter::once(0).chain(REDUCE_BATCHES);
+        let keys = forms.flat_map(|b| DType::ALL.into_iter().flat_map(move |d| kinds.map(|k| (d, k, b))));
+        keys.map(|(d, k, b)| ((d, k, b), format(d, k, b))).collect()
+    });
+    match names.get(&(d, kind, batch)) {
+        Some(name) => Cow::Borrowed(name.as_str()),
+        None => Cow::Owned(format(d, kind, batch)),
+    }
 }
 
 /// One reduce: `dtype`'s fold of `kind`, then `scale`, in form `batch` ([`reduce_batch`]'s
@@ -236,5 +254,15 @@ mod tests {
         }
         assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0), "reduce_bf16_max");
         assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8), "reduce8_f32_sum");
+        // Every form's names come from the table, formatted once; a form outside it still
+        // gets its name (which then names no kernel: the launch's error).
+        for batch in std::iter::once(0).chain(REDUCE_BATCHES) {
+            for d in DType::ALL {
+                let name = reduce_name(d, ReduceKind::Prod, batch);
+                assert!(matches!(name, Cow::Borrowed(_)), "{name}");
+                assert_eq!(name.strip_suffix("_prod").map(|g| g.starts_with("reduce")), Some(true));
+            }
+        }
+        assert!(matches!(reduce_name(DType::U8, ReduceKind::Min, 3), Cow::Owned(n) if n == "reduce3_u8_min"));
     }
 }
