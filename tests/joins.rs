@@ -6,6 +6,7 @@
 mod cuda_common;
 
 use collectives::{DType, Device, Tensor};
+use collectives_tests::collective::{Shards, all_ops, kind_and_scale, op_tol, range_for, ref_op};
 use collectives_tests::*;
 use cuda_common::cuda_devices;
 use proptest::prelude::*;
@@ -144,6 +145,80 @@ fn joins_on_cuda_devices_and_into_pinned_host_memory() {
             sources.iter().map(|&d| part(DType::F32, (5 << 20) + 3, 1, d, &mut r)).collect();
         parts.push(part(DType::F32, 0, 1, sources[0], &mut r));
         check_join(&parts, to, &format!("into {to}, 20 MiB parts, seed {seed}"));
+    }
+}
+
+/// A part that the join's own device folds for the join alone (a member's own result beside the
+/// parts it gathers) is computed straight into its range: on a host
+/// device beside a part from another host device, on a CUDA device beside an uploaded host part,
+/// and in pinned host memory beside a part downloaded from a CUDA device. Every op and dtype,
+/// odd lengths, every element against the f64 reference (the folded part within its op's
+/// rounding); the shards unchanged.
+#[test]
+fn a_part_folded_on_the_joins_device_is_computed_in_its_range() {
+    let mut pairs = vec![(Device::Cpu(0), Device::Cpu(1))];
+    if let Some(&cu) = cuda_devices().first() {
+        pairs.extend([(cu, Device::Cpu(1)), (Device::Cpu(0), cu)]);
+    }
+    for (to, from) in pairs {
+        for dtype in DType::ALL {
+            let seed = fresh_seed();
+            let mut r = rng(seed);
+            for op in all_ops(dtype, &mut r) {
+                for rows in [1, 7, 65537] {
+                    let ctx = format!(
+                        "into {to} beside a part from {from}, {dtype} {op:?}, {rows} rows, seed {seed}"
+                    );
+                    let shards = Shards::even(dtype, &[rows], &[to; 3], range_for(op), &mut r);
+                    let (kind, scale) = kind_and_scale(op, 3);
+                    let folded = Tensor::reduce(&shards.tensors, kind, scale).unwrap();
+                    let copied = random(dtype, rows + 3, Range::General, &mut r);
+                    let hop = tensor(dtype, &copied, [rows + 3], from).copy_to_device(to).unwrap();
+                    let out = Tensor::concat(&[hop, folded], 0).unwrap();
+                    let reduced = ref_op(dtype, op, &shards.slices());
+                    let tol = op_tol(dtype, op, &shards.slices(), &reduced);
+                    let n = copied.len();
+                    let want: Vec<f64> = copied.into_iter().chain(reduced).collect();
+                    check_all(&values(&out), &want, |i| if i < n { 0.0 } else { tol[i - n] }, &ctx);
+                    shards.assert_untouched(&ctx);
+                }
+            }
+        }
+    }
+}
+
+/// Timing for the GPU machine (run with `--ignored --nocapture`; needs two CUDA devices, two
+/// logical ones of one GPU will do): a concat on `cuda:0` of a 2-input reduce computed there and a
+/// part copied from `cuda:1`, realized, the median of 30 per size.
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn join_of_a_computed_part_timing_probe() {
+    let cuda = cuda_devices();
+    let [to, from, ..] = cuda[..] else {
+        println!("skipped: needs two CUDA devices (COLLECTIVES_CUDA_DEVICES=0,0 makes them)");
+        return;
+    };
+    for bytes in [4usize << 10, 4 << 20, 64 << 20, 256 << 20] {
+        let n = bytes / 4;
+        let on =
+            |d: Device, k: f32| Tensor::from_vec((0..n).map(|i| i as f32 * k).collect(), [n], d).unwrap();
+        let (a, b, far) = (on(to, 1.0), on(to, 0.5), on(from, 0.25));
+        let mut t: Vec<f64> = (0..33)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                let folded =
+                    Tensor::reduce(&[a.clone(), b.clone()], collectives::ReduceKind::Sum, None).unwrap();
+                let cat = Tensor::concat(&[far.copy_to_device(to).unwrap(), folded], 0).unwrap();
+                cat.realize().unwrap();
+                start.elapsed().as_secs_f64() * 1e6
+            })
+            .skip(3)
+            .collect();
+        t.sort_by(f64::total_cmp);
+        println!(
+            "probe: {:9.1} us median  concat on {to} of a reduce there and a copy from {from}, {bytes} B each",
+            t[15]
+        );
     }
 }
 

@@ -1,7 +1,8 @@
 //! CPU backend benchmarks, through the public API: the n-ary reduce kernel (`Tensor::reduce` then
 //! realize, on pre-realized inputs), a CPU→CPU copy (`copy_to_device(Cpu(1))`), against plain
 //! `memcpy` (`copy_from_slice`) of the same bytes into a pre-allocated, pre-touched buffer, and a
-//! contiguous `narrow` (a view since views).
+//! contiguous `narrow` (a view since views), and a concat of a reduce beside a copied part (a join
+//! computing the reduce into its range).
 //!
 //! Run with `cargo bench -p collectives --bench cpu`; results and their reading are in
 //! `bench/cpu.md`. Every throughput is memory traffic — bytes read plus bytes written per
@@ -128,5 +129,29 @@ fn narrow(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, reduce, copy, narrow);
+/// A concat on `cpu:1` of a 2-input reduce computed there and a part copied from `cpu:0`, both of
+/// `size` bytes, realized: a join, which places the copied part and computes the reduce straight
+/// into its range (before, the reduce wrote a buffer of its own, which the join then copied).
+/// Throughput counts the reduce's traffic and the copy's, `3 × size + 2 × size`.
+fn join(c: &mut Criterion) {
+    let mut g = c.benchmark_group("join");
+    configure(&mut g);
+    for bytes in SIZES {
+        let (a, b) =
+            (input(bytes, Device::Cpu(1), |i| i as f32), input(bytes, Device::Cpu(1), |i| i as f32 * 0.5));
+        let far = input(bytes, Device::Cpu(0), |i| i as f32 * 0.25);
+        g.throughput(Throughput::Bytes(5 * bytes as u64));
+        g.bench_function(BenchmarkId::new("reduce_beside_copy", label(bytes)), |bench| {
+            bench.iter(|| {
+                let folded = Tensor::reduce(&[a.clone(), b.clone()], ReduceKind::Sum, None).unwrap();
+                let t = Tensor::concat(&[far.copy_to_device(Device::Cpu(1)).unwrap(), folded], 0).unwrap();
+                t.realize().unwrap();
+                black_box(t)
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, reduce, copy, narrow, join);
 criterion_main!(benches);

@@ -88,18 +88,22 @@ impl Shards {
     }
 }
 
-/// The f64 reference of `op` over `inputs` (one contributing shard each), with the library's
-/// integer semantics: wrapping folds, truncating average, integral pre-multiplier.
-pub fn ref_op(dtype: DType, op: ReduceOp, inputs: &[&[f64]]) -> Vec<f64> {
-    let k = inputs.len() as f64;
-    let (kind, scale) = match op {
+/// The n-ary reduce (`Tensor::reduce`'s fold and scale) that `op` over `k` shards is.
+pub fn kind_and_scale(op: ReduceOp, k: usize) -> (ReduceKind, Option<Scale>) {
+    match op {
         ReduceOp::Sum => (ReduceKind::Sum, None),
         ReduceOp::Prod => (ReduceKind::Prod, None),
         ReduceOp::Max => (ReduceKind::Max, None),
         ReduceOp::Min => (ReduceKind::Min, None),
-        ReduceOp::Avg => (ReduceKind::Sum, Some(Scale::Div(k))),
+        ReduceOp::Avg => (ReduceKind::Sum, Some(Scale::Div(k as f64))),
         ReduceOp::PreMulSum(s) => (ReduceKind::Sum, Some(Scale::Mul(s))),
-    };
+    }
+}
+
+/// The f64 reference of `op` over `inputs` (one contributing shard each), with the library's
+/// integer semantics: wrapping folds, truncating average, integral pre-multiplier.
+pub fn ref_op(dtype: DType, op: ReduceOp, inputs: &[&[f64]]) -> Vec<f64> {
+    let (kind, scale) = kind_and_scale(op, inputs.len());
     ref_reduce(dtype, kind, scale, inputs)
 }
 

@@ -17,6 +17,13 @@
 //! crossing between CUDA and Vulkan, or between two Vulkan devices, keeps its copy (its route is
 //! the bridge, or the host), and the join copies the copied buffer.
 //!
+//! A part that an elementwise kernel of the join's own device computes for the join alone (say a
+//! member's own result beside the results it gathers from its peers) is computed straight into
+//! its range ([`Part::Computed`], where [`computable`]: on host and CUDA devices): on the host by
+//! the CPU kernel writing the range, on a CUDA device by the kernel launched into it on the
+//! compute stream, which the copies' stream then waits for on the device. (A ring all_reduce's
+//! own folded part is also sent on to the next member, so it keeps a buffer of its own.)
+//!
 //! ```
 //! use collectives::{Device, Tensor};
 //! let a = Tensor::from_vec(vec![1.0f32, 2.0], [2], Device::Cpu(0))?;
@@ -27,9 +34,51 @@
 //! # Ok::<(), collectives::Error>(())
 //! ```
 
-use super::{Buffer, OutSpec};
+use super::{Buffer, Kernel, OutSpec};
 use crate::device::{Device, DeviceKind};
 use crate::error::{Error, Result};
+
+/// One part of a join: a buffer copied into its range, or a kernel computed straight into it.
+pub(crate) enum Part<'a> {
+    /// A buffer on a device [`placeable`] into the join's.
+    Copy(&'a Buffer),
+    /// `kernel` over `inputs` (checked against `out` by the caller), computed into the range on
+    /// the join's device, which is [`computable`].
+    Computed {
+        /// The kernel.
+        kernel: Kernel,
+        /// Its inputs, as the device's kernels read them.
+        inputs: Vec<&'a Buffer>,
+        /// Its result: the part's dtype and length.
+        out: OutSpec,
+    },
+}
+
+impl Part<'_> {
+    /// The part's length in elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Part::Copy(b) => b.len,
+            Part::Computed { out, .. } => out.len,
+        }
+    }
+
+    /// The part's bytes.
+    pub fn bytes(&self) -> usize {
+        match self {
+            Part::Copy(b) => b.bytes(),
+            Part::Computed { out, .. } => out.len * out.dtype.size(),
+        }
+    }
+
+    /// Where the part's bytes come from: its buffer's device, or `to` (the join's) when computed.
+    pub fn device(&self, to: Device) -> Device {
+        match self {
+            Part::Copy(b) => b.device,
+            Part::Computed { .. } => to,
+        }
+    }
+}
 
 /// Whether a part on `from` can be copied straight into a range of a buffer on `to`.
 pub(crate) fn placeable(from: Device, to: Device) -> bool {
@@ -44,38 +93,62 @@ pub(crate) fn placeable(from: Device, to: Device) -> bool {
     }
 }
 
-/// `parts` (each on a device [`placeable`] into `to`) end to end in a new buffer on `to`, shaped
-/// by `out` (the parts' dtype, their total length).
-pub(crate) fn join(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buffer> {
+/// Whether a join on `to` computes a part of its own device's kernel straight into its range: on
+/// host devices and CUDA devices. (A Vulkan kernel binds whole buffers: its part keeps its own.)
+pub(crate) fn computable(to: Device) -> bool {
+    to.is_host() || (cfg!(feature = "cuda") && to.kind() == DeviceKind::Cuda)
+}
+
+/// `parts` (each copied from a device [`placeable`] into `to`, or computed there) end to end in a
+/// new buffer on `to`, shaped by `out` (the parts' dtype, their total length).
+pub(crate) fn join(to: Device, parts: &[Part], out: OutSpec) -> Result<Buffer> {
     check(to, parts, out)?;
     #[cfg(feature = "vulkan")]
     if to.kind() == DeviceKind::Vulkan {
-        return with_vulkan(to, |vk| vk.join(parts, out));
+        let copies: Vec<&Buffer> =
+            parts.iter().filter_map(|p| if let Part::Copy(b) = p { Some(*b) } else { None }).collect();
+        return with_vulkan(to, |vk| vk.join(&copies, out));
     }
     #[cfg(feature = "cuda")]
     {
         if to.kind() == DeviceKind::Cuda {
             return super::cuda::join::on_device(to, parts, out);
         }
-        if parts.iter().any(|p| p.device.kind() == DeviceKind::Cuda) {
+        if parts.iter().any(|p| p.device(to).kind() == DeviceKind::Cuda) {
             return super::cuda::join::to_host(to, parts, out);
         }
     }
     super::cpu::join(to, parts, out)
 }
 
-/// An internal error unless every part can be placed in `to` and the parts make up `out`.
-fn check(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<()> {
-    if let Some(p) = parts.iter().find(|p| !placeable(p.device, to) || p.dtype != out.dtype) {
-        let msg = format!("a part of {} x {} on {} cannot be placed in {to}", p.len, p.dtype, p.device);
-        return Err(Error::internal("join", msg));
+/// An internal error unless every part can be placed (or computed) in `to` and the parts make up
+/// `out`.
+fn check(to: Device, parts: &[Part], out: OutSpec) -> Result<()> {
+    for p in parts {
+        let (ok, dtype, what) = match p {
+            Part::Copy(b) => (placeable(b.device, to), b.dtype, format!("a part on {}", b.device)),
+            Part::Computed { out, .. } => (computable(to), out.dtype, "a computed part".to_string()),
+        };
+        if !ok || dtype != out.dtype {
+            let msg = format!("{what} of {} x {dtype} cannot be placed in {to}", p.len());
+            return Err(Error::internal("join", msg));
+        }
     }
-    let len: usize = parts.iter().map(|p| p.len).sum();
+    let len: usize = parts.iter().map(Part::len).sum();
     if len != out.len {
         let msg = format!("parts of {len} elements in total do not make an output of {}", out.len);
         return Err(Error::internal("join", msg));
     }
     Ok(())
+}
+
+/// Writes part `part` into `dst`, its range of an output on host device `to`: a copy of a host
+/// or Vulkan buffer once its writer is done, or the CPU kernel computing it there.
+pub(crate) fn write_host_part(part: &Part, to: Device, dst: &mut [u8]) -> Result<()> {
+    match part {
+        Part::Copy(b) => read_into(b, dst),
+        Part::Computed { kernel, inputs, out } => super::cpu::compute_into(to, kernel, inputs, *out, dst),
+    }
 }
 
 /// Copies `part` (on a host or Vulkan device) into `dst` on the host, once its writer is done:

@@ -8,11 +8,17 @@
 //! ([`placeable`]: not across CUDA and Vulkan, nor between two Vulkan devices), read by nothing
 //! else and not a realize target. The copy is then not issued ([`Action::Fused`]); the join
 //! reads the copy's source instead, and copies its other inputs (already on its device, or read
-//! in place from a peer) into their ranges too. A concat of parts that are all on its device
+//! in place from a peer) into their ranges too — except a part its device's elementwise kernel
+//! computes for the concat alone (on a host or CUDA device, [`computable`]; read by nothing else
+//! and not a realize target): that kernel is folded in as well and computed straight into its
+//! range, so the part is written once instead of twice. A part with other readers keeps its
+//! buffer (a ring's folded part is also sent on: read from the join's output instead, it would
+//! wait for the join, which waits for the ring). A concat of parts that are all on its device
 //! stays a kernel: one launch over the output, no better as copies.
 
-use super::schedule::{Action, Step, fold_copy, sole_copy_to};
-use crate::backend::join::placeable;
+use super::schedule::{Action, JoinPart, Step, fold_copy, sole_copy_to};
+use crate::backend::join::{computable, placeable};
+use crate::device::Device;
 use crate::graph::Op;
 
 /// Turns each qualifying concat step of `steps` into an [`Action::Join`] (see the module doc).
@@ -31,8 +37,43 @@ pub(crate) fn fuse(steps: &mut [Step]) {
         for at in folded {
             fold_copy(steps, c, at);
         }
-        steps[c].action = Action::Join;
+        let parts = fold_kernels(steps, c, to);
+        steps[c].action = Action::Join { parts };
     }
+}
+
+/// Folds each input of join step `c` that a kernel of `to` computes for it alone
+/// ([`sole_kernel_on`]) into it: the kernel is not issued, and its inputs take its place in the
+/// join's. Returns how the join writes each part.
+fn fold_kernels(steps: &mut [Step], c: usize, to: Device) -> Vec<JoinPart> {
+    let mut parts = Vec::with_capacity(steps[c].inputs.len());
+    let mut inputs = Vec::with_capacity(steps[c].inputs.len());
+    for k in steps[c].inputs.clone() {
+        if sole_kernel_on(steps, k, to) {
+            parts.push(JoinPart::Computed(steps[k].inputs.len()));
+            inputs.extend_from_slice(&steps[k].inputs);
+            steps[k].action = Action::Fused;
+            steps[k].consumers = 0;
+        } else {
+            parts.push(JoinPart::Copy);
+            inputs.push(k);
+        }
+    }
+    steps[c].inputs = inputs;
+    parts
+}
+
+/// Whether step `k` is an elementwise kernel on `to` (which computes in place), read only by its
+/// one reader and not a realize target: a part a join on `to` may compute into its range.
+fn sole_kernel_on(steps: &[Step], k: usize, to: Device) -> bool {
+    let s = &steps[k];
+    let elementwise = matches!(s.tensor.op(), Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_));
+    matches!(&s.action, Action::Kernel { fanout, streamed: false } if fanout.is_empty())
+        && elementwise
+        && s.tensor.device() == to
+        && s.consumers == 1
+        && !s.keep
+        && computable(to)
 }
 
 /// Whether step `s` is a concat kernel (not fanned out, not streamed) whose parts are
@@ -84,11 +125,63 @@ mod tests {
             let cat = Tensor::concat(&[hop.clone(), b.clone()], 0).unwrap();
             let s = joined(std::slice::from_ref(&cat));
             let (c, h) = (index(&s, &cat), index(&s, &hop));
-            assert!(matches!(s.steps[c].action, Action::Join), "{from} -> {to}: a join");
+            assert!(matches!(s.steps[c].action, Action::Join { .. }), "{from} -> {to}: a join");
             assert!(matches!(s.steps[h].action, Action::Fused), "{from} -> {to}: the copy is folded in");
             assert_eq!(s.steps[c].inputs, vec![index(&s, &a), index(&s, &b)], "the join reads the source");
             assert_eq!(s.steps[h].consumers, 0);
         }
+    }
+
+    #[test]
+    fn a_kernel_computed_for_the_join_alone_is_folded_in_where_its_device_computes_in_place() {
+        let to_of = [H1, CU, VK];
+        for to in to_of.into_iter().filter(|&to| placeable(H0, to)) {
+            let shards = [input(to, &[4, 3]), input(to, &[4, 3]), input(to, &[4, 3])];
+            let folded = Tensor::reduce(&shards, crate::graph::ReduceKind::Sum, None).unwrap();
+            let hop = input(H0, &[2, 3]).copy_to_device(to).unwrap();
+            let cat = Tensor::concat(&[hop.clone(), folded.clone()], 0).unwrap();
+            let s = joined(std::slice::from_ref(&cat));
+            let (c, k) = (index(&s, &cat), index(&s, &folded));
+            let Action::Join { parts } = &s.steps[c].action else { panic!("{to}: a join: {}", s.summary()) };
+            let ins: Vec<usize> = shards.iter().map(|t| index(&s, t)).collect();
+            if computable(to) {
+                assert_eq!(parts, &[JoinPart::Copy, JoinPart::Computed(3)], "{to}");
+                assert!(matches!(s.steps[k].action, Action::Fused), "{to}: the kernel is folded in");
+                assert_eq!(s.steps[k].consumers, 0);
+                let want: Vec<usize> =
+                    std::iter::once(index(&s, &input_of(&hop))).chain(ins.clone()).collect();
+                assert_eq!(s.steps[c].inputs, want, "{to}: the join reads the kernel's inputs");
+                assert!(ins.iter().all(|&i| s.steps[i].consumers == 1), "{to}: read by the join alone");
+                assert!(
+                    s.describe(c).contains("1 placed from other devices, 1 computed in place"),
+                    "{}",
+                    s.describe(c)
+                );
+            } else {
+                assert_eq!(
+                    parts,
+                    &[JoinPart::Copy, JoinPart::Copy],
+                    "{to}: a Vulkan join copies the kernel's result"
+                );
+                assert!(matches!(s.steps[k].action, Action::Kernel { .. }), "{to}");
+            }
+        }
+        // A kernel that is a realize target, or that another step reads, keeps its own result.
+        let shards = [input(H1, &[4]), input(H1, &[4])];
+        let folded = Tensor::reduce(&shards, crate::graph::ReduceKind::Max, None).unwrap();
+        let cat = Tensor::concat(&[input(H0, &[4]).copy_to_device(H1).unwrap(), folded.clone()], 0).unwrap();
+        let other = folded.add(&folded).unwrap();
+        for targets in [vec![cat.clone(), folded.clone()], vec![cat.clone(), other]] {
+            let s = joined(&targets);
+            let Action::Join { parts } = &s.steps[index(&s, &cat)].action else { panic!("{}", s.summary()) };
+            assert_eq!(parts, &[JoinPart::Copy, JoinPart::Copy]);
+            assert!(matches!(s.steps[index(&s, &folded)].action, Action::Kernel { .. }));
+        }
+    }
+
+    /// The one input of copy node `t`.
+    fn input_of(t: &Tensor) -> Tensor {
+        t.inputs()[0].clone()
     }
 
     #[test]
@@ -99,7 +192,7 @@ mod tests {
         let b = Tensor::from_vec(y.clone(), [1, 2, 3], H1).unwrap();
         let cat = Tensor::concat_on(H1, &[b, a.copy_to_device(H1).unwrap()], 1).unwrap();
         let s = super::super::schedule::build(std::slice::from_ref(&cat));
-        assert!(matches!(s.steps[index(&s, &cat)].action, Action::Join), "{}", s.summary());
+        assert!(matches!(s.steps[index(&s, &cat)].action, Action::Join { .. }), "{}", s.summary());
         assert!(
             s.summary().contains("1 joins") && s.summary().contains("cpu:0->cpu:1 120 B"),
             "{}",

@@ -30,13 +30,35 @@ pub(crate) enum Action {
     /// kernel chunk by chunk). A `streamed` kernel (see [`super::stream`]) may read host buffers
     /// that its device's backend uploads in chunks as it runs.
     Kernel { fanout: Vec<usize>, streamed: bool },
-    /// A concatenation written as a join (see [`super::join`]): each input, on this device or
-    /// the source of a copy folded in, copied once into its range of the output.
-    Join,
+    /// A concatenation written as a join (see [`super::join`]): each part, on this device or
+    /// the source of a copy folded in, copied once into its range of the output, or computed
+    /// there by its kernel, folded in (the step's inputs are the parts' in order: one for a
+    /// copied part, the kernel's for a computed one).
+    Join { parts: Vec<JoinPart> },
     /// Never issued on its own: a copy a kernel writes (an entry of its `fanout`), an upload a
-    /// streamed kernel reads from the host itself, or the host hop of a fused chain; the last two
-    /// are written by nobody (the kernel, or the chain's second hop, moves the data).
+    /// streamed kernel reads from the host itself, the host hop of a fused chain, or a kernel a
+    /// join computes into its range; the last three are written by nobody (the kernel, the
+    /// chain's second hop, or the join moves or computes the data).
     Fused,
+}
+
+/// How a join writes one part of its output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JoinPart {
+    /// One input of the step, copied into the part's range.
+    Copy,
+    /// The part's own kernel, computed into its range from this many inputs of the step.
+    Computed(usize),
+}
+
+impl JoinPart {
+    /// How many of the join step's inputs the part reads.
+    pub fn inputs(self) -> usize {
+        match self {
+            JoinPart::Copy => 1,
+            JoinPart::Computed(n) => n,
+        }
+    }
 }
 
 /// One node of the schedule.
@@ -143,9 +165,15 @@ impl Schedule {
                 };
                 format!("{} kernel{how}{copies}", s.tensor.op().name())
             }
-            Action::Join => {
-                let placed = s.inputs.iter().filter(|&&i| self.steps[i].tensor.device() != s.tensor.device());
-                format!("join of {} parts ({} placed from other devices)", s.inputs.len(), placed.count())
+            Action::Join { parts } => {
+                let placed =
+                    self.copied_parts(s).filter(|&i| self.steps[i].tensor.device() != s.tensor.device());
+                let computed = parts.iter().filter(|p| matches!(p, JoinPart::Computed(_))).count();
+                format!(
+                    "join of {} parts ({} placed from other devices, {computed} computed in place)",
+                    parts.len(),
+                    placed.count()
+                )
             }
             Action::Fused => "fused".to_string(),
         };
@@ -166,7 +194,7 @@ impl Schedule {
                 Action::Copy { .. } => 2,
                 Action::Call => 3,
                 Action::Fused => 4,
-                Action::Join => 5,
+                Action::Join { .. } => 5,
             };
             counts[slot] += 1;
             for (pair, bytes) in self.moved(s) {
@@ -193,15 +221,28 @@ impl Schedule {
             Action::Copy { to, .. } => {
                 s.inputs.first().map(|&i| ((from(i).device(), *to), s.tensor.nbytes())).into_iter().collect()
             }
-            Action::Join => s
-                .inputs
-                .iter()
-                .map(|&i| from(i))
+            Action::Join { .. } => self
+                .copied_parts(s)
+                .map(from)
                 .filter(|t| t.device() != s.tensor.device())
                 .map(|t| ((t.device(), s.tensor.device()), t.nbytes()))
                 .collect(),
             _ => vec![],
         }
+    }
+
+    /// The inputs a join step `s` copies (one per copied part; none of a computed part's).
+    fn copied_parts<'a>(&'a self, s: &'a Step) -> impl Iterator<Item = usize> + 'a {
+        let parts = match &s.action {
+            Action::Join { parts } => parts.as_slice(),
+            _ => &[],
+        };
+        let starts = parts.iter().scan(0, |at, p| {
+            let start = *at;
+            *at += p.inputs();
+            Some((start, *p))
+        });
+        starts.filter(|(_, p)| *p == JoinPart::Copy).map(|(at, _)| s.inputs[at])
     }
 }
 

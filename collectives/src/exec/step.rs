@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use super::schedule::{Action, Schedule};
+use super::schedule::{Action, JoinPart, Schedule};
+use crate::backend::join::Part;
 use crate::backend::{self, Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -26,7 +27,7 @@ pub(crate) fn issue(sched: &Schedule, i: usize, inputs: &[Arc<Buffer>]) -> Resul
         Action::Alias { take } => one(release_source(t, *take, inputs[0].clone())),
         Action::Copy { to, take } => one(release_source(t, *take, Arc::new(backend::copy(&inputs[0], *to)?))),
         Action::Call => one(call(t, inputs)?),
-        Action::Join => one(join(t, inputs)?),
+        Action::Join { parts } => one(join(t, parts, inputs)?),
         Action::Part(index) => one(part(&inputs[0], *index, t)?),
         Action::Kernel { fanout, streamed } => {
             let to: Vec<Device> = fanout.iter().map(|&c| sched.steps[c].tensor.device()).collect();
@@ -81,18 +82,34 @@ pub(super) fn kernel(
     Ok((Arc::new(first), copies.into_iter().map(Arc::new).collect()))
 }
 
-/// Concat node `t` as a join of `inputs` (one per part, each on `t`'s device or a device the
-/// join places from): each copied once into its range of the output.
-fn join(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
-    let sizes = inputs.iter().zip(t.inputs()).all(|(b, i)| b.len == i.numel() && b.dtype == t.dtype());
-    if inputs.len() != t.inputs().len() || !sizes {
-        return Err(Error::internal(
-            "join",
-            format!("the parts of a join on {} do not match its node", t.device()),
-        ));
+/// Concat node `t` as a join: each part copied once into its range of the output (one of
+/// `inputs`, on `t`'s device or a device the join places from), or computed there by its own
+/// kernel (from its inputs, the next ones of `inputs`; see `JoinPart`).
+fn join(t: &Tensor, parts: &[JoinPart], inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
+    let mismatch =
+        || Error::internal("join", format!("the parts of a join on {} do not match its node", t.device()));
+    let wanted: usize = parts.iter().map(|p| p.inputs()).sum();
+    if parts.len() != t.inputs().len() || wanted != inputs.len() {
+        return Err(mismatch());
     }
-    let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
-    Ok(Arc::new(backend::join::join(t.device(), &refs, OutSpec { dtype: t.dtype(), len: t.numel() })?))
+    let mut rest = inputs;
+    let mut out = Vec::with_capacity(parts.len());
+    for (part, node) in parts.iter().zip(t.inputs()) {
+        let (ins, after) = rest.split_at(part.inputs());
+        rest = after;
+        let spec = OutSpec { dtype: node.dtype(), len: node.numel() };
+        out.push(match part {
+            JoinPart::Copy if ins[0].len == spec.len && ins[0].dtype == t.dtype() => Part::Copy(&ins[0]),
+            JoinPart::Copy => return Err(mismatch()),
+            JoinPart::Computed(_) => {
+                let kernel = lower(node.op(), node)?;
+                let refs: Vec<&Buffer> = ins.iter().map(|b| b.as_ref()).collect();
+                kernel.check(t.device(), &refs, spec)?;
+                Part::Computed { kernel, inputs: refs, out: spec }
+            }
+        });
+    }
+    Ok(Arc::new(backend::join::join(t.device(), &out, OutSpec { dtype: t.dtype(), len: t.numel() })?))
 }
 
 /// Output `index` of a collective call's result.

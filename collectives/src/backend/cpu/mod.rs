@@ -13,6 +13,7 @@ pub(crate) use call::{HostReduceScatter, HostStar};
 
 use half::{bf16, f16};
 
+use super::join::Part;
 use super::{Backend, Buffer, Kernel, OutSpec, OwnedHost};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -81,18 +82,42 @@ impl CpuBackend {
     }
 }
 
-/// `parts` (host buffers, on any host device, or buffers of Vulkan devices) end to end in new
-/// memory of host device `to`: the host half of a join (`backend/join.rs`).
-pub(crate) fn join(to: Device, parts: &[&Buffer], out: OutSpec) -> Result<Buffer> {
+/// `parts` (host buffers, on any host device, buffers of Vulkan devices, or kernels computed in
+/// place) end to end in new memory of host device `to`: the host half of a join
+/// (`backend/join.rs`).
+pub(crate) fn join(to: Device, parts: &[Part], out: OutSpec) -> Result<Buffer> {
     crate::failpoint::hit(to, "cpu copy")?;
     let mut o = CpuBackend::on(to)?.alloc(out)?;
     let mut rest = out_bytes(&mut o)?;
     for p in parts {
         let (range, after) = std::mem::take(&mut rest).split_at_mut(p.bytes());
-        super::join::read_into(p, range)?;
+        super::join::write_host_part(p, to, range)?;
         rest = after;
     }
     Ok(o)
+}
+
+/// Runs `kernel` over `inputs` (host buffers, waited for here) on host device `device`, straight
+/// into `dst`, which holds `out`'s bytes: a join's computed part.
+pub(crate) fn compute_into(
+    device: Device,
+    kernel: &Kernel,
+    inputs: &[&Buffer],
+    out: OutSpec,
+    dst: &mut [u8],
+) -> Result<()> {
+    crate::failpoint::hit(device, "cpu kernel launch")?;
+    if dst.len() != out.len * out.dtype.size() {
+        let msg = format!("{} bytes to write {} x {}", dst.len(), out.len, out.dtype);
+        return Err(Error::internal("cpu kernel", msg));
+    }
+    let mut ins = Vec::with_capacity(inputs.len());
+    for b in inputs {
+        b.wait()?;
+        ins.push(b.host_bytes("cpu kernel")?);
+    }
+    run_kernel(kernel, &ins, inputs.first().map_or(out.dtype, |b| b.dtype), out.dtype, dst, &mut []);
+    Ok(())
 }
 
 fn typed<T: Num>(b: &[u8]) -> &[T] {
