@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use collectives::failpoint::{self, Armed};
-use collectives::{Algorithm, DType, Device, DeviceGroup, ReduceOp, Tensor};
+use collectives::{Algorithm, DType, Device, DeviceGroup, ReduceOp, Scale, Tensor};
 use collectives_tests::collective::{Shards, check_exact, check_reduced, ref_concat, ref_narrow, with_dim};
 use collectives_tests::{Range, cuda_required, fresh_seed, rng, vulkan_required};
 
@@ -56,6 +56,10 @@ enum Coll {
     AllReduceCoalesced,
     /// `broadcast_coalesced` of the root's shard and its first row.
     BroadcastCoalesced,
+    /// Not a collective: on each member, its shard doubled (a kernel there) joined with the next
+    /// member's shard copied to it — a join that computes its own part in its range on a host or
+    /// CUDA member (`exec/join.rs`).
+    ComputedJoin,
 }
 
 /// Every collective with each algorithm it takes (the one- and two-shot forms are one CUDA call
@@ -82,6 +86,7 @@ const CASES: &[(Coll, Algorithm)] = &[
     (Coll::AllReduceCoalesced, Algorithm::Star),
     (Coll::AllReduceCoalesced, Algorithm::Ring),
     (Coll::BroadcastCoalesced, Algorithm::Star),
+    (Coll::ComputedJoin, Algorithm::Auto),
 ];
 
 /// The root of broadcast and scatter: member 1.
@@ -109,6 +114,12 @@ fn run(c: Coll, g: &DeviceGroup, s: &Shards) -> collectives::Result<Vec<Tensor>>
         Coll::BroadcastCoalesced => {
             g.broadcast_coalesced(&[t[ROOT].clone(), t[ROOT].narrow(0, 0, 1)?])?.concat()
         }
+        Coll::ComputedJoin => (0..t.len())
+            .map(|i| {
+                let next = t[(i + 1) % t.len()].copy_to_device(t[i].device())?;
+                Tensor::concat(&[t[i].scale(Scale::Mul(2.0))?, next], 0)
+            })
+            .collect::<collectives::Result<_>>()?,
     };
     collectives::realize(&outs)?;
     Ok(outs)
@@ -168,6 +179,14 @@ fn check(c: Coll, g: &DeviceGroup, s: &Shards, outs: &[Tensor], ctx: &str) {
             for (pair, &d) in outs.chunks(2).zip(g.devices()) {
                 check_exact(&pair[0], d, &shape, &s.vals[ROOT], ctx);
                 check_exact(&pair[1], d, &[1, width], &s.vals[ROOT][..width], ctx);
+            }
+        }
+        Coll::ComputedJoin => {
+            for (i, (t, &d)) in outs.iter().zip(g.devices()).enumerate() {
+                let doubled: Vec<f64> = s.vals[i].iter().map(|v| 2.0 * v).collect();
+                let next = &s.vals[(i + 1) % n];
+                let joined = [(doubled.as_slice(), &shape[..]), (next.as_slice(), &shape[..])];
+                check_exact(t, d, &with_dim(&shape, 0, 2 * ROWS), &ref_concat(&joined, 0), ctx);
             }
         }
         Coll::AllToAll => {
