@@ -57,8 +57,8 @@ enum Coll {
     /// `broadcast_coalesced` of the root's shard and its first row.
     BroadcastCoalesced,
     /// Not a collective: on each member, its shard doubled (a kernel there) joined with the next
-    /// member's shard copied to it — a join that computes its own part in its range on a host or
-    /// CUDA member (`exec/join.rs`).
+    /// member's shard copied to it (through the host between CUDA and Vulkan) — a join that
+    /// computes its own part in its range on a host or CUDA member (`exec/join.rs`).
     ComputedJoin,
 }
 
@@ -116,7 +116,12 @@ fn run(c: Coll, g: &DeviceGroup, s: &Shards) -> collectives::Result<Vec<Tensor>>
         }
         Coll::ComputedJoin => (0..t.len())
             .map(|i| {
-                let next = t[(i + 1) % t.len()].copy_to_device(t[i].device())?;
+                let (next, to) = (&t[(i + 1) % t.len()], t[i].device());
+                // A CUDA <-> Vulkan pair is staged through the host, as the API asks.
+                let next = match next.device().needs_staging(to) {
+                    true => next.copy_to_device(Device::Cpu(0))?.copy_to_device(to)?,
+                    false => next.copy_to_device(to)?,
+                };
                 Tensor::concat(&[t[i].scale(Scale::Mul(2.0))?, next], 0)
             })
             .collect::<collectives::Result<_>>()?,
