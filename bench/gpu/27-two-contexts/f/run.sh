@@ -1,0 +1,19 @@
+#!/bin/bash
+# GPU run 27f (one H200): the fault sweep with the computed join (every failpoint of it an
+# error, no leak) on two virtual CUDA devices (cuda x2, cuda x2+cpu, cuda+cpu+vulkan groups) and
+# on one (the sweep's staging fixed after 27e). No perf rows, so no anchors.
+# Invoked as: timeout -k 5 300 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+G=.gpu
+tar xJf $G/bins.tar.xz -C $G && source $G/env.sh
+export REQUIRE_CUDA=1 REQUIRE_VULKAN=1
+nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+t() { local tag=$1 name=$2 lim=$3; shift 3; local s=$(date +%s)
+  timeout $lim $G/$name "$@" > $L/t_$tag.log 2>&1; local rc=$?
+  printf "%-24s rc=%-3s %4ss  %s\n" $tag $rc $(( $(date +%s) - s )) "$(grep -E '^test result' $L/t_$tag.log | tail -1)"; }
+COLLECTIVES_CUDA_DEVICES=0,0 t faults2 faults 150 --nocapture
+grep -h -E "ComputedJoin|^total:|LEAK" $L/t_faults2.log
+t faults1 faults 100 --nocapture
+grep -h -E "ComputedJoin|^total:|LEAK" $L/t_faults1.log
+
+grep -h -E "panicked|FAILED" $L/t_*.log | head -20
+date
