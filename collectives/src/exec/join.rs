@@ -48,8 +48,11 @@ pub(crate) fn fuse(steps: &mut [Step]) {
 fn fold_kernels(steps: &mut [Step], c: usize, to: Device) -> Vec<JoinPart> {
     let mut parts = Vec::with_capacity(steps[c].inputs.len());
     let mut inputs = Vec::with_capacity(steps[c].inputs.len());
-    for k in steps[c].inputs.clone() {
-        if sole_kernel_on(steps, k, to) {
+    let nodes = steps[c].tensor.inputs().to_vec();
+    for (k, node) in steps[c].inputs.clone().into_iter().zip(&nodes) {
+        // The part's own node: not the source of a copy folded in (a copy to the device it is
+        // on already), whose kernel the join would have to find elsewhere.
+        if steps[k].tensor.same_node(node) && sole_kernel_on(steps, k, to) {
             parts.push(JoinPart::Computed(steps[k].inputs.len()));
             inputs.extend_from_slice(&steps[k].inputs);
             steps[k].action = Action::Fused;
@@ -177,6 +180,15 @@ mod tests {
             assert_eq!(parts, &[JoinPart::Copy, JoinPart::Copy]);
             assert!(matches!(s.steps[index(&s, &folded)].action, Action::Kernel { .. }));
         }
+        // A copy of a kernel's result to the device it is on: the join places the copy's source
+        // (the kernel's result), and the kernel, which is not the part's own node, keeps its step.
+        let shards = [input(H1, &[4]), input(H1, &[4])];
+        let folded = Tensor::reduce(&shards, crate::graph::ReduceKind::Sum, None).unwrap();
+        let cat = Tensor::concat(&[folded.copy_to_device(H1).unwrap(), input(H1, &[4])], 0).unwrap();
+        let s = joined(std::slice::from_ref(&cat));
+        let Action::Join { parts } = &s.steps[index(&s, &cat)].action else { panic!("{}", s.summary()) };
+        assert_eq!(parts, &[JoinPart::Copy, JoinPart::Copy]);
+        assert!(matches!(s.steps[index(&s, &folded)].action, Action::Kernel { .. }));
     }
 
     /// The one input of copy node `t`.
