@@ -38,8 +38,9 @@
 use std::sync::Arc;
 
 use super::device::{self, CudaDevice};
+use super::event::wait_on;
+use super::launch;
 use super::memory::{DevAlloc, Event, device_buffer, record};
-use super::{driver, launch};
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::collective::CollectiveKind;
 use crate::device::Device;
@@ -274,9 +275,7 @@ fn gather_parts(
     dev.bind()?;
     let others = || folded.iter().enumerate().filter(move |&(j, _)| j != i);
     for (_, (_, e)) in others() {
-        // SAFETY: the stream and the event are alive for the call.
-        unsafe { driver::stream_wait(stream.cu_stream(), e.cu_event()) }
-            .map_err(driver::err(dev.device, "wait on event"))?;
+        wait_on(stream, e, dev.device)?;
     }
     let mine = &folded[i].0;
     let mut segs = Vec::with_capacity(folded.len());
@@ -335,9 +334,7 @@ fn output_for(hub: &CudaDevice, dev: &CudaDevice, bytes: usize) -> Result<Arc<De
     let dst = dev.alloc(bytes, &dev.compute)?;
     let ready = record(&dev.compute, dev.device)?;
     hub.bind()?;
-    // SAFETY: the stream and the event are alive for the call.
-    unsafe { driver::stream_wait(hub.compute.cu_stream(), ready.cu_event()) }
-        .map_err(driver::err(hub.device, "wait on event"))?;
+    wait_on(&hub.compute, &ready, hub.device)?;
     Ok(dst)
 }
 

@@ -188,9 +188,7 @@ impl CudaDevice {
             // On failure `parked` drops, which frees it after its readers.
             self.bind()?;
             for e in &parked.readers {
-                // SAFETY: the stream and the event are alive for the call.
-                unsafe { driver::stream_wait(stream.cu_stream(), e.cu_event()) }
-                    .map_err(driver::err(self.device, "wait on event"))?;
+                super::event::wait_on(stream, e, self.device)?;
             }
         }
         let reuse = Some(self.reuse.clone());

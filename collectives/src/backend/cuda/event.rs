@@ -94,6 +94,14 @@ fn pool(device: Device) -> Arc<Pool> {
     POOLS.get_or_init(Default::default).lock().entry(device).or_default().clone()
 }
 
+/// Makes `stream` (of `device`, in the bound context) wait on the device for `event`: later work
+/// on it runs after the work the event was recorded after.
+pub(crate) fn wait_on(stream: &CudaStream, event: &CudaEvent, device: Device) -> Result<()> {
+    // SAFETY: the stream and the event are alive for the call.
+    unsafe { driver::stream_wait(stream.cu_stream(), event.cu_event()) }
+        .map_err(driver::err(device, "wait on event"))
+}
+
 /// Records an event on `stream` (of `device`) after the work issued so far.
 pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<Event>> {
     crate::failpoint::hit(device, "cuda event record")?;

@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use super::copy::{dtoh_into, htod_into, peer_into, within_into};
 use super::device::{self, CudaDevice};
-use super::event::Event;
+use super::event::{Event, wait_on};
+use super::launch;
 use super::memory::{CudaFence, DevAlloc, device_buffer, record};
 use super::pinned::{self, PinnedHost};
-use super::{driver, launch};
 use crate::backend::join::Part;
 use crate::backend::{Buffer, Fence, Mem, OutSpec};
 use crate::device::{Device, DeviceKind};
@@ -43,9 +43,7 @@ pub(crate) fn on_device(to: Device, parts: &[Part], out: OutSpec) -> Result<Buff
         at += p.bytes();
     }
     for e in &computed {
-        // SAFETY: both streams and the event are alive for the call.
-        unsafe { driver::stream_wait(stream.cu_stream(), e.cu_event()) }
-            .map_err(driver::err(to, "wait on event"))?;
+        wait_on(stream, e, to)?;
     }
     // Every copy was issued on `stream`, in order, after it waited for the computed parts: its
     // last event completes them all.
@@ -66,9 +64,7 @@ fn computed_parts(
         return Ok(vec![]);
     }
     let allocated = record(&dev.copy_in, dev.device)?;
-    // SAFETY: both streams and the event are alive for the call.
-    unsafe { driver::stream_wait(dev.compute.cu_stream(), allocated.cu_event()) }
-        .map_err(driver::err(dev.device, "wait on event"))?;
+    wait_on(&dev.compute, &allocated, dev.device)?;
     let (mut events, mut at) = (vec![], 0);
     for p in parts {
         if let Part::Computed { kernel, inputs, out: part } = p {

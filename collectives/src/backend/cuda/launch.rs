@@ -87,8 +87,9 @@ impl<'a> Launcher<'a> {
         let grid = work.div_ceil(BLOCK as u64).clamp(1, cap) as u32;
         self.dev.bind()?;
         // SAFETY: as the caller guarantees; the function is loaded in this (bound) context.
-        unsafe { driver::launch(f.cu_function(), grid, BLOCK, self.stream.cu_stream(), params) }
-            .map_err(|e| driver::err(self.dev.device, format!("launch {name}"))(e))
+        unsafe { driver::launch(f.cu_function(), grid, BLOCK, self.stream.cu_stream(), params) }.map_err(
+            |e| crate::error::Error::driver(self.dev.device, format!("launch {name}"), driver::describe(e)),
+        )
     }
 }
 

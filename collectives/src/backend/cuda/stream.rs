@@ -16,12 +16,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
 use super::driver;
-use super::event::Event;
+use super::event::{Event, wait_on};
 use super::launch::{self, Launcher};
 use super::memory::{CudaFence, DevAlloc, alloc_of, await_on, device_buffer, record};
 use super::pinned::{self, PinnedBlock, PinnedHost};
@@ -214,13 +213,13 @@ impl Plan<'_> {
             let n = chunk.min(self.out.len - start);
             if uploads {
                 let e = self.upload(start, n, ring.as_deref_mut(), &mut slot)?;
-                wait(&dev.compute, &e, dev.device)?;
+                wait_on(&dev.compute, &e, dev.device)?;
                 uploaded = Some(e);
             }
             self.run(dst, start, n)?;
             if blocks.iter().any(Option::is_some) {
                 let e = record(&dev.compute, dev.device)?;
-                wait(&dev.copy_out, &e, dev.device)?;
+                wait_on(&dev.copy_out, &e, dev.device)?;
                 self.download(dst, blocks, start, n)?;
             }
         }
@@ -300,13 +299,6 @@ impl Plan<'_> {
         }
         Ok(())
     }
-}
-
-/// Makes `stream` wait on the device for `event`.
-fn wait(stream: &CudaStream, event: &Event, device: Device) -> Result<()> {
-    // SAFETY: the stream and the event are alive for the call, in the bound context.
-    unsafe { driver::stream_wait(stream.cu_stream(), event.cu_event()) }
-        .map_err(driver::err(device, "wait on event"))
 }
 
 #[cfg(test)]
