@@ -54,7 +54,7 @@ pub(crate) enum Part<'a> {
     },
 }
 
-impl Part<'_> {
+impl<'a> Part<'a> {
     /// The part's length in elements.
     pub fn len(&self) -> usize {
         match self {
@@ -71,11 +71,11 @@ impl Part<'_> {
         }
     }
 
-    /// Where the part's bytes come from: its buffer's device, or `to` (the join's) when computed.
-    pub fn device(&self, to: Device) -> Device {
+    /// The buffer a copied part copies; `None` for a computed part.
+    pub fn copied(&self) -> Option<&'a Buffer> {
         match self {
-            Part::Copy(b) => b.device,
-            Part::Computed { .. } => to,
+            Part::Copy(b) => Some(b),
+            Part::Computed { .. } => None,
         }
     }
 }
@@ -105,8 +105,8 @@ pub(crate) fn join(to: Device, parts: &[Part], out: OutSpec) -> Result<Buffer> {
     check(to, parts, out)?;
     #[cfg(feature = "vulkan")]
     if to.kind() == DeviceKind::Vulkan {
-        let copies: Vec<&Buffer> =
-            parts.iter().filter_map(|p| if let Part::Copy(b) = p { Some(*b) } else { None }).collect();
+        // Every part is copied (`check`: nothing is computed on a Vulkan device).
+        let copies: Vec<&Buffer> = parts.iter().filter_map(Part::copied).collect();
         return with_vulkan(to, |vk| vk.join(&copies, out));
     }
     #[cfg(feature = "cuda")]
@@ -114,7 +114,7 @@ pub(crate) fn join(to: Device, parts: &[Part], out: OutSpec) -> Result<Buffer> {
         if to.kind() == DeviceKind::Cuda {
             return super::cuda::join::on_device(to, parts, out);
         }
-        if parts.iter().any(|p| p.device(to).kind() == DeviceKind::Cuda) {
+        if parts.iter().filter_map(Part::copied).any(|b| b.device.kind() == DeviceKind::Cuda) {
             return super::cuda::join::to_host(to, parts, out);
         }
     }

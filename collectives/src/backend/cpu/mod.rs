@@ -111,13 +111,20 @@ pub(crate) fn compute_into(
         let msg = format!("{} bytes to write {} x {}", dst.len(), out.len, out.dtype);
         return Err(Error::internal("cpu kernel", msg));
     }
-    let mut ins = Vec::with_capacity(inputs.len());
-    for b in inputs {
-        b.wait()?;
-        ins.push(b.host_bytes("cpu kernel")?);
-    }
+    let ins = host_inputs(inputs)?;
     run_kernel(kernel, &ins, inputs.first().map_or(out.dtype, |b| b.dtype), out.dtype, dst, &mut []);
     Ok(())
+}
+
+/// The bytes of each of `inputs` (host buffers), once each one's writer is done.
+fn host_inputs<'a>(inputs: &[&'a Buffer]) -> Result<Vec<&'a [u8]>> {
+    inputs
+        .iter()
+        .map(|b| {
+            b.wait()?;
+            b.host_bytes("cpu kernel")
+        })
+        .collect()
 }
 
 fn typed<T: Num>(b: &[u8]) -> &[T] {
@@ -187,11 +194,7 @@ impl Backend for CpuBackend {
         to: &[Device],
     ) -> Result<(Buffer, Vec<Buffer>)> {
         crate::failpoint::hit(self.device, "cpu kernel launch")?;
-        let mut ins = Vec::with_capacity(inputs.len());
-        for b in inputs {
-            b.wait()?;
-            ins.push(b.host_bytes("cpu kernel")?);
-        }
+        let ins = host_inputs(inputs)?;
         let mut copies = Vec::with_capacity(to.len());
         for &d in to {
             copies.push(CpuBackend::on(d)?.alloc(spec)?);

@@ -112,10 +112,7 @@ pub(crate) fn to_host(to: Device, parts: &[Part], out: OutSpec) -> Result<Buffer
 
 /// The buffer of `p` where it is a copy from a CUDA device.
 fn cuda_part<'a>(p: &Part<'a>) -> Option<&'a Buffer> {
-    match p {
-        Part::Copy(b) if b.device.kind() == DeviceKind::Cuda => Some(b),
-        _ => None,
-    }
+    p.copied().filter(|b| b.device.kind() == DeviceKind::Cuda)
 }
 
 /// Writes the other parts of `parts` (on host or Vulkan devices, or computed on host device `to`)
