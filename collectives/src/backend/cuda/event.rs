@@ -58,6 +58,11 @@ impl Event {
         Ok(done)
     }
 
+    /// Notes that the recorded work is complete (seen by other means than the event).
+    pub fn set_done(&self) {
+        self.done.store(true, Ordering::Release);
+    }
+
     /// Blocks until the recorded work is complete, unless it is known to be. (Shadows
     /// [`CudaEvent::synchronize`].)
     pub fn synchronize(&self) -> std::result::Result<(), DriverError> {

@@ -327,3 +327,119 @@ pub(crate) unsafe fn copy_by_kernel(
     unsafe { launch::copy_segments(&l, &[(src, dst, len as u64)])? };
     event::record(&stream, device)
 }
+
+/// How the host learns that a 4 KiB kernel finished: the stream synchronized (the floor the
+/// backend waits at today), an event recorded and synchronized, a flag the kernel itself writes
+/// into mapped pinned host memory after a system-scope fence (the host spins on it), and a flag
+/// the stream writes after the kernel (`cuStreamWriteValue32`). Each the same add of two 1024-f32
+/// inputs, one block; the launch's host time alone beside them.
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn completion_signal_probe() {
+    use std::ffi::c_void;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
+    const SRC: &str = r#"
+extern "C" __global__ void add_flag(const float* a, const float* b, float* out, int n,
+                                    volatile unsigned int* flag, unsigned int seq) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = a[i] + b[i];
+    if (flag) {
+        __syncthreads();
+        if (threadIdx.x == 0) { __threadfence_system(); *flag = seq; }
+    }
+}
+"#;
+    let arch = format!("--gpu-architecture=sm_{}{}", dev.arch.0, dev.arch.1);
+    let opts = cudarc::nvrtc::CompileOptions { options: vec![arch], ..Default::default() };
+    let module = dev.ctx.load_module(cudarc::nvrtc::compile_ptx_with_opts(SRC, opts).unwrap()).unwrap();
+    let f = module.load_function("add_flag").unwrap();
+    let (a, b) = (upload(&dev, vec![1.5f32; N]), upload(&dev, vec![2.5f32; N]));
+    a.wait().unwrap();
+    b.wait().unwrap();
+    let out = dev.alloc(N * 4, &dev.compute).unwrap();
+    let flag_block = super::pinned::take(64, &dev.ctx, dev.device).unwrap();
+    // SAFETY: the block is 64 bytes or more of pinned memory, aligned for a u32, alive below.
+    let flag = unsafe { &*(flag_block.ptr() as *const AtomicU32) };
+    flag.store(0, Ordering::SeqCst);
+    let stream = dev.compute.clone();
+    let raw = stream.cu_stream();
+    dev.bind().unwrap();
+    let (pa, pb, po, n) =
+        (alloc_of(&a, "p").unwrap().ptr(), alloc_of(&b, "p").unwrap().ptr(), out.ptr(), N as i32);
+    let none = 0u64;
+    let with_flag = flag_block.ptr() as u64;
+    let mut seq = 0u32;
+    let go = |flagged: bool, seq: u32| {
+        let fp = if flagged { &with_flag } else { &none };
+        let mut params: Vec<*mut c_void> = vec![ptr(&pa), ptr(&pb), ptr(&po), ptr(&n), ptr(fp), ptr(&seq)];
+        // SAFETY: the parameters match the kernel's signature and outlive the call; every pointer
+        // holds N f32s on this device or is the pinned flag (mapped under unified addressing).
+        unsafe { super::driver::launch(f.cu_function(), 1, 256, raw, &mut params).unwrap() };
+    };
+    // SAFETY (the rows below): the stream is alive; the flag stays mapped until the end.
+    row(
+        "add + stream synchronize",
+        time(|| unsafe {
+            go(false, 0);
+            result::stream::synchronize(raw).unwrap();
+        }),
+    );
+    row(
+        "add + pooled event + event synchronize",
+        time(|| {
+            go(false, 0);
+            event::record(&stream, dev.device).unwrap().synchronize().unwrap();
+        }),
+    );
+    row(
+        "add writing a host flag + spin on the flag",
+        time(|| {
+            seq += 1;
+            go(true, seq);
+            while flag.load(Ordering::Acquire) != seq {
+                std::hint::spin_loop();
+            }
+        }),
+    );
+    // SAFETY: the stream is alive.
+    unsafe { result::stream::synchronize(raw).unwrap() };
+    row(
+        "add writing a host flag + pooled event recorded (not waited) + spin on the flag",
+        time(|| {
+            seq += 1;
+            go(true, seq);
+            let _e = event::record(&stream, dev.device).unwrap();
+            while flag.load(Ordering::Acquire) != seq {
+                std::hint::spin_loop();
+            }
+        }),
+    );
+    // SAFETY: the stream is alive.
+    unsafe { result::stream::synchronize(raw).unwrap() };
+    row(
+        "add + stream write value (cuStreamWriteValue32 to the flag) + spin on the flag",
+        time(|| {
+            seq += 1;
+            go(false, 0);
+            // SAFETY: the flag is mapped pinned memory of this context; the stream is alive.
+            let r = unsafe { cudarc::driver::sys::cuStreamWriteValue32_v2(raw, with_flag, seq, 0) };
+            assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS);
+            while flag.load(Ordering::Acquire) != seq {
+                std::hint::spin_loop();
+            }
+        }),
+    );
+    // SAFETY: the stream is alive.
+    unsafe { result::stream::synchronize(raw).unwrap() };
+    let host = time(|| go(false, 0));
+    // SAFETY: the stream is alive.
+    unsafe { result::stream::synchronize(raw).unwrap() };
+    row("add launch alone (host time, queued back to back)", host);
+    drop(flag_block);
+
+    fn ptr<T>(v: &T) -> *mut c_void {
+        v as *const T as *mut c_void
+    }
+}
