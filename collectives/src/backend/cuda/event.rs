@@ -18,6 +18,7 @@ use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream, DriverError};
@@ -42,6 +43,8 @@ pub(crate) struct Event {
     pool: Arc<Pool>,
     /// Set once the recorded work is seen complete.
     done: AtomicBool,
+    /// When it was recorded.
+    recorded: Instant,
 }
 
 impl Event {
@@ -61,6 +64,16 @@ impl Event {
     /// Notes that the recorded work is complete (seen by other means than the event).
     pub fn set_done(&self) {
         self.done.store(true, Ordering::Release);
+    }
+
+    /// Whether the recorded work is known complete, without asking the driver.
+    pub fn known_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// How long ago it was recorded.
+    pub fn age(&self) -> Duration {
+        self.recorded.elapsed()
     }
 
     /// Blocks until the recorded work is complete, unless it is known to be. (Shadows
@@ -120,5 +133,6 @@ pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<Event>> 
             .map_err(driver::err(device, "create event"))?,
     };
     event.record(stream).map_err(driver::err(device, "record event"))?;
-    Ok(Arc::new(Event { event: ManuallyDrop::new(event), pool, done: AtomicBool::new(false) }))
+    let recorded = Instant::now();
+    Ok(Arc::new(Event { event: ManuallyDrop::new(event), pool, done: AtomicBool::new(false), recorded }))
 }

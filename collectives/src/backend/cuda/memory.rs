@@ -204,11 +204,16 @@ impl CudaFence {
         }
     }
 
-    /// Waits on the host for the event: by a signal the fence's stream writes behind it
-    /// ([`signal`]) for up to [`signal::SPIN_FOR`] where the stream is one of its device's own,
-    /// the device maps pinned memory at its host address, and signals are on; then (or else)
-    /// blocking on the event.
+    /// Waits on the host for the event: not at all where it is known complete, or was recorded
+    /// [`signal::FRESH`] ago or more and a query finds it complete (a signal would wait for the
+    /// GPU to reach its write); else by a signal the fence's stream writes behind it ([`signal`])
+    /// for up to [`signal::SPIN_FOR`] where the stream is one of its device's own, the device maps
+    /// pinned memory at its host address, and signals are on; then (or else) blocking on the
+    /// event.
     fn wait_signalled(&self) -> std::result::Result<(), cudarc::driver::DriverError> {
+        if self.event.known_done() || (self.event.age() >= signal::FRESH && self.event.try_is_complete()?) {
+            return Ok(());
+        }
         if let Some(dev) =
             super::device::of(self.device, "wait").ok().filter(|d| d.unified && signal::enabled())
             && let Some(stream) = dev.stream_by_handle(self.stream)

@@ -2,19 +2,21 @@
 //! writes behind the work (`cuStreamWriteValue32`), which the waiting thread spins on.
 //!
 //! Why: a realize waits on the host for every target, and on the H200 an event synchronize
-//! returns 1.0–1.6 µs after a word the stream writes behind the same kernel lands in host memory
-//! (`bench/gpu/28-completion`, the 4 KiB add: 10.6 / 9.6 µs launched and event-synchronized,
-//! 9.4 / 8.8 with the stream's write, median of 4000 each) — a tenth of every small call.
+//! returns 0.8–1.2 µs after a word the stream writes behind the same kernel has landed in host
+//! memory (`bench/gpu/28-completion`, run a, the 4 KiB add: 10.6 / 9.6 µs launched and
+//! event-synchronized, 9.4 / 8.8 with the stream's write; medians of 4000). Run b: the 4 KiB
+//! `local_reduce` on `cuda:0` 11.6–13.1 µs waiting by events, 10.6–11.5 by signals.
 //!
 //! How: a wait takes a *slot* (one `u32` of a pinned page no one frees), sets it just below a new
 //! sequence number, and has the fence's stream write the number after everything issued so far;
 //! the work is complete once the slot reaches it. The write is issued when the host starts
 //! waiting, so work queued on the stream since the fence's event delays it: the spin asks the
 //! driver about the event every [`QUERY_EVERY`] too, which also reports a failed kernel, and
-//! after [`SPIN_FOR`] the wait blocks in the driver as before. A slot goes back to its pool when
-//! the wait ends; a write still pending on it later only ever lowers it below a newer number.
-//! [`CUDA_SIGNAL_ENV`] `=0` turns signals off; a driver without `cuStreamWriteValue32_v2`, or one
-//! that refuses it, waits by the event alone.
+//! after [`SPIN_FOR`] the wait blocks in the driver as before. Work known complete is not waited
+//! for, and work recorded [`FRESH`] ago or more is asked about first (the later outputs of one
+//! call). A slot goes back to its pool when the wait ends; a write still pending on it later only
+//! ever lowers it below a newer number. [`CUDA_SIGNAL_ENV`] `=0` turns signals off; a driver
+//! without `cuStreamWriteValue32_v2`, or one that refuses it, waits by the event alone.
 
 use std::ptr::NonNull;
 use std::sync::OnceLock;
@@ -34,6 +36,12 @@ pub const CUDA_SIGNAL_ENV: &str = "COLLECTIVES_CUDA_SIGNAL";
 /// How long a signalled wait spins before it blocks in the driver: longer work gains nothing
 /// from a microsecond.
 pub(crate) const SPIN_FOR: Duration = Duration::from_micros(200);
+
+/// Work recorded at least this long ago is likely complete (on the H200 a 4 KiB kernel completes
+/// 5–6 µs after its launch returns): a wait queries its event first, which answers at once,
+/// where a signal would still wait for the GPU to reach its write. The later waits of a call
+/// with several outputs, each of its own event, are such waits.
+pub(crate) const FRESH: Duration = Duration::from_micros(5);
 
 /// How often a spinning wait also queries the event.
 pub(crate) const QUERY_EVERY: Duration = Duration::from_micros(2);
