@@ -85,6 +85,13 @@ pub(crate) fn enabled() -> bool {
     on && !REFUSED.load(Ordering::Relaxed)
 }
 
+/// Turns signals on or off for the process (the on/off probe), as far as [`CUDA_SIGNAL_ENV`] and
+/// the driver allow.
+#[cfg(test)]
+pub(crate) fn force(on: bool) {
+    REFUSED.store(!on, Ordering::Relaxed);
+}
+
 /// A free slot; a new page when none is, allocated in `ctx`.
 fn take(ctx: &CudaContext) -> Option<Slot> {
     if let Some(s) = free().lock().pop() {
