@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 
 pub(crate) use copy::copy;
 #[cfg(feature = "cuda")]
-pub use cuda::{CUDA_DEVICES_ENV, CUDA_SIGNAL_ENV, register::HOST_REGISTER_ENV, reuse::CUDA_POOL_ENV};
+pub use cuda::{CUDA_DEVICES_ENV, register::HOST_REGISTER_ENV, reuse::CUDA_POOL_ENV};
 pub use host::HOST_POOL_ENV;
 #[cfg(feature = "cuda")]
 pub(crate) use host::{Declined, HostPin};

@@ -122,11 +122,6 @@ impl CudaDevice {
         })
     }
 
-    /// The device's own stream (`compute`, `copy_in` or `copy_out`) whose raw handle is `raw`.
-    pub fn stream_by_handle(&self, raw: usize) -> Option<&Arc<CudaStream>> {
-        [&self.compute, &self.copy_in, &self.copy_out].into_iter().find(|s| s.cu_stream() as usize == raw)
-    }
-
     /// Makes the device's context current on the calling thread.
     pub fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(driver::err(self.device, "bind context"))

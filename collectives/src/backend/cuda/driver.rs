@@ -72,10 +72,6 @@ const INTEROP_SYMBOLS: &[&str] =
 const SEMAPHORE_SYMBOLS: &[&str] =
     &["cuImportExternalSemaphore", "cuWaitExternalSemaphoresAsync", "cuSignalExternalSemaphoresAsync"];
 
-/// Driver entry points of the signalled host wait (a stream writing a word of pinned memory);
-/// checked when the first wait asks, and without them host waits use events alone.
-const SIGNAL_SYMBOLS: &[&str] = &["cuStreamWriteValue32_v2"];
-
 /// NVRTC entry points used to compile the kernels.
 const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcCreateProgram",
@@ -177,32 +173,6 @@ pub(crate) fn semaphore_status() -> &'static Result<(), String> {
         driver_status().clone()?;
         check("libcuda", true, has_symbol!(cudarc::driver::sys), SEMAPHORE_SYMBOLS)
     })
-}
-
-/// `Ok` when libcuda loads with the entry point a signalled host wait needs, else why not
-/// (cached).
-pub(crate) fn signal_status() -> &'static Result<(), String> {
-    static S: OnceLock<Result<(), String>> = OnceLock::new();
-    S.get_or_init(|| {
-        driver_status().clone()?;
-        check("libcuda", true, has_symbol!(cudarc::driver::sys), SIGNAL_SYMBOLS)
-    })
-}
-
-/// Has `stream` write `value` to the 32-bit word at `addr` after the work issued on it so far,
-/// with a memory barrier before the write (the stream's writes so far are visible first).
-///
-/// # Safety
-/// `addr` is a 4-byte aligned word that device work may write (device memory, or pinned host
-/// memory mapped at that address), valid until the write is done; the stream's context is
-/// current and the stream is alive.
-pub(crate) unsafe fn stream_write_value(
-    stream: CUstream,
-    addr: CUdeviceptr,
-    value: u32,
-) -> Result<(), DriverError> {
-    // SAFETY: as the caller guarantees.
-    unsafe { sys::cuStreamWriteValue32_v2(stream, addr, value, 0) }.result()
 }
 
 /// Imports the timeline semaphore `fd` names (an opaque file descriptor from Vulkan); the driver

@@ -18,7 +18,6 @@ use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream, DriverError};
@@ -43,8 +42,6 @@ pub(crate) struct Event {
     pool: Arc<Pool>,
     /// Set once the recorded work is seen complete.
     done: AtomicBool,
-    /// When it was recorded.
-    recorded: Instant,
 }
 
 impl Event {
@@ -59,21 +56,6 @@ impl Event {
             self.done.store(true, Ordering::Release);
         }
         Ok(done)
-    }
-
-    /// Notes that the recorded work is complete (seen by other means than the event).
-    pub fn set_done(&self) {
-        self.done.store(true, Ordering::Release);
-    }
-
-    /// Whether the recorded work is known complete, without asking the driver.
-    pub fn known_done(&self) -> bool {
-        self.done.load(Ordering::Acquire)
-    }
-
-    /// How long ago it was recorded.
-    pub fn age(&self) -> Duration {
-        self.recorded.elapsed()
     }
 
     /// Blocks until the recorded work is complete, unless it is known to be. (Shadows
@@ -133,6 +115,5 @@ pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<Event>> 
             .map_err(driver::err(device, "create event"))?,
     };
     event.record(stream).map_err(driver::err(device, "record event"))?;
-    let recorded = Instant::now();
-    Ok(Arc::new(Event { event: ManuallyDrop::new(event), pool, done: AtomicBool::new(false), recorded }))
+    Ok(Arc::new(Event { event: ManuallyDrop::new(event), pool, done: AtomicBool::new(false) }))
 }

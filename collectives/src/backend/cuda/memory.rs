@@ -25,9 +25,9 @@ use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUdeviceptr;
 use parking_lot::Mutex;
 
+use super::driver;
 pub(crate) use super::event::{Event, record};
 use super::reuse::{Parked, Reuse};
-use super::{driver, signal};
 use crate::backend::{Buffer, Fence, Mem};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -204,27 +204,6 @@ impl CudaFence {
         }
     }
 
-    /// Waits on the host for the event: not at all where it is known complete, or was recorded
-    /// [`signal::FRESH`] ago or more and a query finds it complete (a signal would wait for the
-    /// GPU to reach its write); else by a signal the fence's stream writes behind it ([`signal`])
-    /// for up to [`signal::SPIN_FOR`] where the stream is one of its device's own, the device maps
-    /// pinned memory at its host address, and signals are on; then (or else) blocking on the
-    /// event.
-    fn wait_signalled(&self) -> std::result::Result<(), cudarc::driver::DriverError> {
-        if self.event.known_done() || (self.event.age() >= signal::FRESH && self.event.try_is_complete()?) {
-            return Ok(());
-        }
-        if let Some(dev) =
-            super::device::of(self.device, "wait").ok().filter(|d| d.unified && signal::enabled())
-            && let Some(stream) = dev.stream_by_handle(self.stream)
-            && let Some(armed) = signal::arm(&dev.ctx, stream)
-            && signal::spin(&self.event, &armed, signal::SPIN_FOR)?
-        {
-            return Ok(());
-        }
-        self.event.synchronize()
-    }
-
     /// Waits on the host for the event, polling `watch`: spins (yielding) for the first
     /// [`SPIN_FOR`], then sleeps up to [`MAX_PAUSE`] between queries.
     fn wait_watched(&self, watch: &dyn Watch) -> Result<()> {
@@ -261,7 +240,7 @@ impl Fence for CudaFence {
             return Ok(());
         }
         match &self.watch {
-            None => self.wait_signalled().map_err(driver::err(self.device, "wait for device work"))?,
+            None => self.event.synchronize().map_err(driver::err(self.device, "wait for device work"))?,
             Some(w) => self.wait_watched(w.as_ref())?,
         }
         self.done.store(true, Ordering::Release);

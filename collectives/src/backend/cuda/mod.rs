@@ -36,7 +36,6 @@ mod pinned;
 pub(crate) mod probe;
 pub(crate) mod register;
 pub(crate) mod reuse;
-pub(crate) mod signal;
 mod staging;
 mod stream;
 #[cfg(test)]
@@ -92,7 +91,6 @@ pub(crate) fn unavailable_reason() -> Option<String> {
     virt::physical(0).err()
 }
 
-pub use signal::CUDA_SIGNAL_ENV;
 pub use virt::CUDA_DEVICES_ENV;
 
 impl Backend for CudaBackend {
