@@ -24,6 +24,7 @@ use cudarc::driver::{CudaEvent, CudaStream, DriverError};
 use parking_lot::Mutex;
 
 use super::driver;
+use super::flag::{self, Flag};
 use crate::device::Device;
 use crate::error::Result;
 
@@ -42,13 +43,15 @@ pub(crate) struct Event {
     pool: Arc<Pool>,
     /// Set once the recorded work is seen complete.
     done: AtomicBool,
+    /// A flag the recorded kernel stores when done ([`super::flag`]), if it took one.
+    flag: Option<Flag>,
 }
 
 impl Event {
     /// Whether the recorded work is complete: known already, or asked of the driver. (Shadows
     /// [`CudaEvent::try_is_complete`], so every query through an `Event` is remembered.)
     pub fn try_is_complete(&self) -> std::result::Result<bool, DriverError> {
-        if self.done.load(Ordering::Acquire) {
+        if self.done.load(Ordering::Acquire) || self.flag.as_ref().is_some_and(Flag::reached) {
             return Ok(true);
         }
         let done = self.event.try_is_complete()?;
@@ -58,14 +61,30 @@ impl Event {
         Ok(done)
     }
 
-    /// Blocks until the recorded work is complete, unless it is known to be. (Shadows
-    /// [`CudaEvent::synchronize`].)
+    /// Blocks until the recorded work is complete, unless it is known to be: spinning on its
+    /// kernel's flag for up to [`flag::SPIN_FOR`] where it has one, then (or else) in the
+    /// driver. (Shadows [`CudaEvent::synchronize`].)
     pub fn synchronize(&self) -> std::result::Result<(), DriverError> {
-        if !self.done.load(Ordering::Acquire) {
-            self.event.synchronize()?;
-            self.done.store(true, Ordering::Release);
+        if self.done.load(Ordering::Acquire) {
+            return Ok(());
         }
+        let flagged = match &self.flag {
+            Some(f) => flag::spin(f, flag::SPIN_FOR, || self.event.try_is_complete())?,
+            None => false,
+        };
+        if !flagged {
+            self.event.synchronize()?;
+        }
+        self.done.store(true, Ordering::Release);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+impl Event {
+    /// The flag its kernel stores, if it took one.
+    pub fn flag(&self) -> Option<&Flag> {
+        self.flag.as_ref()
     }
 }
 
@@ -104,6 +123,11 @@ pub(crate) fn wait_on(stream: &CudaStream, event: &CudaEvent, device: Device) ->
 
 /// Records an event on `stream` (of `device`) after the work issued so far.
 pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<Event>> {
+    record_flagged(stream, device, None)
+}
+
+/// [`record`] after a kernel that stores `flag` when done, which host waits spin on.
+pub(crate) fn record_flagged(stream: &CudaStream, device: Device, flag: Option<Flag>) -> Result<Arc<Event>> {
     crate::failpoint::hit(device, "cuda event record")?;
     let pool = pool(device);
     let reused = pool.free.lock().pop();
@@ -115,5 +139,5 @@ pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<Event>> 
             .map_err(driver::err(device, "create event"))?,
     };
     event.record(stream).map_err(driver::err(device, "record event"))?;
-    Ok(Arc::new(Event { event: ManuallyDrop::new(event), pool, done: AtomicBool::new(false) }))
+    Ok(Arc::new(Event { event: ManuallyDrop::new(event), pool, done: AtomicBool::new(false), flag }))
 }

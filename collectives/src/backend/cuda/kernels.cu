@@ -340,6 +340,15 @@ __device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int
     }
 }
 
+// The last act of a one-block kernel whose host waits spin on `done` (flag.rs): each thread's
+// writes are made visible to the system (the host, other devices) before the block meets, and
+// then one thread stores `seq`. `done` is the same for every thread, so the whole block syncs.
+__device__ void signal_done(unsigned* done, unsigned seq) {
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) *(volatile unsigned*)done = seq;
+}
+
 template <typename S, typename D, bool INTS> struct Conv;
 template <typename S, typename D> struct Conv<S, D, true> {
     static __device__ __forceinline__ D run(S x) { return Num<D>::from_i64(Num<S>::to_i64(x)); }
@@ -397,11 +406,14 @@ __device__ void copyseg_body(const Segs& s, int k) {
         scale_body<T>(x, o, n, flags, kind, f, fi);                                              \
     }
 
-// reduce_<dtype>_<op> folds with B = 0, reduce<B>_<dtype>_<op> in batches of B (fold_at).
+// reduce_<dtype>_<op> folds with B = 0, reduce<B>_<dtype>_<op> in batches of B (fold_at). A
+// launch of one block given `done` stores `seq` there once every output is written (flag.rs).
 #define REDUCE1(T, N, OPN, OP, B, PRE)                                                            \
     extern "C" __global__ void PRE##_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,      \
-                                                 u64 n, int flags, int kind, double f, i64 fi) {  \
+                                                 u64 n, int flags, int kind, double f, i64 fi,    \
+                                                 unsigned* done, unsigned seq) {                  \
         reduce_body<T, OP, B>(in, k, acc, o, m, n, flags, kind, f, fi);                          \
+        if (done) signal_done(done, seq);                                                        \
     }
 #define REDUCE_FORM(T, N, B, PRE) REDUCE1(T, N, sum, OP_ADD, B, PRE) REDUCE1(T, N, prod, OP_MUL, B, PRE) \
     REDUCE1(T, N, max, OP_MAX, B, PRE) REDUCE1(T, N, min, OP_MIN, B, PRE)

@@ -16,7 +16,9 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
 use super::driver;
-use super::memory::{DevAlloc, Event, alloc_of, await_on, device_buffer, record};
+use super::event::record_flagged;
+use super::flag::Flag;
+use super::memory::{DevAlloc, Event, alloc_of, await_on, device_buffer};
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -201,8 +203,9 @@ pub(crate) fn compute_to_all(
     let skip = (start * in_dtype.size()) as u64;
     let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr() + skip).collect();
     let outs: Vec<CUdeviceptr> = dsts.iter().map(|&(d, at)| d.ptr() + (at * size) as u64).collect();
-    let issued =
-        run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out).and_then(|()| record(stream, dev.device));
+    let flag = flag_for(dev, kernel);
+    let issued = run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, flag.as_ref())
+        .and_then(|flagged| record_flagged(stream, dev.device, flag.filter(|_| flagged)));
     let event = issued.inspect_err(|_| {
         // A launch issued before the failure may still write the outputs: let it finish before
         // they are dropped (nothing notes its use).
@@ -215,6 +218,11 @@ pub(crate) fn compute_to_all(
         d.note_use(stream, &event);
     }
     Ok(event)
+}
+
+/// A completion flag for `kernel` on `dev` ([`super::flag`]) where it can store one: a reduce.
+pub(super) fn flag_for(dev: &CudaDevice, kernel: &Kernel) -> Option<Flag> {
+    matches!(kernel, Kernel::Reduce { .. }).then(|| Flag::take(dev)).flatten()
 }
 
 /// Whether `dev`'s kernels read and write `other`'s memory in place: its own, a logical device of
@@ -260,7 +268,9 @@ pub(super) fn run(
     match kernel {
         Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), ins[0], ins[1], o, n) },
         Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n) },
-        Kernel::Reduce { kind, scale } => unsafe { reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n) },
+        Kernel::Reduce { kind, scale } => unsafe {
+            reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n, None).map(drop)
+        },
         Kernel::Cast if in_dtype == d => unsafe { copy2d(l, ins[0], o, 1, n * d.size() as u64, 0, 0) },
         Kernel::Cast => {
             let (x, y, n) = (ins[0], o, n);
@@ -302,7 +312,8 @@ pub(super) fn run(
 /// its one pass (up to [`MAXK`]), a copy (a cast to the same dtype) copies the input to every one
 /// ([`MAXK`] a launch); any other kernel, or a reduce's outputs past [`MAXK`], are copied from
 /// `outs[0]` by one more launch. Each pointer holds `out.len` elements of `out.dtype` on this
-/// device or a peer's that this device writes in place, as the caller has checked.
+/// device or a peer's that this device writes in place, as the caller has checked. A reduce that
+/// is the last launch and runs as one block stores `flag` when done; returns whether one does.
 pub(super) fn run_to_all(
     l: &Launcher,
     kernel: &Kernel,
@@ -310,31 +321,35 @@ pub(super) fn run_to_all(
     in_dtype: DType,
     outs: &[CUdeviceptr],
     out: OutSpec,
-) -> Result<()> {
-    let Some((&first, _)) = outs.split_first() else { return Ok(()) };
+    flag: Option<&Flag>,
+) -> Result<bool> {
+    let Some((&first, _)) = outs.split_first() else { return Ok(false) };
     let bytes = (out.len * out.dtype.size()) as u64;
     let written = match kernel {
         Kernel::Cast if in_dtype == out.dtype => {
             // A copy: every output straight from the input, MAXK a launch.
             let segs: Vec<Seg> = outs.iter().map(|&o| (ins[0], o, bytes)).collect();
             // SAFETY: as `run` guarantees for the input and every output; outputs are distinct.
-            return unsafe { copy_segments(l, &segs) };
+            return unsafe { copy_segments(l, &segs) }.map(|()| false);
         }
         Kernel::Reduce { kind, scale } => {
             let now = &outs[..outs.len().min(MAXK)];
+            let flag = flag.filter(|_| now.len() == outs.len());
             // SAFETY: as `run` guarantees, for every one of `now`.
-            unsafe { reduce(l, Fold::new(out.dtype, *kind, *scale), ins, now, out.len as u64)? };
-            now.len()
+            let flagged =
+                unsafe { reduce(l, Fold::new(out.dtype, *kind, *scale), ins, now, out.len as u64, flag)? };
+            (now.len(), flagged)
         }
         _ => {
             run(l, kernel, ins, in_dtype, first, out)?;
-            1
+            (1, false)
         }
     };
+    let (written, flagged) = written;
     let rest: Vec<Seg> = outs[written..].iter().map(|&o| (first, o, bytes)).collect();
     // SAFETY: `first` holds the result once the launch above has run (same stream), and each of
     // the rest holds as many bytes, as the caller guarantees; outputs are distinct allocations.
-    unsafe { copy_segments(l, &rest) }
+    unsafe { copy_segments(l, &rest) }.map(|()| flagged)
 }
 
 /// `o = a op b`.

@@ -20,8 +20,9 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
+use super::event::record_flagged;
 use super::launch::{self, Launcher};
-use super::memory::{CudaFence, alloc_of, await_on, fenced_buffer, record};
+use super::memory::{CudaFence, alloc_of, await_on, fenced_buffer};
 use super::pinned::{self, PinnedBlock, PinnedHost};
 use super::stream::{host_blocks, host_copy};
 use crate::backend::{Buffer, Kernel, Mem, OutSpec};
@@ -53,8 +54,10 @@ pub(crate) fn compute_mapped(
     // The result into `dst` and each host copy's block: a reduce writes them all in its pass.
     let outs: Vec<CUdeviceptr> =
         std::iter::once(dst.ptr()).chain(blocks.iter().flatten().map(|b| b.ptr() as CUdeviceptr)).collect();
-    let issued = launch::run_to_all(&Launcher::new(dev, stream), kernel, &ptrs, in_dtype, &outs, out)
-        .and_then(|()| record(stream, dev.device));
+    let flag = launch::flag_for(dev, kernel);
+    let issued =
+        launch::run_to_all(&Launcher::new(dev, stream), kernel, &ptrs, in_dtype, &outs, out, flag.as_ref())
+            .and_then(|flagged| record_flagged(stream, dev.device, flag.filter(|_| flagged)));
     let done = match issued {
         Ok(e) => e,
         Err(e) => {

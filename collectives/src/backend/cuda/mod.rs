@@ -24,6 +24,7 @@ mod copy;
 pub(crate) mod device;
 pub(crate) mod driver;
 pub(crate) mod event;
+mod flag;
 mod interop;
 pub(crate) mod join;
 mod launch;

@@ -13,7 +13,8 @@
 //! work, by the size of their parameters: the floor of any kernel and its wait. A fourth times
 //! the reduce kernel's forms (`launch::fold::reduce_batch`) against one another by input count and size.
 //! A fifth times how the host learns a kernel finished: a synchronize, an event, or a word of
-//! pinned memory that the kernel or its stream writes (`bench/gpu/28-completion`).
+//! pinned memory that the kernel or its stream writes (`bench/gpu/28-completion`); a sixth, the
+//! library's calls with host waits by kernel flags ([`super::flag`]) against events alone.
 
 use std::time::Instant;
 
@@ -167,7 +168,7 @@ fn mixed_all_reduce_layers_probe() {
     row(
         "raw reduce launch over a device and a pinned host input, to a device and a pinned host output + stream synchronize",
         time(|| unsafe {
-            launch::run_to_all(&l, &kernel, &ins, DType::F32, &outs, spec).unwrap();
+            launch::run_to_all(&l, &kernel, &ins, DType::F32, &outs, spec, None).unwrap();
             result::stream::synchronize(stream.cu_stream()).unwrap();
         }),
     );
@@ -286,7 +287,7 @@ fn reduce_forms_probe() {
                         // synchronized before the allocations are dropped.
                         let go = || unsafe {
                             for _ in 0..reps {
-                                reduce(&l, fold, &ins, &out, n).unwrap();
+                                reduce(&l, fold, &ins, &out, n, None).unwrap();
                             }
                             result::stream::synchronize(raw).unwrap();
                         };
@@ -443,5 +444,82 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
 
     fn ptr<T>(v: &T) -> *mut c_void {
         v as *const T as *mut c_void
+    }
+}
+
+/// Host waits by kernel flags against waits by events alone, alternated in blocks of 50 calls over
+/// 40 rounds (the order flipped each round) so that drift of the machine falls on both: the
+/// 4 KiB `local_reduce` on `cuda:0`, the all_reduce of `cuda:0, cpu:0`, and on every CUDA device
+/// (two or more, virtual ones included) the all_reduce, all_gather, reduce_scatter and
+/// broadcast. Each row: median and tenth percentile of the 2000 calls each way.
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn flag_on_off_probe() {
+    use crate::{DeviceGroup, ReduceOp};
+    let Some(dev) = devices().into_iter().next() else {
+        return;
+    };
+    drop(dev);
+    let n = super::device_count();
+    let shard = |d: Device| Tensor::from_vec(vec![1.5f32; N], [N], d).unwrap();
+    let mut cases: Vec<(String, Box<dyn Fn()>)> = Vec::new();
+    let local = [shard(Device::Cuda(0)), shard(Device::Cuda(0))];
+    crate::realize(&local).unwrap();
+    cases.push((
+        "local_reduce cuda:0".into(),
+        Box::new(move || crate::realize(&[Tensor::reduce(&local, ReduceKind::Sum, None).unwrap()]).unwrap()),
+    ));
+    let mut groups = vec![vec![Device::Cuda(0), Device::Cpu(0)]];
+    if n >= 2 {
+        groups.push((0..n).map(Device::Cuda).collect());
+    }
+    for devs in groups {
+        let g = DeviceGroup::new(devs.clone()).unwrap();
+        let shards: Vec<Tensor> = devs.iter().map(|&d| shard(d)).collect();
+        crate::realize(&shards).unwrap();
+        let names: Vec<String> = devs.iter().map(|d| d.to_string()).collect();
+        let all_cuda = devs.iter().all(|d| matches!(d, Device::Cuda(_)));
+        let ops: &[&str] = if all_cuda {
+            &["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
+        } else {
+            &["all_reduce"]
+        };
+        for &op in ops {
+            let (g, shards) = (g.clone(), shards.clone());
+            let run: Box<dyn Fn()> = Box::new(move || {
+                let out = match op {
+                    "all_reduce" => g.all_reduce(&shards, ReduceOp::Sum),
+                    "all_gather" => g.all_gather(&shards, 0),
+                    "reduce_scatter" => g.reduce_scatter(&shards, ReduceOp::Sum, 0),
+                    _ => g.broadcast(&shards[0]),
+                };
+                crate::realize(&out.unwrap()).unwrap();
+            });
+            cases.push((format!("{op} {}", names.join(",")), run));
+        }
+    }
+    for (what, f) in &cases {
+        let (mut on, mut off) = (Vec::new(), Vec::new());
+        for _ in 0..100 {
+            f();
+        }
+        for round in 0..40 {
+            for first in [round % 2 == 0, round % 2 != 0] {
+                super::flag::force(first);
+                let v = if first { &mut on } else { &mut off };
+                for _ in 0..50 {
+                    let s = Instant::now();
+                    f();
+                    v.push(s.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+        }
+        super::flag::force(true);
+        let stat = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            (v[v.len() / 2], v[v.len() / 10])
+        };
+        let ((m1, p1), (m0, p0)) = (stat(&mut on), stat(&mut off));
+        println!("probe: on/off {m1:7.2} / {m0:7.2} us median, {p1:7.2} / {p0:7.2} p10  {what}");
     }
 }

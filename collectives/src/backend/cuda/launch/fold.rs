@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
-use super::{F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
+use super::super::flag::Flag;
+use super::{BLOCK, F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::{ReduceKind, Scale};
@@ -109,7 +110,8 @@ impl Fold {
 }
 
 /// `o = scale(fold(ins))` for every `o` of `outs` (1 to [`MAXK`] of them, all written by the last
-/// launch): one launch per [`MAXK`] inputs, chained through an accumulator.
+/// launch): one launch per [`MAXK`] inputs, chained through an accumulator. The last launch
+/// stores `flag` when done if it runs as one block; returns whether it does.
 ///
 /// # Safety
 /// Every input holds `n` elements of `fold.dtype` and every output `n` that this device writes,
@@ -120,7 +122,8 @@ pub(in super::super) unsafe fn reduce(
     ins: &[u64],
     outs: &[u64],
     n: u64,
-) -> Result<()> {
+    flag: Option<&Flag>,
+) -> Result<bool> {
     let d = fold.dtype;
     let chunks: Vec<&[u64]> = ins.chunks(MAXK).collect();
     let tmp = match chunks.len() {
@@ -134,17 +137,21 @@ pub(in super::super) unsafe fn reduce(
     let last = chunks.len() - 1;
     let batch = fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64));
     let name = reduce_name(d, fold.kind, batch);
+    let flag = flag.filter(|_| work <= BLOCK as u64);
     for (i, chunk) in chunks.into_iter().enumerate() {
         let p = Ptrs::of(chunk);
         let k = chunk.len() as i32;
         let a = acc;
         let (o, m) = if i == last { (Ptrs::of(outs), outs.len() as i32) } else { (Ptrs::of(&[acc]), 1) };
         let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
+        let (done, seq) = flag.filter(|_| i == last).map_or((0, 0), |f| (f.addr(), f.seq()));
         // SAFETY: as the caller guarantees; the accumulator holds `n` compute-type values and is
-        // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`.
-        unsafe { l.launch(&name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi))? };
+        // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`;
+        // `done` is 0 or a flag's slot (pinned, mapped at its address, never freed), and a
+        // launch of `work` up to one block's threads runs as one block.
+        unsafe { l.launch(&name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi, done, seq))? };
     }
-    Ok(())
+    Ok(flag.is_some())
 }
 #[cfg(test)]
 mod tests {
@@ -217,7 +224,7 @@ mod tests {
                 let fold = Fold { dtype, kind, scale, batch: Some(batch) };
                 // SAFETY: every input holds `n` elements and `o` `n` more, on this device; the
                 // stream is synchronized before any of them is dropped.
-                unsafe { reduce(&l, fold, &ptrs, &[o], n as u64) }.expect("reduce");
+                unsafe { reduce(&l, fold, &ptrs, &[o], n as u64, None) }.expect("reduce");
                 dev.compute.synchronize().unwrap();
                 let got = to_f64s(dev, &out)[at..].to_vec();
                 for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {

@@ -1,0 +1,268 @@
+//! Completion flags: a word of pinned host memory that a one-block reduce kernel writes as its
+//! last act, so a host wait sees the kernel finish without the driver's event wake-up.
+//!
+//! Why: a realize waits on the host for every target, and on the H200 an event synchronize
+//! returns 1.2–1.6 µs after a flag the kernel itself writes has landed in host memory
+//! (`bench/gpu/28-completion`, run a: a 4 KiB add event-synchronized in 10.6 / 9.6 µs, the flag
+//! spun on in 9.0 / 8.2). A word the *stream* writes behind the kernel (`cuStreamWriteValue32`)
+//! was tried first and not kept: it is one more command for the GPU, and calls with an event per
+//! output lost more by it than one-kernel calls gained (runs c, d). A kernel's own store costs
+//! the GPU nothing more.
+//!
+//! How: a launch that will be waited for takes a [`Flag`] — a *slot* (one `u32` of a pinned page
+//! no one frees) set just below a new sequence number — and passes its address and number to the
+//! reduce kernel, which, when it runs as one block, fences its writes (`__threadfence_system`),
+//! syncs the block and stores the number (`kernels.cu`, `signal_done`). The event recorded after
+//! the launch holds the flag ([`super::event::record_flagged`]); its waits spin on the slot,
+//! querying the event every [`QUERY_EVERY`] (which also reports a failed kernel), and block on
+//! the event after [`SPIN_FOR`]. A slot goes back to its pool with the event; a store still
+//! pending on it then only ever lowers it below a newer number. Kernels of more blocks, and every
+//! other kernel and copy, are waited for by their events alone.
+
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+#[cfg(test)]
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::device::CudaDevice;
+use super::driver;
+
+/// How long a flagged wait spins before it blocks on the event: longer work gains nothing from a
+/// microsecond.
+pub(crate) const SPIN_FOR: Duration = Duration::from_micros(200);
+
+/// How often a spinning wait also queries the event.
+pub(crate) const QUERY_EVERY: Duration = Duration::from_micros(2);
+
+/// Slots in one pinned page.
+const PAGE_SLOTS: usize = 1024;
+
+/// One `u32` of a pinned page: its host address, which is also its device address (unified
+/// addressing maps pinned memory at the same address in every context).
+struct Slot(NonNull<AtomicU32>);
+
+// SAFETY: a slot points into a pinned page that is never freed; the host only accesses the word
+// atomically, and the device only stores to it.
+unsafe impl Send for Slot {}
+// SAFETY: as above.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    fn word(&self) -> &AtomicU32 {
+        // SAFETY: the page is never freed and the word is aligned (see `Slot`).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+/// Free slots, of every page allocated so far.
+fn free() -> &'static Mutex<Vec<Slot>> {
+    static F: OnceLock<Mutex<Vec<Slot>>> = OnceLock::new();
+    F.get_or_init(Default::default)
+}
+
+/// The next sequence number (wrapping; numbers are compared by their difference).
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// Set by the on/off probe to take no flags.
+#[cfg(test)]
+static OFF: AtomicBool = AtomicBool::new(false);
+
+/// Turns flags on or off for the process (the on/off probe, `probe.rs`).
+#[cfg(test)]
+pub(crate) fn force(on: bool) {
+    OFF.store(!on, Ordering::Relaxed);
+}
+
+/// A free slot; a new page when none is, allocated in `dev`'s context.
+fn take_slot(dev: &CudaDevice) -> Option<Slot> {
+    if let Some(s) = free().lock().pop() {
+        return Some(s);
+    }
+    dev.bind().ok()?;
+    // SAFETY: a context is current (bound above). The page is never freed.
+    let page = unsafe { driver::alloc_pinned(PAGE_SLOTS * 4) }.ok()?;
+    let words = page.cast::<AtomicU32>();
+    let slots = (0..PAGE_SLOTS).map(|i| {
+        // SAFETY: `i` is within the page, which holds PAGE_SLOTS aligned words (pinned memory is
+        // page-aligned); AtomicU32 has u32's layout, and the page is only used through it.
+        let w = unsafe { words.add(i) };
+        // SAFETY: as above; the write initialises the word before any use.
+        unsafe { w.write(AtomicU32::new(0)) };
+        Slot(NonNull::new(w).expect("a pinned page is not null"))
+    });
+    let mut f = free().lock();
+    f.extend(slots);
+    f.pop()
+}
+
+/// A sequence number a kernel stores into a slot when it is done.
+pub(crate) struct Flag {
+    slot: Option<Slot>,
+    seq: u32,
+}
+
+impl Flag {
+    /// A new flag for a kernel of `dev`, where its memory maps pinned host memory at its host
+    /// address; `None` where not, or no slot could be had.
+    pub fn take(dev: &CudaDevice) -> Option<Flag> {
+        #[cfg(test)]
+        if OFF.load(Ordering::Relaxed) {
+            return None;
+        }
+        if !dev.unified {
+            return None;
+        }
+        let slot = take_slot(dev)?;
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        slot.word().store(seq.wrapping_sub(1), Ordering::Relaxed);
+        Some(Flag { slot: Some(slot), seq })
+    }
+
+    /// The slot's address (host and device), as the kernel takes it.
+    pub fn addr(&self) -> u64 {
+        self.slot.as_ref().map_or(0, |s| s.0.as_ptr() as u64)
+    }
+
+    /// The number the kernel stores.
+    pub fn seq(&self) -> u32 {
+        self.seq
+    }
+
+    /// Whether the kernel has stored its number (or a later one is there).
+    pub fn reached(&self) -> bool {
+        self.slot.as_ref().is_some_and(|s| reached(s.word().load(Ordering::Acquire), self.seq))
+    }
+}
+
+impl Drop for Flag {
+    fn drop(&mut self) {
+        if let Some(s) = self.slot.take() {
+            free().lock().push(s);
+        }
+    }
+}
+
+/// Whether `value`, read from a slot armed with `seq`, is `seq` or a later number.
+fn reached(value: u32, seq: u32) -> bool {
+    (value.wrapping_sub(seq) as i32) >= 0
+}
+
+/// Spins until `flag` is reached or `query` (the event's) says the work is complete, asking it
+/// every [`QUERY_EVERY`]; `true` once complete, `false` after `spin` (the caller then blocks).
+pub(crate) fn spin<E>(
+    flag: &Flag,
+    spin: Duration,
+    mut query: impl FnMut() -> Result<bool, E>,
+) -> Result<bool, E> {
+    let start = Instant::now();
+    let mut next_query = start + QUERY_EVERY;
+    loop {
+        if flag.reached() {
+            return Ok(true);
+        }
+        let now = Instant::now();
+        if now >= next_query {
+            if query()? {
+                return Ok(true);
+            }
+            if now - start >= spin {
+                return Ok(false);
+            }
+            next_query = now + QUERY_EVERY;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::{Flag, reached, spin};
+    use crate::backend::cuda::launch;
+    use crate::backend::cuda::memory::CudaFence;
+    use crate::backend::cuda::tests::{close, devices, expected, random_vals, to_buffer, to_f64s};
+    use crate::backend::{Kernel, OutSpec};
+    use crate::dtype::DType;
+    use crate::graph::ReduceOp;
+
+    /// A reduce of one block takes a flag, stores it by the time its wait returns, and its result
+    /// is right: every dtype, 1, 7 and 1024 elements (one block, or two for 8-byte types) and
+    /// 65 537 (more, no flag), three inputs of fresh random values, every element against the f64
+    /// reference. On a CUDA device (skipped without).
+    #[test]
+    fn a_one_block_reduce_stores_its_flag_before_its_wait_returns() {
+        let Some(dev) = devices().into_iter().next() else {
+            return;
+        };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        for dtype in DType::ALL {
+            for n in [1usize, 7, 1024, 65_537] {
+                let ins: Vec<Vec<f64>> = (0..3).map(|_| random_vals(dtype, n, false, &mut r)).collect();
+                let bufs: Vec<_> = ins.iter().map(|x| to_buffer(&dev, dtype, x)).collect();
+                let refs: Vec<_> = bufs.iter().collect();
+                let (kind, scale) = ReduceOp::Sum.lower(3);
+                let out =
+                    launch::compute(&dev, &Kernel::Reduce { kind, scale }, &refs, OutSpec { dtype, len: n })
+                        .expect("reduce");
+                let fence = out.fence.as_ref().expect("a fence");
+                let event = &fence.as_any().downcast_ref::<CudaFence>().expect("a CUDA fence").event;
+                let ctx = format!("seed {seed} {dtype} n {n}");
+                // Aligned buffers take the 16-byte vector path: a thread per 16 bytes, 256 a block.
+                let one_block = n.div_ceil(16 / dtype.size()) <= 256;
+                assert_eq!(event.flag().is_some(), one_block, "{ctx}: a flag exactly where one block runs");
+                out.wait().expect("wait");
+                assert!(event.flag().is_none_or(Flag::reached), "{ctx}: the kernel stored its flag");
+                let (want, mag) = expected(ReduceOp::Sum, dtype, &ins);
+                for (i, (g, w)) in to_f64s(&dev, &out).into_iter().zip(want).enumerate() {
+                    assert!(close(dtype, g, w, mag[i], 3), "{ctx}: [{i}] got {g:e} want {w:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_slot_has_reached_its_number_once_it_holds_it_or_a_later_one_across_the_wrap() {
+        assert!(!reached(4, 5));
+        assert!(reached(5, 5));
+        assert!(reached(6, 5));
+        // A flag sets its slot just below its number, also where the number wraps.
+        assert!(!reached(u32::MAX, 0));
+        assert!(reached(0, u32::MAX));
+        assert!(reached(2, u32::MAX - 1));
+        // A stale store of an older number lowers the slot below a newer one.
+        assert!(!reached(u32::MAX - 3, 7));
+    }
+
+    /// A spin ends when the flag is reached, when the query says done, or out of its budget; a
+    /// query's error ends it. On a CUDA device (skipped without), where slots exist.
+    #[test]
+    fn a_spin_ends_by_the_flag_the_query_or_the_budget() {
+        let Some(dev) = devices().into_iter().next() else {
+            return;
+        };
+        let f = Flag::take(&dev).expect("a flag on a device with unified addressing");
+        assert!(!f.reached());
+        assert_eq!(spin(&f, Duration::ZERO, || Ok::<_, ()>(false)), Ok(false));
+        assert_eq!(spin(&f, Duration::from_secs(10), || Ok::<_, ()>(true)), Ok(true));
+        assert_eq!(spin(&f, Duration::from_secs(10), || Err::<bool, _>("failed")), Err("failed"));
+        // SAFETY: the slot is this flag's, alive while it is; the host stores as the kernel would.
+        unsafe {
+            (*(f.addr() as *const std::sync::atomic::AtomicU32))
+                .store(f.seq(), std::sync::atomic::Ordering::Release)
+        };
+        assert!(f.reached());
+        assert_eq!(spin(&f, Duration::ZERO, || Err::<bool, _>("not asked")), Ok(true));
+        let g = Flag::take(&dev).expect("flag");
+        assert_ne!(f.addr(), g.addr(), "two live flags have two slots");
+        assert!(!g.reached(), "a new flag starts below its number");
+    }
+}
