@@ -7,9 +7,11 @@
 //! spun on in 9.0 / 8.2). A word the *stream* writes behind the kernel (`cuStreamWriteValue32`)
 //! was tried first and not kept: it is one more command for the GPU, and calls with an event per
 //! output lost more by it than one-kernel calls gained (runs c, d). A kernel's own store costs
-//! the GPU nothing more.
+//! the GPU nothing more: alternated with events alone in one process (run e), every call ending
+//! in a reduce gained 0.8–2.0 µs in every run (`local_reduce` on `cuda:0` 1.0–1.5, the 4 KiB
+//! all_reduce of `cuda:0, cpu:0` 1.0–2.0) and no call lost.
 //!
-//! How: a launch that will be waited for takes a [`Flag`] — a *slot* (one `u32` of a pinned page
+//! How: a reduce launch takes a [`Flag`] — a *slot* (one `u32` of a pinned page
 //! no one frees) set just below a new sequence number — and passes its address and number to the
 //! reduce kernel, which, when it runs as one block, fences its writes (`__threadfence_system`),
 //! syncs the block and stores the number (`kernels.cu`, `signal_done`). The event recorded after
