@@ -196,9 +196,9 @@ mod tests {
     use crate::graph::ReduceOp;
 
     /// A reduce of one block takes a flag, stores it by the time its wait returns, and its result
-    /// is right: every dtype, 1, 7 and 1024 elements (one block, or two for 8-byte types) and
-    /// 65 537 (more, no flag), three inputs of fresh random values, every element against the f64
-    /// reference. On a CUDA device (skipped without).
+    /// is right: every dtype, 1, 7 and 1024 elements (one block, or two for 8-byte types), 65 537
+    /// (more, no flag) and none (no launch, no flag), three inputs of fresh random values, every
+    /// element against the f64 reference. On a CUDA device (skipped without).
     #[test]
     fn a_one_block_reduce_stores_its_flag_before_its_wait_returns() {
         let Some(dev) = devices().into_iter().next() else {
@@ -207,7 +207,7 @@ mod tests {
         let seed: u64 = rand::rng().random();
         let mut r = StdRng::seed_from_u64(seed);
         for dtype in DType::ALL {
-            for n in [1usize, 7, 1024, 65_537] {
+            for n in [0usize, 1, 7, 1024, 65_537] {
                 let ins: Vec<Vec<f64>> = (0..3).map(|_| random_vals(dtype, n, false, &mut r)).collect();
                 let bufs: Vec<_> = ins.iter().map(|x| to_buffer(&dev, dtype, x)).collect();
                 let refs: Vec<_> = bufs.iter().collect();
@@ -218,8 +218,9 @@ mod tests {
                 let fence = out.fence.as_ref().expect("a fence");
                 let event = &fence.as_any().downcast_ref::<CudaFence>().expect("a CUDA fence").event;
                 let ctx = format!("seed {seed} {dtype} n {n}");
-                // Aligned buffers take the 16-byte vector path: a thread per 16 bytes, 256 a block.
-                let one_block = n.div_ceil(16 / dtype.size()) <= 256;
+                // Aligned buffers take the 16-byte vector path: a thread per 16 bytes, 256 a block;
+                // an empty reduce launches nothing.
+                let one_block = (1..=256).contains(&n.div_ceil(16 / dtype.size()));
                 assert_eq!(event.flag().is_some(), one_block, "{ctx}: a flag exactly where one block runs");
                 out.wait().expect("wait");
                 assert!(event.flag().is_none_or(Flag::reached), "{ctx}: the kernel stored its flag");

@@ -325,7 +325,7 @@ pub(super) fn run_to_all(
 ) -> Result<bool> {
     let Some((&first, _)) = outs.split_first() else { return Ok(false) };
     let bytes = (out.len * out.dtype.size()) as u64;
-    let written = match kernel {
+    let (written, flagged) = match kernel {
         Kernel::Cast if in_dtype == out.dtype => {
             // A copy: every output straight from the input, MAXK a launch.
             let segs: Vec<Seg> = outs.iter().map(|&o| (ins[0], o, bytes)).collect();
@@ -345,7 +345,6 @@ pub(super) fn run_to_all(
             (1, false)
         }
     };
-    let (written, flagged) = written;
     let rest: Vec<Seg> = outs[written..].iter().map(|&o| (first, o, bytes)).collect();
     // SAFETY: `first` holds the result once the launch above has run (same stream), and each of
     // the rest holds as many bytes, as the caller guarantees; outputs are distinct allocations.

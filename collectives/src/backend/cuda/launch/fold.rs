@@ -137,7 +137,8 @@ pub(in super::super) unsafe fn reduce(
     let last = chunks.len() - 1;
     let batch = fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64));
     let name = reduce_name(d, fold.kind, batch);
-    let flag = flag.filter(|_| work <= BLOCK as u64);
+    // One block, which a launch of up to BLOCK items is (none launches nothing, so stores none).
+    let flag = flag.filter(|_| (1..=BLOCK as u64).contains(&work));
     for (i, chunk) in chunks.into_iter().enumerate() {
         let p = Ptrs::of(chunk);
         let k = chunk.len() as i32;
