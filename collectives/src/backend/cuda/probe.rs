@@ -33,6 +33,11 @@ use crate::graph::{ReduceKind, Tensor};
 const ITERS: usize = 4000;
 const N: usize = 1024;
 
+/// A kernel parameter's address, as `cuLaunchKernel` takes it.
+fn ptr<T>(v: &T) -> *mut std::ffi::c_void {
+    v as *const T as *mut std::ffi::c_void
+}
+
 /// [`timing::time`] over `ITERS` runs.
 fn time(f: impl FnMut()) -> (f64, f64) {
     timing::time(ITERS, f)
@@ -244,10 +249,6 @@ extern "C" __global__ void indexed(Big s, int k) { if ((int)threadIdx.x < k && s
             }),
         );
     }
-
-    fn ptr<T>(v: &T) -> *mut c_void {
-        v as *const T as *mut c_void
-    }
 }
 
 /// The reduce kernel's forms against one another (`fold_at` in `kernels.cu`: the loop over
@@ -441,10 +442,6 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
     unsafe { result::stream::synchronize(raw).unwrap() };
     row("add launch alone (host time, queued back to back)", host);
     drop(flag_block);
-
-    fn ptr<T>(v: &T) -> *mut c_void {
-        v as *const T as *mut c_void
-    }
 }
 
 /// Host waits by kernel flags against waits by events alone, alternated in blocks of 50 calls over
