@@ -188,9 +188,12 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::{Flag, reached, spin};
-    use crate::backend::cuda::launch;
-    use crate::backend::cuda::memory::CudaFence;
-    use crate::backend::cuda::tests::{close, devices, expected, random_vals, to_buffer, to_f64s};
+    use crate::backend::cuda::event::record_flagged;
+    use crate::backend::cuda::launch::{self, Launcher, Seg, copy_segments_flagged};
+    use crate::backend::cuda::memory::{CudaFence, alloc_of};
+    use crate::backend::cuda::tests::{
+        close, devices, download, expected, random_vals, to_buffer, to_f64s, upload,
+    };
     use crate::backend::{Kernel, OutSpec};
     use crate::dtype::DType;
     use crate::graph::ReduceOp;
@@ -229,6 +232,50 @@ mod tests {
                     assert!(close(dtype, g, w, mag[i], 3), "{ctx}: [{i}] got {g:e} want {w:e}");
                 }
             }
+        }
+    }
+
+    /// A `copyseg` launch of one block takes a flag and stores it by the time its event's wait
+    /// returns, and every byte lands: segments of 1 and 7 bytes (one block of byte units), two of
+    /// 4 KiB (one block of 16-byte units); two of 4 KiB and one of 13 bytes (byte units, more
+    /// blocks) and one of 1 MiB take none. Fresh random bytes, every byte compared. On a CUDA
+    /// device (skipped without).
+    #[test]
+    fn a_one_block_copy_stores_its_flag_and_copies_every_byte() {
+        let Some(dev) = devices().into_iter().next() else {
+            return;
+        };
+        let mut r = rand::rng();
+        for (lens, one_block) in [
+            (vec![1usize, 7], true),
+            (vec![4096, 4096], true),
+            (vec![4096, 4096, 13], false),
+            (vec![1 << 20], false),
+        ] {
+            let total: usize = lens.iter().sum();
+            let bytes: Vec<u8> = (0..total).map(|_| r.random()).collect();
+            let (src, dst) = (upload(&dev, bytes.clone()), upload(&dev, vec![0u8; total]));
+            src.wait().unwrap();
+            dst.wait().unwrap();
+            let (s, d) = (alloc_of(&src, "t").unwrap().ptr(), alloc_of(&dst, "t").unwrap().ptr());
+            let mut at = 0u64;
+            let segs: Vec<Seg> = lens
+                .iter()
+                .map(|&n| {
+                    at += n as u64;
+                    (s + at - n as u64, d + at - n as u64, n as u64)
+                })
+                .collect();
+            let flag = Flag::take(&dev).expect("flag");
+            let l = Launcher::new(&dev, &dev.compute);
+            // SAFETY: every segment lies within `src` and `dst` (distinct allocations of `total`
+            // bytes on this device), alive until the event below is waited for.
+            let flagged = unsafe { copy_segments_flagged(&l, &segs, Some(&flag)) }.expect("copy");
+            assert_eq!(flagged, one_block, "{lens:?}");
+            let e = record_flagged(&dev.compute, dev.device, Some(flag).filter(|_| flagged)).unwrap();
+            e.synchronize().unwrap();
+            assert!(e.flag().is_none_or(Flag::reached), "{lens:?}: the kernel stored its flag");
+            assert!(download::<u8>(&dev, &dst) == bytes, "{lens:?}: every byte copied");
         }
     }
 

@@ -429,4 +429,8 @@ __device__ void copyseg_body(const Segs& s, int k) {
         copy2d_body<W>(s, d, rows, width, sp, dp);                                               \
     }
 
-#define COPYSEG(W, N) extern "C" __global__ void copyseg_##N(Segs s, int k) { copyseg_body<W>(s, k); }
+#define COPYSEG(W, N)                                                                            \
+    extern "C" __global__ void copyseg_##N(Segs s, int k, unsigned* done, unsigned seq) {        \
+        copyseg_body<W>(s, k);                                                                   \
+        if (done) signal_done(done, seq);                                                        \
+    }

@@ -203,7 +203,7 @@ pub(crate) fn compute_to_all(
     let skip = (start * in_dtype.size()) as u64;
     let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr() + skip).collect();
     let outs: Vec<CUdeviceptr> = dsts.iter().map(|&(d, at)| d.ptr() + (at * size) as u64).collect();
-    let flag = flag_for(dev, kernel);
+    let flag = flag_for(dev, kernel, outs.len());
     let issued = run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, flag.as_ref())
         .and_then(|flagged| record_flagged(stream, dev.device, flag.filter(|_| flagged)));
     let event = issued.inspect_err(|_| {
@@ -220,9 +220,16 @@ pub(crate) fn compute_to_all(
     Ok(event)
 }
 
-/// A completion flag for `kernel` on `dev` ([`super::flag`]) where it can store one: a reduce.
-pub(super) fn flag_for(dev: &CudaDevice, kernel: &Kernel) -> Option<Flag> {
-    matches!(kernel, Kernel::Reduce { .. }).then(|| Flag::take(dev)).flatten()
+/// A completion flag for a launch of `kernel` on `dev` ([`super::flag`]), where its last launch
+/// may store one: a reduce, or a kernel whose result is copied on by `copyseg` (a copy, a one-row
+/// concat, or any kernel with more than one output).
+pub(super) fn flag_for(dev: &CudaDevice, kernel: &Kernel, outputs: usize) -> Option<Flag> {
+    let may = match kernel {
+        Kernel::Reduce { .. } | Kernel::Concat { outer: 1, .. } => true,
+        Kernel::Cast => true,
+        _ => outputs > 1,
+    };
+    may.then(|| Flag::take(dev)).flatten()
 }
 
 /// Whether `dev`'s kernels read and write `other`'s memory in place: its own, a logical device of
@@ -253,6 +260,8 @@ pub(super) fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Op
 
 /// Launches `kernel` over input pointers `ins` (of `in_dtype`) into `o`, `out.len` elements, on
 /// `l`'s stream; the caller has checked that every pointer holds what the kernel reads or writes.
+/// A reduce or a one-row concat (a `copyseg` launch) whose last launch runs as one block stores
+/// `flag` when done; returns whether one does.
 pub(super) fn run(
     l: &Launcher,
     kernel: &Kernel,
@@ -260,27 +269,15 @@ pub(super) fn run(
     in_dtype: DType,
     o: CUdeviceptr,
     out: OutSpec,
-) -> Result<()> {
+    flag: Option<&Flag>,
+) -> Result<bool> {
     let (n, d) = (out.len as u64, out.dtype);
     // SAFETY (every arm): `check` verified each input holds what the kernel reads, `o` points at
     // `out.len` elements of `out.dtype` (`compute_into` checked its memory holds them), and all
     // stay alive until the compute stream has run (the caller notes the inputs' use).
-    match kernel {
-        Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), ins[0], ins[1], o, n) },
-        Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n) },
-        Kernel::Reduce { kind, scale } => unsafe {
-            reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n, None).map(drop)
-        },
-        Kernel::Cast if in_dtype == d => unsafe { copy2d(l, ins[0], o, 1, n * d.size() as u64, 0, 0) },
-        Kernel::Cast => {
-            let (x, y, n) = (ins[0], o, n);
-            let name = format!("cast_{}_{}", in_dtype.name(), d.name());
-            unsafe { l.launch(&name, n, &mut args!(x, y, n)) }
-        }
-        Kernel::Slice { outer, in_mid, start, len, inner } => {
-            let sz = (inner * d.size()) as u64;
-            let (rows, w) = (*outer as u64, *len as u64 * sz);
-            unsafe { copy2d(l, ins[0] + *start as u64 * sz, o, rows, w, *in_mid as u64 * sz, w) }
+    let unflagged = match kernel {
+        Kernel::Reduce { kind, scale } => {
+            return unsafe { reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n, flag) };
         }
         Kernel::Concat { outer: 1, mids, inner } => {
             // One row each: every input is one contiguous placement, all in one launch.
@@ -292,7 +289,20 @@ pub(super) fn run(
                 segs.push((src, at, w));
                 at += w;
             }
-            unsafe { copy_segments(l, &segs) }
+            return unsafe { copy_segments_flagged(l, &segs, flag) };
+        }
+        Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), ins[0], ins[1], o, n) },
+        Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n) },
+        Kernel::Cast if in_dtype == d => unsafe { copy2d(l, ins[0], o, 1, n * d.size() as u64, 0, 0) },
+        Kernel::Cast => {
+            let (x, y, n) = (ins[0], o, n);
+            let name = format!("cast_{}_{}", in_dtype.name(), d.name());
+            unsafe { l.launch(&name, n, &mut args!(x, y, n)) }
+        }
+        Kernel::Slice { outer, in_mid, start, len, inner } => {
+            let sz = (inner * d.size()) as u64;
+            let (rows, w) = (*outer as u64, *len as u64 * sz);
+            unsafe { copy2d(l, ins[0] + *start as u64 * sz, o, rows, w, *in_mid as u64 * sz, w) }
         }
         Kernel::Concat { outer, mids, inner } => {
             let sz = (inner * d.size()) as u64;
@@ -305,15 +315,17 @@ pub(super) fn run(
             }
             Ok(())
         }
-    }
+    };
+    unflagged.map(|()| false)
 }
 
 /// [`run`] with the result written to each of `outs` (at least one): a reduce writes every one in
 /// its one pass (up to [`MAXK`]), a copy (a cast to the same dtype) copies the input to every one
 /// ([`MAXK`] a launch); any other kernel, or a reduce's outputs past [`MAXK`], are copied from
 /// `outs[0]` by one more launch. Each pointer holds `out.len` elements of `out.dtype` on this
-/// device or a peer's that this device writes in place, as the caller has checked. A reduce that
-/// is the last launch and runs as one block stores `flag` when done; returns whether one does.
+/// device or a peer's that this device writes in place, as the caller has checked. The last
+/// launch, where it is a reduce or a `copyseg` and runs as one block, stores `flag` when done;
+/// returns whether one does.
 pub(super) fn run_to_all(
     l: &Launcher,
     kernel: &Kernel,
@@ -325,12 +337,13 @@ pub(super) fn run_to_all(
 ) -> Result<bool> {
     let Some((&first, _)) = outs.split_first() else { return Ok(false) };
     let bytes = (out.len * out.dtype.size()) as u64;
+    // The flag goes to the last launch: the kernel's where it writes every output, else the copy.
     let (written, flagged) = match kernel {
         Kernel::Cast if in_dtype == out.dtype => {
             // A copy: every output straight from the input, MAXK a launch.
             let segs: Vec<Seg> = outs.iter().map(|&o| (ins[0], o, bytes)).collect();
             // SAFETY: as `run` guarantees for the input and every output; outputs are distinct.
-            return unsafe { copy_segments(l, &segs) }.map(|()| false);
+            return unsafe { copy_segments_flagged(l, &segs, flag) };
         }
         Kernel::Reduce { kind, scale } => {
             let now = &outs[..outs.len().min(MAXK)];
@@ -340,15 +353,13 @@ pub(super) fn run_to_all(
                 unsafe { reduce(l, Fold::new(out.dtype, *kind, *scale), ins, now, out.len as u64, flag)? };
             (now.len(), flagged)
         }
-        _ => {
-            run(l, kernel, ins, in_dtype, first, out)?;
-            (1, false)
-        }
+        _ => (1, run(l, kernel, ins, in_dtype, first, out, flag.filter(|_| outs.len() == 1))?),
     };
     let rest: Vec<Seg> = outs[written..].iter().map(|&o| (first, o, bytes)).collect();
+    let flag = flag.filter(|_| !flagged && !rest.is_empty());
     // SAFETY: `first` holds the result once the launch above has run (same stream), and each of
     // the rest holds as many bytes, as the caller guarantees; outputs are distinct allocations.
-    unsafe { copy_segments(l, &rest) }.map(|()| flagged)
+    Ok(flagged | unsafe { copy_segments_flagged(l, &rest, flag) }?)
 }
 
 /// `o = a op b`.
@@ -395,7 +406,19 @@ struct Segs {
 /// Every source is readable and every destination writable for its length on this device (in
 /// place, or a peer's memory with access on) until the launch has run; no two overlap.
 pub(crate) unsafe fn copy_segments(l: &Launcher, segs: &[Seg]) -> Result<()> {
-    for chunk in segs.chunks(MAXK) {
+    // SAFETY: as the caller guarantees.
+    unsafe { copy_segments_flagged(l, segs, None) }.map(drop)
+}
+
+/// [`copy_segments`] whose last launch stores `flag` when done if it runs as one block; returns
+/// whether it does.
+///
+/// # Safety
+/// As [`copy_segments`].
+pub(crate) unsafe fn copy_segments_flagged(l: &Launcher, segs: &[Seg], flag: Option<&Flag>) -> Result<bool> {
+    let chunks = segs.chunks(MAXK).count();
+    let mut flagged = false;
+    for (i, chunk) in segs.chunks(MAXK).enumerate() {
         let unit = widest_unit(chunk.iter().flat_map(|&(s, d, n)| [s, d, n]));
         let mut p = Segs { src: [0; MAXK], dst: [0; MAXK], len: [0; MAXK] };
         for (j, &(s, d, n)) in chunk.iter().enumerate() {
@@ -410,10 +433,15 @@ pub(crate) unsafe fn copy_segments(l: &Launcher, segs: &[Seg]) -> Result<()> {
             2 => "copyseg_2",
             _ => "copyseg_1",
         };
-        // SAFETY: as the caller guarantees; `Segs` matches the kernel's parameter.
-        unsafe { l.launch(name, work, &mut args!(p, k))? };
+        let flag = flag.filter(|_| i + 1 == chunks && (1..=BLOCK as u64).contains(&work));
+        let (done, seq) = flag.map_or((0, 0), |f| (f.addr(), f.seq()));
+        flagged = flag.is_some();
+        // SAFETY: as the caller guarantees; `Segs` matches the kernel's parameter; `done` is 0 or
+        // a flag's slot (pinned, mapped at its address, never freed), and a launch of up to
+        // BLOCK items runs as one block.
+        unsafe { l.launch(name, work, &mut args!(p, k, done, seq))? };
     }
-    Ok(())
+    Ok(flagged)
 }
 
 /// Copies `rows` rows of `width` bytes from `src` (row pitch `sp`) to `dst` (row pitch `dp`),

@@ -54,7 +54,7 @@ pub(crate) fn compute_mapped(
     // The result into `dst` and each host copy's block: a reduce writes them all in its pass.
     let outs: Vec<CUdeviceptr> =
         std::iter::once(dst.ptr()).chain(blocks.iter().flatten().map(|b| b.ptr() as CUdeviceptr)).collect();
-    let flag = launch::flag_for(dev, kernel);
+    let flag = launch::flag_for(dev, kernel, outs.len());
     let issued =
         launch::run_to_all(&Launcher::new(dev, stream), kernel, &ptrs, in_dtype, &outs, out, flag.as_ref())
             .and_then(|flagged| record_flagged(stream, dev.device, flag.filter(|_| flagged)));

@@ -60,7 +60,9 @@ fn local_reduce_layers_probe() {
     let spec = OutSpec { dtype: DType::F32, len: N };
     let ptrs = [alloc_of(&a, "p").unwrap().ptr(), alloc_of(&b, "p").unwrap().ptr()];
     let l = Launcher::new(&dev, &stream);
-    let launch = || launch::run(&l, &kernel, &ptrs, DType::F32, out.ptr(), spec).unwrap();
+    let launch = || {
+        launch::run(&l, &kernel, &ptrs, DType::F32, out.ptr(), spec, None).unwrap();
+    };
     dev.bind().unwrap();
 
     // SAFETY: `out` holds N f32s on this device; the stream is alive.
@@ -88,7 +90,7 @@ fn local_reduce_layers_probe() {
     row(
         "binary add launch (the same work, 40 B of parameters) + stream synchronize",
         time(|| unsafe {
-            launch::run(&l, &add, &ptrs, DType::F32, out.ptr(), spec).unwrap();
+            launch::run(&l, &add, &ptrs, DType::F32, out.ptr(), spec, None).unwrap();
             result::stream::synchronize(raw).unwrap();
         }),
     );

@@ -279,7 +279,8 @@ impl Plan<'_> {
         let ptrs: Vec<CUdeviceptr> = self.ins.iter().map(|i| i.ptr() + skip).collect();
         let o = dst.ptr() + (start * self.out.dtype.size()) as u64;
         let l = Launcher::new(self.dev, &self.dev.compute);
-        launch::run(&l, self.kernel, &ptrs, self.in_dtype, o, OutSpec { dtype: self.out.dtype, len: n })
+        launch::run(&l, self.kernel, &ptrs, self.in_dtype, o, OutSpec { dtype: self.out.dtype, len: n }, None)
+            .map(drop)
     }
 
     /// Downloads elements `start..start + n` of `dst` into every host block, on the copy-out
