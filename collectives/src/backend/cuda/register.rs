@@ -306,11 +306,14 @@ mod tests {
     fn small_and_pinned_buffers_are_never_locked() {
         let Some(dev) = devices().into_iter().next() else { return };
         let small = Buffer::from_vec(Device::Cpu(0), vec![1.5f32; REGISTER_MIN_BYTES / 4 - 1]);
+        let Mem::Host(h) = &small.mem else { unreachable!() };
+        // The host pool may hand out an allocation of the same pages that another test's large
+        // buffer had locked (it keeps the locking): what matters is that staging adds none.
+        let locked_before = h.pages().expect("paged").pin().is_some();
         for _ in 0..3 {
             assert!(direct(&dev, &small).is_none(), "below REGISTER_MIN_BYTES: staged");
         }
-        let Mem::Host(h) = &small.mem else { unreachable!() };
-        assert!(h.pages().expect("paged").pin().is_none());
+        assert_eq!(h.pages().expect("paged").pin().is_some(), locked_before, "a small buffer is not locked");
         let pinned = copy::dtoh(&dev, &copy::htod(&dev, &small).unwrap(), Device::Cpu(0)).unwrap();
         assert!(matches!(direct(&dev, &pinned), Some(Direct::Pinned(_))));
     }
