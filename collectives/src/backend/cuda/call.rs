@@ -38,8 +38,7 @@
 use std::sync::Arc;
 
 use super::device::{self, CudaDevice};
-use super::event::record_flagged;
-use super::event::wait_on;
+use super::event::{record_flagged, wait_on};
 use super::flag::Flag;
 use super::launch;
 use super::memory::{DevAlloc, Event, device_buffer, record};

@@ -13,9 +13,9 @@
 //! all_reduce of `cuda:0, cpu:0` 1.0–2.0) and no call lost; with copies flagged too (run g), the
 //! star broadcast and reduce_scatter of eight devices and the all_gather of two gained 1.1–1.7.
 //!
-//! How: a kernel step that may end in such a launch takes a [`Flag`] — a *slot* (one `u32` of a
-//! pinned page no one frees) set just below a new sequence number — and passes its address and
-//! number to its last launch, which, when it is a reduce or a `copyseg` running as one block,
+//! How: a kernel step takes a [`Flag`] — a *slot* (one `u32` of a pinned page no one frees) set
+//! just below a new sequence number — and passes its address and number to its last launch,
+//! which, when it is a reduce or a `copyseg` running as one block (else the flag goes unused),
 //! fences its writes (`__threadfence_system`), syncs the block and stores the number
 //! (`kernels.cu`, `signal_done`). The event recorded after the launch holds the flag
 //! ([`super::event::record_flagged`]); its waits spin on the slot, querying the event every

@@ -203,7 +203,8 @@ pub(crate) fn compute_to_all(
     let skip = (start * in_dtype.size()) as u64;
     let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr() + skip).collect();
     let outs: Vec<CUdeviceptr> = dsts.iter().map(|&(d, at)| d.ptr() + (at * size) as u64).collect();
-    let flag = flag_for(dev, kernel, outs.len());
+    // Every step offers a flag; `run_to_all` says whether its last launch stores it.
+    let flag = Flag::take(dev);
     let issued = run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, flag.as_ref())
         .and_then(|flagged| record_flagged(stream, dev.device, flag.filter(|_| flagged)));
     let event = issued.inspect_err(|_| {
@@ -218,18 +219,6 @@ pub(crate) fn compute_to_all(
         d.note_use(stream, &event);
     }
     Ok(event)
-}
-
-/// A completion flag for a launch of `kernel` on `dev` ([`super::flag`]), where its last launch
-/// may store one: a reduce, or a kernel whose result is copied on by `copyseg` (a copy, a one-row
-/// concat, or any kernel with more than one output).
-pub(super) fn flag_for(dev: &CudaDevice, kernel: &Kernel, outputs: usize) -> Option<Flag> {
-    let may = match kernel {
-        Kernel::Reduce { .. } | Kernel::Concat { outer: 1, .. } => true,
-        Kernel::Cast => true,
-        _ => outputs > 1,
-    };
-    may.then(|| Flag::take(dev)).flatten()
 }
 
 /// Whether `dev`'s kernels read and write `other`'s memory in place: its own, a logical device of

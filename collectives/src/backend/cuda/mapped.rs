@@ -21,6 +21,7 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
 use super::event::record_flagged;
+use super::flag::Flag;
 use super::launch::{self, Launcher};
 use super::memory::{CudaFence, alloc_of, await_on, fenced_buffer};
 use super::pinned::{self, PinnedBlock, PinnedHost};
@@ -54,7 +55,7 @@ pub(crate) fn compute_mapped(
     // The result into `dst` and each host copy's block: a reduce writes them all in its pass.
     let outs: Vec<CUdeviceptr> =
         std::iter::once(dst.ptr()).chain(blocks.iter().flatten().map(|b| b.ptr() as CUdeviceptr)).collect();
-    let flag = launch::flag_for(dev, kernel, outs.len());
+    let flag = Flag::take(dev);
     let issued =
         launch::run_to_all(&Launcher::new(dev, stream), kernel, &ptrs, in_dtype, &outs, out, flag.as_ref())
             .and_then(|flagged| record_flagged(stream, dev.device, flag.filter(|_| flagged)));

@@ -38,6 +38,13 @@ fn ptr<T>(v: &T) -> *mut std::ffi::c_void {
     v as *const T as *mut std::ffi::c_void
 }
 
+/// `src` compiled by NVRTC for `dev`'s architecture and loaded into its context.
+fn compile(dev: &super::device::CudaDevice, src: &str) -> std::sync::Arc<cudarc::driver::CudaModule> {
+    let arch = format!("--gpu-architecture=sm_{}{}", dev.arch.0, dev.arch.1);
+    let opts = cudarc::nvrtc::CompileOptions { options: vec![arch], ..Default::default() };
+    dev.ctx.load_module(cudarc::nvrtc::compile_ptx_with_opts(src, opts).unwrap()).unwrap()
+}
+
 /// [`timing::time`] over `ITERS` runs.
 fn time(f: impl FnMut()) -> (f64, f64) {
     timing::time(ITERS, f)
@@ -227,9 +234,7 @@ extern "C" __global__ void three(unsigned long long a, unsigned long long b, int
 extern "C" __global__ void big(Big s, int k) { if (k < 0) ((int*)s.p[0])[0] = 1; }
 extern "C" __global__ void indexed(Big s, int k) { if ((int)threadIdx.x < k && s.p[threadIdx.x] == 1) ((int*)s.p[1])[0] = 1; }
 "#;
-    let arch = format!("--gpu-architecture=sm_{}{}", dev.arch.0, dev.arch.1);
-    let opts = cudarc::nvrtc::CompileOptions { options: vec![arch], ..Default::default() };
-    let module = dev.ctx.load_module(cudarc::nvrtc::compile_ptx_with_opts(SRC, opts).unwrap()).unwrap();
+    let module = compile(&dev, SRC);
     let raw = dev.compute.cu_stream();
     dev.bind().unwrap();
     let (a, b, big, (off, on)) = (0u64, 0u64, [0u64; 48], (0i32, 48i32));
@@ -357,9 +362,7 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
     }
 }
 "#;
-    let arch = format!("--gpu-architecture=sm_{}{}", dev.arch.0, dev.arch.1);
-    let opts = cudarc::nvrtc::CompileOptions { options: vec![arch], ..Default::default() };
-    let module = dev.ctx.load_module(cudarc::nvrtc::compile_ptx_with_opts(SRC, opts).unwrap()).unwrap();
+    let module = compile(&dev, SRC);
     let f = module.load_function("add_flag").unwrap();
     let (a, b) = (upload(&dev, vec![1.5f32; N]), upload(&dev, vec![2.5f32; N]));
     a.wait().unwrap();
@@ -384,6 +387,11 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
         // holds N f32s on this device or is the pinned flag (mapped under unified addressing).
         unsafe { super::driver::launch(f.cu_function(), 1, 256, raw, &mut params).unwrap() };
     };
+    let spin_to = |seq: u32| {
+        while flag.load(Ordering::Acquire) != seq {
+            std::hint::spin_loop();
+        }
+    };
     // SAFETY (the rows below): the stream is alive; the flag stays mapped until the end.
     row(
         "add + stream synchronize",
@@ -404,9 +412,7 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
         time(|| {
             seq += 1;
             go(true, seq);
-            while flag.load(Ordering::Acquire) != seq {
-                std::hint::spin_loop();
-            }
+            spin_to(seq);
         }),
     );
     // SAFETY: the stream is alive.
@@ -417,9 +423,7 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
             seq += 1;
             go(true, seq);
             let _e = event::record(&stream, dev.device).unwrap();
-            while flag.load(Ordering::Acquire) != seq {
-                std::hint::spin_loop();
-            }
+            spin_to(seq);
         }),
     );
     // SAFETY: the stream is alive.
@@ -432,9 +436,7 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
             // SAFETY: the flag is mapped pinned memory of this context; the stream is alive.
             let r = unsafe { cudarc::driver::sys::cuStreamWriteValue32_v2(raw, with_flag, seq, 0) };
             assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS);
-            while flag.load(Ordering::Acquire) != seq {
-                std::hint::spin_loop();
-            }
+            spin_to(seq);
         }),
     );
     // SAFETY: the stream is alive.
