@@ -149,19 +149,21 @@ fn joins_on_cuda_devices_and_into_pinned_host_memory() {
 }
 
 /// A part that the join's own device folds for the join alone (a member's own result beside the
-/// parts it gathers) is computed straight into its range: on a host
-/// device beside a part from another host device, on a CUDA device beside an uploaded host part,
-/// and in pinned host memory beside a part downloaded from a CUDA device. Every op and dtype,
-/// odd lengths, every element against the f64 reference (the folded part within its op's
-/// rounding); the shards unchanged.
+/// parts it gathers) is computed as part of the join: on a host device beside a part from
+/// another host device, on a Vulkan device beside an uploaded host part (its kernel recorded
+/// into the join's submission), on a CUDA device beside an uploaded host part, and in pinned
+/// host memory beside a part downloaded from a CUDA device. Every op and dtype (on Vulkan, those
+/// it computes in), odd lengths, every element against the f64 reference (the folded part
+/// within its op's rounding); the shards unchanged.
 #[test]
 fn a_part_folded_on_the_joins_device_is_computed_in_its_range() {
     let mut pairs = vec![(Device::Cpu(0), Device::Cpu(1))];
+    pairs.extend(vulkan().map(|vk| (vk, Device::Cpu(1))));
     if let Some(&cu) = cuda_devices().first() {
         pairs.extend([(cu, Device::Cpu(1)), (Device::Cpu(0), cu)]);
     }
     for (to, from) in pairs {
-        for dtype in DType::ALL {
+        for dtype in DType::ALL.into_iter().filter(|&d| computes_in(to, d)) {
             let seed = fresh_seed();
             let mut r = rng(seed);
             for op in all_ops(dtype, &mut r) {
@@ -187,6 +189,71 @@ fn a_part_folded_on_the_joins_device_is_computed_in_its_range() {
     }
 }
 
+/// Whether `device` computes in `dtype`: a Vulkan device may lack 64-bit shader types, and must
+/// then say so (`Error::Unsupported`, printed as a skip).
+fn computes_in(device: Device, dtype: DType) -> bool {
+    let t = tensor(dtype, &[1.0, 2.0], [2], device);
+    match t.add(&t).and_then(|s| s.realize()) {
+        Ok(()) => true,
+        Err(collectives::Error::Unsupported { reason, .. })
+            if device.kind() == collectives::DeviceKind::Vulkan
+                && matches!(dtype, DType::F64 | DType::I64) =>
+        {
+            println!("skipped {dtype} on {device}: {reason}");
+            false
+        }
+        Err(e) => panic!("{dtype} on {device}: {e}"),
+    }
+}
+
+/// A Vulkan join's computed parts wherever they fall: from the output's start, a whole-block
+/// part, then a host part, then a part off the binding alignment (a scratch buffer copied in);
+/// a part of a partial last block that is not the last part (scratch: its spare lanes would
+/// spill into the next part); and a partial last part starting on a 4 KiB boundary (in place,
+/// its spare lanes in the padding). Sums of three shards, every dtype Vulkan computes in, every
+/// element against the f64 reference.
+#[test]
+fn a_vulkan_join_computes_parts_in_their_ranges_or_through_scratch() {
+    let Some(vk) = vulkan() else { return };
+    for dtype in DType::ALL.into_iter().filter(|&d| computes_in(vk, d)) {
+        let (lanes, page) = (16 / dtype.size(), 4096 / dtype.size());
+        // Each layout: parts end to end, `(true, n)` a sum of n elements computed on the device,
+        // `(false, n)` n elements copied from the host.
+        let layouts: [&[(bool, usize)]; 3] = [
+            &[(true, 4 * lanes), (false, 3), (true, 5)],
+            &[(true, 7), (false, page - 7), (true, 9)],
+            &[(false, page), (true, 65537), (false, 0)],
+        ];
+        for layout in layouts {
+            let seed = fresh_seed();
+            let mut r = rng(seed);
+            let ctx = format!("{dtype}, layout {layout:?}, seed {seed}");
+            let (mut parts, mut want, mut tol, mut all) = (vec![], vec![], vec![], vec![]);
+            for &(computed, n) in layout {
+                if computed {
+                    let sum = collectives::ReduceOp::Sum;
+                    let shards = Shards::even(dtype, &[n], &[vk; 3], Range::General, &mut r);
+                    parts.push(Tensor::reduce(&shards.tensors, collectives::ReduceKind::Sum, None).unwrap());
+                    let reduced = ref_op(dtype, sum, &shards.slices());
+                    tol.extend(op_tol(dtype, sum, &shards.slices(), &reduced));
+                    want.extend(reduced);
+                    all.push(shards);
+                } else {
+                    let v = random(dtype, n, Range::General, &mut r);
+                    parts.push(tensor(dtype, &v, [n], Device::Cpu(1)).copy_to_device(vk).unwrap());
+                    tol.extend(std::iter::repeat_n(0.0, n));
+                    want.extend(v);
+                }
+            }
+            let out = Tensor::concat(&parts, 0).unwrap();
+            check_all(&values(&out), &want, |i| tol[i], &ctx);
+            for s in &all {
+                s.assert_untouched(&ctx);
+            }
+        }
+    }
+}
+
 /// Timing for the GPU machine (run with `--ignored --nocapture`; needs two CUDA devices, two
 /// logical ones of one GPU will do): a concat on `cuda:0` of a 2-input reduce computed there and a
 /// part copied from `cuda:1`, realized, the median of 30 per size.
@@ -198,7 +265,22 @@ fn join_of_a_computed_part_timing_probe() {
         println!("skipped: needs two CUDA devices (COLLECTIVES_CUDA_DEVICES=0,0 makes them)");
         return;
     };
-    for bytes in [4usize << 10, 4 << 20, 64 << 20, 256 << 20] {
+    time_join_of_a_computed_part(to, from, &[4 << 10, 4 << 20, 64 << 20, 256 << 20]);
+}
+
+/// As [`join_of_a_computed_part_timing_probe`], on `vulkan:0` beside a part copied from `cpu:1`
+/// (lavapipe too, where sizes stop at 16 MiB).
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn vulkan_join_of_a_computed_part_timing_probe() {
+    let Some(vk) = vulkan() else { return };
+    time_join_of_a_computed_part(vk, Device::Cpu(1), &[4 << 10, 1 << 20, 16 << 20]);
+}
+
+/// Prints the median of 30 realizes of a concat on `to` of a 2-input reduce computed there and a
+/// part copied from `from`, each `bytes` of f32s.
+fn time_join_of_a_computed_part(to: Device, from: Device, sizes: &[usize]) {
+    for &bytes in sizes {
         let n = bytes / 4;
         let on =
             |d: Device, k: f32| Tensor::from_vec((0..n).map(|i| i as f32 * k).collect(), [n], d).unwrap();

@@ -18,11 +18,14 @@
 //! the bridge, or the host), and the join copies the copied buffer.
 //!
 //! A part that an elementwise kernel of the join's own device computes for the join alone (say a
-//! member's own result beside the results it gathers from its peers) is computed straight into
-//! its range ([`Part::Computed`], where [`computable`]: on host and CUDA devices): on the host by
-//! the CPU kernel writing the range, on a CUDA device by the kernel launched into it on the
-//! compute stream, which the copies' stream then waits for on the device. (A ring all_reduce's
-//! own folded part is also sent on to the next member, so it keeps a buffer of its own.)
+//! member's own result beside the results it gathers from its peers) is computed as part of the
+//! join ([`Part::Computed`], on every kind of device: [`computable`]): on the host by the CPU
+//! kernel writing the range; on a CUDA device by the kernel launched into it on the compute
+//! stream, which the copies' stream then waits for on the device; on a Vulkan device by the
+//! kernel recorded into the join's one submission, writing the range where it starts on the
+//! binding alignment and holds whole 16-byte blocks (or ends the output), else a scratch buffer
+//! that the same submission copies in. (A ring all_reduce's own folded part is also sent on to
+//! the next member, so it keeps a buffer of its own.)
 //!
 //! ```
 //! use collectives::{Device, Tensor};
@@ -93,10 +96,15 @@ pub(crate) fn placeable(from: Device, to: Device) -> bool {
     }
 }
 
-/// Whether a join on `to` computes a part of its own device's kernel straight into its range: on
-/// host devices and CUDA devices. (A Vulkan kernel binds whole buffers: its part keeps its own.)
+/// Whether a join on `to` computes a part of its own device's kernel as part of the join: on
+/// every kind of device with its backend built.
 pub(crate) fn computable(to: Device) -> bool {
-    to.is_host() || (cfg!(feature = "cuda") && to.kind() == DeviceKind::Cuda)
+    match to.kind() {
+        _ if to.is_host() => true,
+        DeviceKind::Cuda => cfg!(feature = "cuda"),
+        DeviceKind::Vulkan => cfg!(feature = "vulkan"),
+        _ => false,
+    }
 }
 
 /// `parts` (each copied from a device [`placeable`] into `to`, or computed there) end to end in a
@@ -105,9 +113,7 @@ pub(crate) fn join(to: Device, parts: &[Part], out: OutSpec) -> Result<Buffer> {
     check(to, parts, out)?;
     #[cfg(feature = "vulkan")]
     if to.kind() == DeviceKind::Vulkan {
-        // Every part is copied (`check`: nothing is computed on a Vulkan device).
-        let copies: Vec<&Buffer> = parts.iter().filter_map(Part::copied).collect();
-        return with_vulkan(to, |vk| vk.join(&copies, out));
+        return with_vulkan(to, |vk| vk.join(parts, out));
     }
     #[cfg(feature = "cuda")]
     {

@@ -9,9 +9,11 @@
 //! else and not a realize target. The copy is then not issued ([`Action::Fused`]); the join
 //! reads the copy's source instead, and copies its other inputs (already on its device, or read
 //! in place from a peer) into their ranges too — except a part its device's elementwise kernel
-//! computes for the concat alone (on a host or CUDA device, [`computable`]; read by nothing else
-//! and not a realize target): that kernel is folded in as well and computed straight into its
-//! range, so the part is written once instead of twice. A part with other readers keeps its
+//! computes for the concat alone (read by nothing else and not a realize target;
+//! [`computable`]: on every kind of device): that kernel is folded in as well and computed
+//! straight into its range, so the part is written once instead of twice (a Vulkan kernel whose
+//! range is off its binding alignment computes into a scratch buffer copied in by the same
+//! submission, still saving the kernel a submission of its own). A part with other readers keeps its
 //! buffer (a ring's folded part is also sent on: read from the join's output instead, it would
 //! wait for the join, which waits for the ring). A concat of parts that are all on its device
 //! stays a kernel: one launch over the output, no better as copies.
@@ -136,7 +138,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_computed_for_the_join_alone_is_folded_in_where_its_device_computes_in_place() {
+    fn a_kernel_computed_for_the_join_alone_is_folded_in_on_every_kind_of_device() {
         let to_of = [H1, CU, VK];
         for to in to_of.into_iter().filter(|&to| placeable(H0, to)) {
             let shards = [input(to, &[4, 3]), input(to, &[4, 3]), input(to, &[4, 3])];
@@ -147,27 +149,18 @@ mod tests {
             let (c, k) = (index(&s, &cat), index(&s, &folded));
             let Action::Join { parts } = &s.steps[c].action else { panic!("{to}: a join: {}", s.summary()) };
             let ins: Vec<usize> = shards.iter().map(|t| index(&s, t)).collect();
-            if computable(to) {
-                assert_eq!(parts, &[JoinPart::Copy, JoinPart::Computed(3)], "{to}");
-                assert!(matches!(s.steps[k].action, Action::Fused), "{to}: the kernel is folded in");
-                assert_eq!(s.steps[k].consumers, 0);
-                let want: Vec<usize> =
-                    std::iter::once(index(&s, &input_of(&hop))).chain(ins.clone()).collect();
-                assert_eq!(s.steps[c].inputs, want, "{to}: the join reads the kernel's inputs");
-                assert!(ins.iter().all(|&i| s.steps[i].consumers == 1), "{to}: read by the join alone");
-                assert!(
-                    s.describe(c).contains("1 placed from other devices, 1 computed in place"),
-                    "{}",
-                    s.describe(c)
-                );
-            } else {
-                assert_eq!(
-                    parts,
-                    &[JoinPart::Copy, JoinPart::Copy],
-                    "{to}: a Vulkan join copies the kernel's result"
-                );
-                assert!(matches!(s.steps[k].action, Action::Kernel { .. }), "{to}");
-            }
+            assert!(computable(to), "{to}: a device a join places into computes its parts too");
+            assert_eq!(parts, &[JoinPart::Copy, JoinPart::Computed(3)], "{to}");
+            assert!(matches!(s.steps[k].action, Action::Fused), "{to}: the kernel is folded in");
+            assert_eq!(s.steps[k].consumers, 0);
+            let want: Vec<usize> = std::iter::once(index(&s, &input_of(&hop))).chain(ins.clone()).collect();
+            assert_eq!(s.steps[c].inputs, want, "{to}: the join reads the kernel's inputs");
+            assert!(ins.iter().all(|&i| s.steps[i].consumers == 1), "{to}: read by the join alone");
+            assert!(
+                s.describe(c).contains("1 placed from other devices, 1 computed in place"),
+                "{}",
+                s.describe(c)
+            );
         }
         // A kernel that is a realize target, or that another step reads, keeps its own result.
         let shards = [input(H1, &[4]), input(H1, &[4])];

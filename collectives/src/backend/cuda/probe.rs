@@ -614,7 +614,8 @@ extern "C" __global__ void worker(const unsigned* mail, volatile unsigned* done,
     };
     let mut seq = 0u32;
     let launched = |seq: u32| {
-        let mut params: Vec<*mut c_void> = vec![ptr(&pa), ptr(&pb), ptr(&po), ptr(&n), ptr(&flag_p), ptr(&seq)];
+        let mut params: Vec<*mut c_void> =
+            vec![ptr(&pa), ptr(&pb), ptr(&po), ptr(&n), ptr(&flag_p), ptr(&seq)];
         // SAFETY: the parameters match `add_flag`; every pointer holds N f32s on this device or
         // is the pinned flag, mapped under unified addressing.
         unsafe { super::driver::launch(add.cu_function(), 1, 256, raw, &mut params).unwrap() };
@@ -627,60 +628,88 @@ extern "C" __global__ void worker(const unsigned* mail, volatile unsigned* done,
         unsafe { super::driver::launch(work.cu_function(), 1, 256, side_raw, &mut params).unwrap() };
     };
     let post = |job: u32, n: u32| {
-        let wp = [n, pa as u32, (pa >> 32) as u32, pb as u32, (pb >> 32) as u32, po as u32, (po >> 32) as u32];
+        let wp =
+            [n, pa as u32, (pa >> 32) as u32, pb as u32, (pb >> 32) as u32, po as u32, (po >> 32) as u32];
         for (k, v) in wp.iter().enumerate() {
             words[1 + k].store(*v, Ordering::Relaxed);
         }
         mail.store(job, Ordering::Release);
         spin(done, job);
     };
-    row("launched add writing its flag + spin (the floor of run 28a)", time(|| {
-        seq += 1;
-        launched(seq);
-    }));
+    row(
+        "launched add writing its flag + spin (the floor of run 28a)",
+        time(|| {
+            seq += 1;
+            launched(seq);
+        }),
+    );
     let mut job = 0u32;
     for mode in [1u32, 2, 3, 7] {
         start_worker(job, 1_000_000, mode);
-        row(&format!("resident worker mode {mode}: 4 KiB add"), time(|| {
-            job += 1;
-            post(job, N as u32);
-        }));
-        row(&format!("resident worker mode {mode}: empty job"), time(|| {
-            job += 1;
-            post(job, 0);
-        }));
+        row(
+            &format!("resident worker mode {mode}: 4 KiB add"),
+            time(|| {
+                job += 1;
+                post(job, N as u32);
+            }),
+        );
+        row(
+            &format!("resident worker mode {mode}: empty job"),
+            time(|| {
+                job += 1;
+                post(job, 0);
+            }),
+        );
         // SAFETY: the side stream is alive; the worker idles out 1 ms after its last job.
         unsafe { result::stream::synchronize(side_raw).unwrap() };
     }
     start_worker(job, 2_000_000_000, 0);
-    row("resident worker: 4 KiB add posted + spin on its done word", time(|| {
-        job += 1;
-        post(job, N as u32);
-    }));
-    row("resident worker: empty job (the mailbox round trip alone)", time(|| {
-        job += 1;
-        post(job, 0);
-    }));
-    row("launched add writing its flag + spin, the worker polling beside it", time(|| {
-        seq += 1;
-        launched(seq);
-    }));
-    row("resident worker: 4 KiB add again", time(|| {
-        job += 1;
-        post(job, N as u32);
-    }));
+    row(
+        "resident worker: 4 KiB add posted + spin on its done word",
+        time(|| {
+            job += 1;
+            post(job, N as u32);
+        }),
+    );
+    row(
+        "resident worker: empty job (the mailbox round trip alone)",
+        time(|| {
+            job += 1;
+            post(job, 0);
+        }),
+    );
+    row(
+        "launched add writing its flag + spin, the worker polling beside it",
+        time(|| {
+            seq += 1;
+            launched(seq);
+        }),
+    );
+    row(
+        "resident worker: 4 KiB add again",
+        time(|| {
+            job += 1;
+            post(job, N as u32);
+        }),
+    );
     // Idle a worker out after 20 µs, so each job below finds none and launches one first.
     let t = Instant::now();
     // SAFETY: the side stream is alive.
     unsafe { result::stream::synchronize(side_raw).unwrap() };
-    println!("probe: worker exited {:.0} ms after its idle budget was cut (2 s budget: expected ~2000)", t.elapsed().as_secs_f64() * 1e3);
-    row("a worker launched per job (idles out after 20 us) + 4 KiB add + spin", timing::time(400, || {
-        // SAFETY: the side stream is alive.
-        unsafe { result::stream::synchronize(side_raw).unwrap() };
-        start_worker(job, 20_000, 0);
-        job += 1;
-        post(job, N as u32);
-    }));
+    println!(
+        "probe: worker exited {:.0} ms after its idle budget was cut (2 s budget: expected ~2000)",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    row(
+        "a worker launched per job (idles out after 20 us) + 4 KiB add + spin",
+        timing::time(400, || {
+            // SAFETY: the side stream is alive.
+            unsafe { result::stream::synchronize(side_raw).unwrap() };
+            start_worker(job, 20_000, 0);
+            job += 1;
+            post(job, N as u32);
+        }),
+    );
     // SAFETY: the side stream is alive.
     unsafe { result::stream::synchronize(side_raw).unwrap() };
     let mut got = vec![0f32; N];

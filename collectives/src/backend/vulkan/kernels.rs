@@ -84,13 +84,15 @@ pub(super) struct Fold {
 }
 
 impl Fold {
-    /// Records the fold of `inputs` (each `n` elements) into `out`. More than eight inputs take
+    /// Records the fold of `inputs` (each `n` elements) into `out` from byte `out_at` on (a
+    /// multiple of 16 and of the device's storage offset alignment). More than eight inputs take
     /// several passes through an accumulator of the compute type.
     pub fn record(
         &self,
         rec: &mut Recorder<'_>,
         inputs: &[&Arc<DevBuf>],
         out: &Arc<DevBuf>,
+        out_at: u64,
         n: u64,
     ) -> Result<()> {
         let gpu = rec.gpu().clone();
@@ -109,14 +111,16 @@ impl Fold {
             while e0 < n {
                 let np = piece.min(n - e0);
                 let blocks = np.div_ceil(ln);
-                let at = |buf| Binding { buf, offset: e0 * size, range: bound_bytes(self.dtype, np) };
+                let range = bound_bytes(self.dtype, np);
+                let at = |buf| Binding { buf, offset: e0 * size, range };
+                let to = Binding { buf: out, offset: out_at + e0 * size, range };
                 let mut b: Vec<Binding<'_>> =
                     (0..MAX_INPUTS).map(|j| at(group.get(j).unwrap_or(&group[0]))).collect();
                 b.push(match &acc {
                     Some(a) => Binding { buf: a, offset: e0 * csize, range: blocks * ln * csize },
-                    None => at(out),
+                    None => to,
                 });
-                b.push(at(out));
+                b.push(to);
                 let fields = [np as u32, blocks as u32, group.len() as u32, 0, flags, 0, 0, 0];
                 let factor = self.scale.map_or([0; 8], |s| factor_bytes(self.dtype, s));
                 rec.dispatch(&pipeline, &b, &push(&fields, Some(factor)), blocks)?;
@@ -145,13 +149,14 @@ impl Fold {
     }
 }
 
-/// Records the conversion of `n` elements of `src` (dtype `from`) into `dst` (dtype `to`).
+/// Records the conversion of `n` elements of `src` (dtype `from`) into `dst` (dtype `to`) from
+/// byte `dst_at` on (aligned as [`Fold::record`]'s `out_at`).
 pub(super) fn cast(
     rec: &mut Recorder<'_>,
-    from: DType,
-    to: DType,
+    (from, to): (DType, DType),
     src: &Arc<DevBuf>,
     dst: &Arc<DevBuf>,
+    dst_at: u64,
     n: u64,
 ) -> Result<()> {
     let gpu = rec.gpu().clone();
@@ -164,7 +169,7 @@ pub(super) fn cast(
         let blocks = np.div_ceil(lanes(to));
         let b = [
             Binding { buf: src, offset: e0 * si, range: bound_bytes(from, np) },
-            Binding { buf: dst, offset: e0 * so, range: bound_bytes(to, np) },
+            Binding { buf: dst, offset: dst_at + e0 * so, range: bound_bytes(to, np) },
         ];
         rec.dispatch(&pipeline, &b, &push(&[np as u32, blocks as u32, 0, 0], None), blocks)?;
         e0 += np;

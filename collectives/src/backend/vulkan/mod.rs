@@ -127,36 +127,46 @@ impl VulkanBackend {
         }
     }
 
-    /// Records `kernel` of `ins` into `out`.
+    /// Records `kernel` of `ins` into `out` from byte `out_at` on: 0, or for an elementwise
+    /// kernel ([`elementwise`]) a multiple of [`VulkanBackend::kernel_align`].
     fn record(
         &self,
         rec: &mut Recorder<'_>,
         kernel: &Kernel,
         ins: &[&Arc<DevBuf>],
         in_dtype: DType,
-        out: &Arc<DevBuf>,
+        (out, out_at): (&Arc<DevBuf>, u64),
         spec: OutSpec,
     ) -> Result<()> {
         let (dtype, n) = (spec.dtype, spec.len as u64);
         match kernel {
-            Kernel::Binary(op) => Fold { dtype, op: *op, scale: None }.record(rec, ins, out, n),
+            Kernel::Binary(op) => Fold { dtype, op: *op, scale: None }.record(rec, ins, out, out_at, n),
             Kernel::Reduce { kind, scale } => {
-                Fold { dtype, op: kind.binary(), scale: *scale }.record(rec, ins, out, n)
+                Fold { dtype, op: kind.binary(), scale: *scale }.record(rec, ins, out, out_at, n)
             }
-            Kernel::Scale(s) => Fold { dtype, op: BinaryOp::Mul, scale: Some(*s) }.record(rec, ins, out, n),
+            Kernel::Scale(s) => {
+                Fold { dtype, op: BinaryOp::Mul, scale: Some(*s) }.record(rec, ins, out, out_at, n)
+            }
             Kernel::Cast if in_dtype == dtype => {
-                rec.copy(
-                    ins[0],
-                    out,
-                    &[vk::BufferCopy { src_offset: 0, dst_offset: 0, size: n * dtype.size() as u64 }],
-                );
+                let size = n * dtype.size() as u64;
+                rec.copy(ins[0], out, &[vk::BufferCopy { src_offset: 0, dst_offset: out_at, size }]);
                 Ok(())
             }
-            Kernel::Cast => kernels::cast(rec, in_dtype, dtype, ins[0], out, n),
+            Kernel::Cast => kernels::cast(rec, (in_dtype, dtype), ins[0], out, out_at, n),
+            Kernel::Slice { .. } | Kernel::Concat { .. } if out_at != 0 => Err(Error::internal(
+                kernel.name(),
+                format!("a {} recorded {out_at} bytes into its output", kernel.name()),
+            )),
             Kernel::Slice { .. } | Kernel::Concat { .. } => {
                 copy::record(rec, &row_copies(kernel, ins, dtype).unwrap_or_default(), out)
             }
         }
+    }
+
+    /// The alignment of a byte offset an elementwise kernel may write from: the device's
+    /// `minStorageBufferOffsetAlignment`, and at least the kernels' 16-byte block.
+    fn kernel_align(&self) -> u64 {
+        self.gpu.limits.offset_align.max(16)
     }
 
     /// `kernel` as host copies into `out`, where it is a slice or concat that suits them
@@ -237,6 +247,12 @@ fn row_copies<'a>(
     }
 }
 
+/// Whether `kernel` computes each output element from the same element of its inputs (so it may
+/// write into a range of a larger buffer): a binary op, a reduce, a scale or a cast.
+fn elementwise(kernel: &Kernel) -> bool {
+    matches!(kernel, Kernel::Binary(_) | Kernel::Reduce { .. } | Kernel::Scale(_) | Kernel::Cast)
+}
+
 /// The pipeline `kernel` runs (slices and concats may also get by with buffer copies alone).
 fn pipeline_key(kernel: &Kernel, from: DType, to: DType) -> Option<pipelines::Key> {
     use pipelines::Key;
@@ -270,7 +286,7 @@ impl Backend for VulkanBackend {
         let waits = export::foreign_waits(&self.gpu, inputs)?;
         let mut rec = Recorder::begin(&self.gpu)?;
         rec.wait_for(&waits);
-        self.record(&mut rec, kernel, &ins, in_dtype, &out, spec)?;
+        self.record(&mut rec, kernel, &ins, in_dtype, (&out, 0), spec)?;
         rec.keep(&out);
         let fence = rec.submit()?;
         Ok(self.output(out, spec.dtype, spec.len, Some(fence)))

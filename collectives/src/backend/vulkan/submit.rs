@@ -165,6 +165,7 @@ impl QueueState {
 }
 
 /// One range of a buffer bound to a kernel's binding.
+#[derive(Clone, Copy)]
 pub(super) struct Binding<'a> {
     pub buf: &'a Arc<DevBuf>,
     pub offset: u64,
