@@ -1,6 +1,5 @@
-//! Completion flags: a word of pinned host memory that a one-block reduce or copy (`copyseg`)
-//! kernel writes as its last act, so a host wait sees the kernel finish without the driver's
-//! event wake-up.
+//! Completion flags: a word of pinned host memory that a kernel running as one block writes as
+//! its last act, so a host wait sees the kernel finish without the driver's event wake-up.
 //!
 //! Why: a realize waits on the host for every target, and on the H200 an event synchronize
 //! returns 1.2–1.6 µs after a flag the kernel itself writes has landed in host memory
@@ -15,15 +14,16 @@
 //!
 //! How: a kernel step takes a [`Flag`] — a *slot* (one `u32` of a pinned page no one frees) set
 //! just below a new sequence number — and passes its address and number to its last launch,
-//! which, when it is a reduce or a `copyseg` running as one block (else the flag goes unused),
-//! fences its writes (`__threadfence_system`), syncs the block and stores the number
-//! (`kernels.cu`, `signal_done`). The event recorded after the launch holds the flag
+//! which, when it runs as one block (else the flag goes unused), fences its writes
+//! (`__threadfence_system`), syncs the block and stores the number (`kernels.cu`,
+//! `signal_done`): every kernel of `kernels.cu` — reduce, segment copy (`copyseg`), binary op,
+//! scale, cast, strided copy — takes the flag, and a small contiguous copy is a `copyseg` launch
+//! rather than a driver copy so that it does too. The event recorded after the launch holds the flag
 //! ([`super::event::record_flagged`]); its waits spin on the slot, querying the event every
 //! [`QUERY_EVERY`] (which also reports a failed kernel), and block on the event after
 //! [`SPIN_FOR`]. A slot goes back to its pool with the event; a store still
-//! pending on it then only ever lowers it below a newer number. Launches of more blocks, other
-//! kernels (elementwise, casts, strided copies) and the copy engine's copies are waited for by
-//! their events alone.
+//! pending on it then only ever lowers it below a newer number. Launches of more blocks and the
+//! copy engine's copies are waited for by their events alone.
 
 use std::ptr::NonNull;
 use std::sync::OnceLock;
@@ -196,7 +196,7 @@ mod tests {
     use crate::backend::cuda::launch::{self, Launcher, Seg, copy_segments_flagged};
     use crate::backend::cuda::memory::{CudaFence, alloc_of};
     use crate::backend::cuda::tests::{
-        close, devices, download, expected, random_vals, to_buffer, to_f64s, upload,
+        as_dtype, close, devices, download, expected, random_vals, to_buffer, to_f64s, upload,
     };
     use crate::backend::{Kernel, OutSpec};
     use crate::dtype::DType;
@@ -281,6 +281,115 @@ mod tests {
             assert!(e.flag().is_none_or(Flag::reached), "{lens:?}: the kernel stored its flag");
             assert!(download::<u8>(&dev, &dst) == bytes, "{lens:?}: every byte copied");
         }
+    }
+
+    /// Every other kernel of one block stores its flag too: an add, a scale (f32 and i32), a cast
+    /// to f16, a copy (a cast to the same dtype), a strided slice and a concat of rows. Each takes
+    /// a flag at 1 and 7 elements and none at 65 537 (more blocks); where it takes one, the kernel
+    /// has stored it by the time the wait returns. Fresh random inputs, every element against the
+    /// f64 reference. On a CUDA device (skipped without).
+    #[test]
+    fn every_kernel_of_one_block_stores_its_flag() {
+        let Some(dev) = devices().into_iter().next() else {
+            return;
+        };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        for n in [1usize, 7, 1024, 65_537] {
+            for (what, kernel, ins, in_dtype, dtype, want) in cases(n, &mut r) {
+                let ctx = format!("seed {seed}, {what}, n {n}");
+                let bufs: Vec<_> = ins.iter().map(|x| to_buffer(&dev, in_dtype, x)).collect();
+                let refs: Vec<_> = bufs.iter().collect();
+                let out =
+                    launch::compute(&dev, &kernel, &refs, OutSpec { dtype, len: want.len() }).expect(&ctx);
+                let fence = out.fence.as_ref().expect("a fence");
+                let event = &fence.as_any().downcast_ref::<CudaFence>().expect("a CUDA fence").event;
+                match n {
+                    1 | 7 => assert!(event.flag().is_some(), "{ctx}: one block takes a flag"),
+                    65_537 => assert!(event.flag().is_none(), "{ctx}: more blocks take none"),
+                    _ => {}
+                }
+                out.wait().expect("wait");
+                assert!(event.flag().is_none_or(Flag::reached), "{ctx}: the kernel stored its flag");
+                // An add rounds once against its inputs' magnitude; the rest are exact or one rounding.
+                let mag = |i: usize| match kernel {
+                    Kernel::Binary(_) => ins[0][i].abs() + ins[1][i].abs(),
+                    _ => want[i].abs(),
+                };
+                for (i, (g, w)) in to_f64s(&dev, &out).into_iter().zip(&want).enumerate() {
+                    assert!(close(dtype, g, *w, mag(i), 3), "{ctx}: [{i}] got {g:e} want {w:e}");
+                }
+            }
+        }
+    }
+
+    /// One case of [`every_kernel_of_one_block_stores_its_flag`]: what, the kernel, its inputs'
+    /// values and dtype, the output dtype, the f64 reference of every output element.
+    type Case = (&'static str, Kernel, Vec<Vec<f64>>, DType, DType, Vec<f64>);
+
+    /// The cases at `n` elements (a slice or concat: `n` rows).
+    fn cases(n: usize, r: &mut StdRng) -> Vec<Case> {
+        use crate::graph::{BinaryOp, Scale};
+        let (f32s, i32s) = (random_vals(DType::F32, n, false, r), random_vals(DType::I32, n, false, r));
+        let other = random_vals(DType::F32, n, false, r);
+        let add = f32s.iter().zip(&other).map(|(a, b)| as_dtype(DType::F32, a + b)).collect();
+        let rows = random_vals(DType::F32, n * 5, false, r);
+        // Columns 1..4 of 5; and rows of 2 and 3 columns joined.
+        let sliced = rows.chunks(5).flat_map(|row| row[1..4].to_vec()).collect();
+        let (left, right): (Vec<f64>, Vec<f64>) = (rows[..n * 2].to_vec(), rows[n * 2..].to_vec());
+        let joined =
+            (0..n).flat_map(|i| [&left[i * 2..i * 2 + 2], &right[i * 3..i * 3 + 3]].concat()).collect();
+        vec![
+            (
+                "add f32",
+                Kernel::Binary(BinaryOp::Add),
+                vec![f32s.clone(), other],
+                DType::F32,
+                DType::F32,
+                add,
+            ),
+            (
+                "scale f32",
+                Kernel::Scale(Scale::Mul(3.0)),
+                vec![f32s.clone()],
+                DType::F32,
+                DType::F32,
+                f32s.iter().map(|x| as_dtype(DType::F32, x * 3.0)).collect(),
+            ),
+            (
+                "scale i32",
+                Kernel::Scale(Scale::Mul(-3.0)),
+                vec![i32s.clone()],
+                DType::I32,
+                DType::I32,
+                i32s.iter().map(|x| x * -3.0).collect(),
+            ),
+            (
+                "cast f32 -> f16",
+                Kernel::Cast,
+                vec![f32s.clone()],
+                DType::F32,
+                DType::F16,
+                f32s.iter().map(|&x| as_dtype(DType::F16, x)).collect(),
+            ),
+            ("copy (cast to f32)", Kernel::Cast, vec![f32s.clone()], DType::F32, DType::F32, f32s),
+            (
+                "strided slice",
+                Kernel::Slice { outer: n, in_mid: 5, start: 1, len: 3, inner: 1 },
+                vec![rows],
+                DType::F32,
+                DType::F32,
+                sliced,
+            ),
+            (
+                "concat of rows",
+                Kernel::Concat { outer: n, mids: vec![2, 3], inner: 1 },
+                vec![left, right],
+                DType::F32,
+                DType::F32,
+                joined,
+            ),
+        ]
     }
 
     #[test]

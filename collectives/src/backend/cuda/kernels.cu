@@ -396,14 +396,20 @@ __device__ void copyseg_body(const Segs& s, int k) {
 #define FOR_TYPES_2(X, S, SN) X(S, SN, float, f32) X(S, SN, double, f64) X(S, SN, f16, f16) X(S, SN, bf16, bf16) \
     X(S, SN, i32, i32) X(S, SN, i64, i64) X(S, SN, u8, u8)
 
+// Every entry point below given `done` (a launch of one block) stores `seq` there once its
+// writes are done (flag.rs).
 #define BINARY(T, N)                                                                             \
-    extern "C" __global__ void binary_##N(int op, const T* a, const T* b, T* o, u64 n, int flags) { \
+    extern "C" __global__ void binary_##N(int op, const T* a, const T* b, T* o, u64 n, int flags, \
+                                          unsigned* done, unsigned seq) {                        \
         binary_body<T>(op, a, b, o, n, flags);                                                   \
+        if (done) signal_done(done, seq);                                                        \
     }
 
 #define SCALE(T, N)                                                                              \
-    extern "C" __global__ void scale_##N(const T* x, T* o, u64 n, int flags, int kind, double f, i64 fi) { \
+    extern "C" __global__ void scale_##N(const T* x, T* o, u64 n, int flags, int kind, double f, i64 fi, \
+                                         unsigned* done, unsigned seq) {                         \
         scale_body<T>(x, o, n, flags, kind, f, fi);                                              \
+        if (done) signal_done(done, seq);                                                        \
     }
 
 // reduce_<dtype>_<op> folds with B = 0, reduce<B>_<dtype>_<op> in batches of B (fold_at). A
@@ -421,12 +427,17 @@ __device__ void copyseg_body(const Segs& s, int k) {
 #define REDUCE_B(T, N, B) REDUCE_FORM(T, N, B, reduce##B)
 
 #define CAST(S, SN, D, DN)                                                                       \
-    extern "C" __global__ void cast_##SN##_##DN(const S* x, D* o, u64 n) { cast_body<S, D>(x, o, n); }
+    extern "C" __global__ void cast_##SN##_##DN(const S* x, D* o, u64 n, unsigned* done, unsigned seq) { \
+        cast_body<S, D>(x, o, n);                                                                \
+        if (done) signal_done(done, seq);                                                        \
+    }
 #define CAST_ROW(S, SN) FOR_TYPES_2(CAST, S, SN)
 
 #define COPY2D(W, N)                                                                             \
-    extern "C" __global__ void copy2d_##N(const W* s, W* d, u64 rows, u64 width, u64 sp, u64 dp) { \
+    extern "C" __global__ void copy2d_##N(const W* s, W* d, u64 rows, u64 width, u64 sp, u64 dp, \
+                                          unsigned* done, unsigned seq) {                        \
         copy2d_body<W>(s, d, rows, width, sp, dp);                                               \
+        if (done) signal_done(done, seq);                                                        \
     }
 
 #define COPYSEG(W, N)                                                                            \

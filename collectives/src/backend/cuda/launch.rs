@@ -58,9 +58,11 @@ macro_rules! args {
 }
 
 mod fold;
+mod names;
 
 pub(crate) use fold::REDUCE_BATCHES;
 pub(super) use fold::{Fold, reduce};
+use names::{Named, name_of};
 
 /// Launches on one device's compute stream.
 pub(crate) struct Launcher<'a> {
@@ -249,8 +251,8 @@ pub(super) fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Op
 
 /// Launches `kernel` over input pointers `ins` (of `in_dtype`) into `o`, `out.len` elements, on
 /// `l`'s stream; the caller has checked that every pointer holds what the kernel reads or writes.
-/// A reduce or a one-row concat (a `copyseg` launch) whose last launch runs as one block stores
-/// `flag` when done; returns whether one does.
+/// Where its last launch runs as one block, that launch stores `flag` when done; returns whether
+/// one does.
 pub(super) fn run(
     l: &Launcher,
     kernel: &Kernel,
@@ -264,10 +266,10 @@ pub(super) fn run(
     // SAFETY (every arm): `check` verified each input holds what the kernel reads, `o` points at
     // `out.len` elements of `out.dtype` (`compute_into` checked its memory holds them), and all
     // stay alive until the compute stream has run (the caller notes the inputs' use).
-    let unflagged = match kernel {
-        Kernel::Reduce { kind, scale } => {
-            return unsafe { reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n, flag) };
-        }
+    match kernel {
+        Kernel::Reduce { kind, scale } => unsafe {
+            reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n, flag)
+        },
         Kernel::Concat { outer: 1, mids, inner } => {
             // One row each: every input is one contiguous placement, all in one launch.
             let sz = (inner * d.size()) as u64;
@@ -278,34 +280,43 @@ pub(super) fn run(
                 segs.push((src, at, w));
                 at += w;
             }
-            return unsafe { copy_segments_flagged(l, &segs, flag) };
+            unsafe { copy_segments_flagged(l, &segs, flag) }
         }
-        Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), ins[0], ins[1], o, n) },
-        Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n) },
-        Kernel::Cast if in_dtype == d => unsafe { copy2d(l, ins[0], o, 1, n * d.size() as u64, 0, 0) },
+        Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), (ins[0], ins[1]), o, n, flag) },
+        Kernel::Scale(s) => unsafe { scale(l, d, Some(*s), ins[0], o, n, flag) },
+        Kernel::Cast if in_dtype == d => unsafe {
+            copy2d(l, (ins[0], 0), (o, 0), (1, n * d.size() as u64), flag)
+        },
         Kernel::Cast => {
-            let (x, y, n) = (ins[0], o, n);
-            let name = format!("cast_{}_{}", in_dtype.name(), d.name());
-            unsafe { l.launch(&name, n, &mut args!(x, y, n)) }
+            let (x, y, (done, seq)) = (ins[0], o, one_block(flag, n));
+            let name = name_of(Named::Cast(in_dtype, d));
+            unsafe { l.launch(&name, n, &mut args!(x, y, n, done, seq)) }.map(|()| done != 0)
         }
         Kernel::Slice { outer, in_mid, start, len, inner } => {
             let sz = (inner * d.size()) as u64;
             let (rows, w) = (*outer as u64, *len as u64 * sz);
-            unsafe { copy2d(l, ins[0] + *start as u64 * sz, o, rows, w, *in_mid as u64 * sz, w) }
+            let src = (ins[0] + *start as u64 * sz, *in_mid as u64 * sz);
+            unsafe { copy2d(l, src, (o, w), (rows, w), flag) }
         }
         Kernel::Concat { outer, mids, inner } => {
             let sz = (inner * d.size()) as u64;
             let row = mids.iter().sum::<usize>() as u64 * sz;
-            let mut at = 0;
-            for (&src, &m) in ins.iter().zip(mids) {
+            let (mut at, mut flagged) = (0, false);
+            for (k, (&src, &m)) in ins.iter().zip(mids).enumerate() {
                 let w = m as u64 * sz;
-                unsafe { copy2d(l, src, o + at, *outer as u64, w, w, row)? };
+                let flag = flag.filter(|_| k + 1 == ins.len());
+                flagged = unsafe { copy2d(l, (src, w), (o + at, row), (*outer as u64, w), flag)? };
                 at += w;
             }
-            Ok(())
+            Ok(flagged)
         }
-    };
-    unflagged.map(|()| false)
+    }
+}
+
+/// The completion flag a launch of `work` items stores where it runs as one block: its slot's
+/// address and number, or `(0, 0)` (no flag: the kernel stores nothing).
+fn one_block(flag: Option<&Flag>, work: u64) -> (CUdeviceptr, u32) {
+    flag.filter(|_| (1..=BLOCK as u64).contains(&work)).map_or((0, 0), |f| (f.addr(), f.seq()))
 }
 
 /// [`run`] with the result written to each of `outs` (at least one): a reduce writes every one in
@@ -313,8 +324,7 @@ pub(super) fn run(
 /// ([`MAXK`] a launch); any other kernel, or a reduce's outputs past [`MAXK`], are copied from
 /// `outs[0]` by one more launch. Each pointer holds `out.len` elements of `out.dtype` on this
 /// device or a peer's that this device writes in place, as the caller has checked. The last
-/// launch, where it is a reduce or a `copyseg` and runs as one block, stores `flag` when done;
-/// returns whether one does.
+/// launch, where it runs as one block, stores `flag` when done; returns whether one does.
 pub(super) fn run_to_all(
     l: &Launcher,
     kernel: &Kernel,
@@ -351,21 +361,41 @@ pub(super) fn run_to_all(
     Ok(flagged | unsafe { copy_segments_flagged(l, &rest, flag) }?)
 }
 
-/// `o = a op b`.
-unsafe fn binary(l: &Launcher, d: DType, op: i32, a: u64, b: u64, o: u64, n: u64) -> Result<()> {
+/// `o = a op b`; stores `flag` if one block runs (returns whether).
+unsafe fn binary(
+    l: &Launcher,
+    d: DType,
+    op: i32,
+    (a, b): (u64, u64),
+    o: u64,
+    n: u64,
+    flag: Option<&Flag>,
+) -> Result<bool> {
     let flags = if aligned(&[a, b, o]) { F_VEC } else { 0 };
     let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
-    // SAFETY: as `run` guarantees.
-    unsafe { l.launch(&format!("binary_{}", d.name()), work, &mut args!(op, a, b, o, n, flags)) }
+    let (done, seq) = one_block(flag, work);
+    // SAFETY: as `run` guarantees; `done` is 0 or a flag's slot (pinned, mapped, never freed).
+    unsafe { l.launch(&name_of(Named::Binary(d)), work, &mut args!(op, a, b, o, n, flags, done, seq)) }
+        .map(|()| done != 0)
 }
 
-/// `o = scale(x)`.
-unsafe fn scale(l: &Launcher, d: DType, s: Option<Scale>, x: u64, o: u64, n: u64) -> Result<()> {
+/// `o = scale(x)`; stores `flag` if one block runs (returns whether).
+unsafe fn scale(
+    l: &Launcher,
+    d: DType,
+    s: Option<Scale>,
+    x: u64,
+    o: u64,
+    n: u64,
+    flag: Option<&Flag>,
+) -> Result<bool> {
     let (kind, f, fi) = scale_args(s);
     let flags = if aligned(&[x, o]) { F_VEC } else { 0 };
     let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
-    // SAFETY: as `run` guarantees.
-    unsafe { l.launch(&format!("scale_{}", d.name()), work, &mut args!(x, o, n, flags, kind, f, fi)) }
+    let (done, seq) = one_block(flag, work);
+    let name = name_of(Named::Scale(d));
+    // SAFETY: as `run` guarantees; `done` as in `binary`.
+    unsafe { l.launch(&name, work, &mut args!(x, o, n, flags, kind, f, fi, done, seq)) }.map(|()| done != 0)
 }
 
 /// The widest copy unit (16, 8, 4, 2 or 1 bytes) that divides every one of `values` (pointers,
@@ -422,9 +452,8 @@ pub(crate) unsafe fn copy_segments_flagged(l: &Launcher, segs: &[Seg], flag: Opt
             2 => "copyseg_2",
             _ => "copyseg_1",
         };
-        let flag = flag.filter(|_| i + 1 == chunks && (1..=BLOCK as u64).contains(&work));
-        let (done, seq) = flag.map_or((0, 0), |f| (f.addr(), f.seq()));
-        flagged = flag.is_some();
+        let (done, seq) = one_block(flag.filter(|_| i + 1 == chunks), work);
+        flagged = done != 0;
         // SAFETY: as the caller guarantees; `Segs` matches the kernel's parameter; `done` is 0 or
         // a flag's slot (pinned, mapped at its address, never freed), and a launch of up to
         // BLOCK items runs as one block.
@@ -434,22 +463,38 @@ pub(crate) unsafe fn copy_segments_flagged(l: &Launcher, segs: &[Seg], flag: Opt
 }
 
 /// Copies `rows` rows of `width` bytes from `src` (row pitch `sp`) to `dst` (row pitch `dp`),
-/// in the widest unit that divides every pointer, width and pitch.
-unsafe fn copy2d(l: &Launcher, src: u64, dst: u64, rows: u64, width: u64, sp: u64, dp: u64) -> Result<()> {
+/// in the widest unit that divides every pointer, width and pitch; stores `flag` if the copy is
+/// one kernel block (returns whether). Contiguous rows are one `copyseg` launch where that is one
+/// block (a launch costs the host less than a driver copy), else one driver copy.
+unsafe fn copy2d(
+    l: &Launcher,
+    (src, sp): (u64, u64),
+    (dst, dp): (u64, u64),
+    (rows, width): (u64, u64),
+    flag: Option<&Flag>,
+) -> Result<bool> {
     if rows == 0 || width == 0 {
-        return Ok(());
+        return Ok(false);
     }
     if rows == 1 || (sp == width && dp == width) {
+        let bytes = rows * width;
+        if bytes / widest_unit([src, dst, bytes]) <= BLOCK as u64 {
+            // SAFETY: as `run` guarantees; the rows are contiguous here.
+            return unsafe { copy_segments_flagged(l, &[(src, dst, bytes)], flag) };
+        }
         l.dev.bind()?;
         // SAFETY: as `run` guarantees, the rows are contiguous here.
-        return unsafe { driver::dtod_async(dst, src, (rows * width) as usize, l.stream.cu_stream()) }
+        return unsafe { driver::dtod_async(dst, src, bytes as usize, l.stream.cu_stream()) }
+            .map(|()| false)
             .map_err(driver::err(l.dev.device, "copy within device"));
     }
     let unit = widest_unit([src, dst, width, sp, dp]);
     let (s, d, rows) = (src, dst, rows);
     let (w, sp, dp) = (width / unit, sp / unit, dp / unit);
-    // SAFETY: as `run` guarantees.
-    unsafe { l.launch(&format!("copy2d_{unit}"), rows * w, &mut args!(s, d, rows, w, sp, dp)) }
+    let (done, seq) = one_block(flag, rows * w);
+    // SAFETY: as `run` guarantees; `done` as in `binary`.
+    unsafe { l.launch(&name_of(Named::Copy2d(unit)), rows * w, &mut args!(s, d, rows, w, sp, dp, done, seq)) }
+        .map(|()| done != 0)
 }
 
 #[cfg(test)]

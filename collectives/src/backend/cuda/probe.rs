@@ -14,7 +14,9 @@
 //! the reduce kernel's forms (`launch::fold::reduce_batch`) against one another by input count and size.
 //! A fifth times how the host learns a kernel finished: a synchronize, an event, or a word of
 //! pinned memory that the kernel or its stream writes (`bench/gpu/28-completion`); a sixth, the
-//! library's calls with host waits by kernel flags ([`super::flag`]) against events alone.
+//! library's calls with host waits by kernel flags ([`super::flag`]) against events alone; a
+//! seventh, a resident worker kernel polling a mailbox against a launch per call
+//! (`bench/gpu/29-resident`).
 
 use std::time::Instant;
 
@@ -450,7 +452,8 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
 
 /// Host waits by kernel flags against waits by events alone, alternated in blocks of 50 calls over
 /// 40 rounds (the order flipped each round) so that drift of the machine falls on both: the
-/// 4 KiB `local_reduce` on `cuda:0`, the all_reduce of `cuda:0, cpu:0`, and on every CUDA device
+/// 4 KiB `local_reduce` on `cuda:0`, an add and a cast there, the all_reduce of `cuda:0, cpu:0`,
+/// and on every CUDA device
 /// (two or more, virtual ones included) the all_reduce, all_gather, reduce_scatter and
 /// broadcast. Each row: median and tenth percentile of the 2000 calls each way.
 #[test]
@@ -466,9 +469,16 @@ fn flag_on_off_probe() {
     let mut cases: Vec<(String, Box<dyn Fn()>)> = Vec::new();
     let local = [shard(Device::Cuda(0)), shard(Device::Cuda(0))];
     crate::realize(&local).unwrap();
+    let [a, b] = local.clone();
     cases.push((
         "local_reduce cuda:0".into(),
         Box::new(move || crate::realize(&[Tensor::reduce(&local, ReduceKind::Sum, None).unwrap()]).unwrap()),
+    ));
+    let c = a.clone();
+    cases.push(("add cuda:0".into(), Box::new(move || c.add(&b).unwrap().realize().unwrap())));
+    cases.push((
+        "cast f32 -> f16 cuda:0".into(),
+        Box::new(move || a.cast(DType::F16).unwrap().realize().unwrap()),
     ));
     let mut groups = vec![vec![Device::Cuda(0), Device::Cpu(0)]];
     if n >= 2 {
