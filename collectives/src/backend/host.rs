@@ -291,8 +291,10 @@ mod tests {
 
     #[test]
     fn large_buffers_are_whole_pages_that_keep_their_locking_and_upload_count_through_the_pool() {
-        // A size no other test uses, so the pool hands back this allocation.
-        let bytes = POOL_MIN_BYTES * 5 + 13;
+        // A page count no other test uses, so the pool hands back this allocation (and none
+        // another test used: 321 pages, this test's size before, is also what a 65 537-row
+        // upload of five f32 columns takes, and GPU run 29c saw one recycled from such a test).
+        let bytes = POOL_MIN_BYTES * 13 + 7 * PAGE + 5;
         let (waits, released) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let a = OwnedHost::uninit(bytes);
         let p = a.pages().expect("a large buffer is paged");
