@@ -26,6 +26,19 @@ unsafe impl Send for PoolHandle {}
 // SAFETY: as above.
 unsafe impl Sync for PoolHandle {}
 
+/// The most threads a kernel launched as one block runs (CUDA's limit per block).
+const ONE_BLOCK_MOST: u64 = 1024;
+
+/// A loaded kernel.
+#[derive(Clone)]
+pub(crate) struct Func {
+    /// The function.
+    pub f: CudaFunction,
+    /// The most threads one block of it runs: [`ONE_BLOCK_MOST`], or fewer where the kernel's
+    /// registers do not allow as many (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`), in whole warps.
+    pub one_block: u64,
+}
+
 /// An opened CUDA device.
 pub(crate) struct CudaDevice {
     pub device: Device,
@@ -46,7 +59,7 @@ pub(crate) struct CudaDevice {
     pool: PoolHandle,
     /// Freed allocations kept for reuse on their stream.
     reuse: Arc<Reuse>,
-    functions: Mutex<HashMap<String, CudaFunction>>,
+    functions: Mutex<HashMap<String, Func>>,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
     /// Double-buffered pinned staging for host → device copies of pageable memory.
     pub stage_in: Mutex<Ring>,
@@ -218,14 +231,18 @@ impl CudaDevice {
     }
 
     /// The kernel `name`, compiling and loading its module on first use.
-    pub fn function(&self, name: &str) -> Result<CudaFunction> {
+    pub fn function(&self, name: &str) -> Result<Func> {
         if let Some(f) = self.functions.lock().get(name) {
             return Ok(f.clone());
         }
         let module = self.module(nvrtc::group_of(name))?;
         let f = module.load_function(name).map_err(driver::err(self.device, "load kernel"))?;
-        self.functions.lock().insert(name.to_string(), f.clone());
-        Ok(f)
+        let most = f.max_threads_per_block().map_err(driver::err(self.device, "kernel attributes"))?;
+        // Whole warps, at least one; and no more than a block may hold.
+        let one_block = (most.max(32) as u64 / 32 * 32).min(ONE_BLOCK_MOST);
+        let func = Func { f, one_block };
+        self.functions.lock().insert(name.to_string(), func.clone());
+        Ok(func)
     }
 
     fn module(&self, group: &str) -> Result<Arc<CudaModule>> {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaStream;
 use cudarc::driver::sys::CUdeviceptr;
 
-use super::device::CudaDevice;
+use super::device::{CudaDevice, Func};
 use super::driver;
 use super::event::record_flagged;
 use super::flag::Flag;
@@ -76,24 +76,33 @@ impl<'a> Launcher<'a> {
         Launcher { dev, stream }
     }
 
-    /// Launches kernel `name` over `work` items (grid-stride, so any grid covers them).
+    /// Launches `f` (the kernel `name`, from [`CudaDevice::function`]) over `work` items
+    /// (grid-stride, so any grid covers them): as one block of `work` threads (whole warps) where
+    /// `f` runs that many in one ([`Func::one_block`]) — the launches that may store a completion
+    /// flag ([`one_block`]) — else in blocks of [`BLOCK`], at most eight per multiprocessor.
     ///
     /// # Safety
     /// `params` must match the kernel's parameters, and every pointer in them must be valid for
     /// what the kernel reads or writes until the launch has run.
-    pub unsafe fn launch(&self, name: &str, work: u64, params: &mut [*mut c_void]) -> Result<()> {
+    pub unsafe fn launch(&self, f: &Func, name: &str, work: u64, params: &mut [*mut c_void]) -> Result<()> {
         if work == 0 {
             return Ok(());
         }
         crate::failpoint::hit(self.dev.device, "cuda kernel launch")?;
-        let f = self.dev.function(name)?;
         let cap = (self.dev.sms as u64) * 8;
-        let grid = work.div_ceil(BLOCK as u64).clamp(1, cap) as u32;
+        let (grid, block) = match work <= f.one_block {
+            true => (1, work.div_ceil(32) * 32),
+            false => (work.div_ceil(BLOCK as u64).clamp(1, cap), BLOCK as u64),
+        };
         self.dev.bind()?;
-        // SAFETY: as the caller guarantees; the function is loaded in this (bound) context.
-        unsafe { driver::launch(f.cu_function(), grid, BLOCK, self.stream.cu_stream(), params) }.map_err(
-            |e| crate::error::Error::driver(self.dev.device, format!("launch {name}"), driver::describe(e)),
-        )
+        // SAFETY: as the caller guarantees; the function is loaded in this (bound) context, and
+        // `block` is within what it runs in one block.
+        unsafe {
+            driver::launch(f.f.cu_function(), grid as u32, block as u32, self.stream.cu_stream(), params)
+        }
+        .map_err(|e| {
+            crate::error::Error::driver(self.dev.device, format!("launch {name}"), driver::describe(e))
+        })
     }
 }
 
@@ -288,9 +297,10 @@ pub(super) fn run(
             copy2d(l, (ins[0], 0), (o, 0), (1, n * d.size() as u64), flag)
         },
         Kernel::Cast => {
-            let (x, y, (done, seq)) = (ins[0], o, one_block(flag, n));
             let name = name_of(Named::Cast(in_dtype, d));
-            unsafe { l.launch(&name, n, &mut args!(x, y, n, done, seq)) }.map(|()| done != 0)
+            let f = l.dev.function(&name)?;
+            let (x, y, (done, seq)) = (ins[0], o, one_block(&f, flag, n));
+            unsafe { l.launch(&f, &name, n, &mut args!(x, y, n, done, seq)) }.map(|()| done != 0)
         }
         Kernel::Slice { outer, in_mid, start, len, inner } => {
             let sz = (inner * d.size()) as u64;
@@ -313,10 +323,11 @@ pub(super) fn run(
     }
 }
 
-/// The completion flag a launch of `work` items stores where it runs as one block: its slot's
-/// address and number, or `(0, 0)` (no flag: the kernel stores nothing).
-fn one_block(flag: Option<&Flag>, work: u64) -> (CUdeviceptr, u32) {
-    flag.filter(|_| (1..=BLOCK as u64).contains(&work)).map_or((0, 0), |f| (f.addr(), f.seq()))
+/// The completion flag a launch of `f` over `work` items stores where it runs as one block
+/// ([`Launcher::launch`]): its slot's address and number, or `(0, 0)` (no flag: the kernel
+/// stores nothing).
+fn one_block(f: &Func, flag: Option<&Flag>, work: u64) -> (CUdeviceptr, u32) {
+    flag.filter(|_| (1..=f.one_block).contains(&work)).map_or((0, 0), |f| (f.addr(), f.seq()))
 }
 
 /// [`run`] with the result written to each of `outs` (at least one): a reduce writes every one in
@@ -373,10 +384,11 @@ unsafe fn binary(
 ) -> Result<bool> {
     let flags = if aligned(&[a, b, o]) { F_VEC } else { 0 };
     let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
-    let (done, seq) = one_block(flag, work);
+    let name = name_of(Named::Binary(d));
+    let f = l.dev.function(&name)?;
+    let (done, seq) = one_block(&f, flag, work);
     // SAFETY: as `run` guarantees; `done` is 0 or a flag's slot (pinned, mapped, never freed).
-    unsafe { l.launch(&name_of(Named::Binary(d)), work, &mut args!(op, a, b, o, n, flags, done, seq)) }
-        .map(|()| done != 0)
+    unsafe { l.launch(&f, &name, work, &mut args!(op, a, b, o, n, flags, done, seq)) }.map(|()| done != 0)
 }
 
 /// `o = scale(x)`; stores `flag` if one block runs (returns whether).
@@ -392,10 +404,12 @@ unsafe fn scale(
     let (kind, f, fi) = scale_args(s);
     let flags = if aligned(&[x, o]) { F_VEC } else { 0 };
     let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
-    let (done, seq) = one_block(flag, work);
     let name = name_of(Named::Scale(d));
+    let func = l.dev.function(&name)?;
+    let (done, seq) = one_block(&func, flag, work);
     // SAFETY: as `run` guarantees; `done` as in `binary`.
-    unsafe { l.launch(&name, work, &mut args!(x, o, n, flags, kind, f, fi, done, seq)) }.map(|()| done != 0)
+    unsafe { l.launch(&func, &name, work, &mut args!(x, o, n, flags, kind, f, fi, done, seq)) }
+        .map(|()| done != 0)
 }
 
 /// The widest copy unit (16, 8, 4, 2 or 1 bytes) that divides every one of `values` (pointers,
@@ -445,21 +459,27 @@ pub(crate) unsafe fn copy_segments_flagged(l: &Launcher, segs: &[Seg], flag: Opt
         }
         let k = chunk.len() as i32;
         let work = p.len.iter().copied().max().unwrap_or(0);
-        let name = match unit {
-            16 => "copyseg_16",
-            8 => "copyseg_8",
-            4 => "copyseg_4",
-            2 => "copyseg_2",
-            _ => "copyseg_1",
-        };
-        let (done, seq) = one_block(flag.filter(|_| i + 1 == chunks), work);
+        let name = copyseg(unit);
+        let f = l.dev.function(name)?;
+        let (done, seq) = one_block(&f, flag.filter(|_| i + 1 == chunks), work);
         flagged = done != 0;
         // SAFETY: as the caller guarantees; `Segs` matches the kernel's parameter; `done` is 0 or
-        // a flag's slot (pinned, mapped at its address, never freed), and a launch of up to
-        // BLOCK items runs as one block.
-        unsafe { l.launch(name, work, &mut args!(p, k, done, seq))? };
+        // a flag's slot (pinned, mapped at its address, never freed), given only to a launch
+        // that runs as one block.
+        unsafe { l.launch(&f, name, work, &mut args!(p, k, done, seq))? };
     }
     Ok(flagged)
+}
+
+/// The `copyseg` kernel of copy unit `unit` (16, 8, 4, 2 or 1 bytes).
+fn copyseg(unit: u64) -> &'static str {
+    match unit {
+        16 => "copyseg_16",
+        8 => "copyseg_8",
+        4 => "copyseg_4",
+        2 => "copyseg_2",
+        _ => "copyseg_1",
+    }
 }
 
 /// Copies `rows` rows of `width` bytes from `src` (row pitch `sp`) to `dst` (row pitch `dp`),
@@ -477,8 +497,8 @@ unsafe fn copy2d(
         return Ok(false);
     }
     if rows == 1 || (sp == width && dp == width) {
-        let bytes = rows * width;
-        if bytes / widest_unit([src, dst, bytes]) <= BLOCK as u64 {
+        let (bytes, unit) = (rows * width, widest_unit([src, dst, rows * width]));
+        if bytes / unit <= l.dev.function(copyseg(unit))?.one_block {
             // SAFETY: as `run` guarantees; the rows are contiguous here.
             return unsafe { copy_segments_flagged(l, &[(src, dst, bytes)], flag) };
         }
@@ -491,10 +511,11 @@ unsafe fn copy2d(
     let unit = widest_unit([src, dst, width, sp, dp]);
     let (s, d, rows) = (src, dst, rows);
     let (w, sp, dp) = (width / unit, sp / unit, dp / unit);
-    let (done, seq) = one_block(flag, rows * w);
+    let name = name_of(Named::Copy2d(unit));
+    let f = l.dev.function(&name)?;
+    let (done, seq) = one_block(&f, flag, rows * w);
     // SAFETY: as `run` guarantees; `done` as in `binary`.
-    unsafe { l.launch(&name_of(Named::Copy2d(unit)), rows * w, &mut args!(s, d, rows, w, sp, dp, done, seq)) }
-        .map(|()| done != 0)
+    unsafe { l.launch(&f, &name, rows * w, &mut args!(s, d, rows, w, sp, dp, done, seq)) }.map(|()| done != 0)
 }
 
 #[cfg(test)]

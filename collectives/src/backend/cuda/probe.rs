@@ -452,10 +452,10 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
 
 /// Host waits by kernel flags against waits by events alone, alternated in blocks of 50 calls over
 /// 40 rounds (the order flipped each round) so that drift of the machine falls on both: the
-/// 4 KiB `local_reduce` on `cuda:0`, an add and a cast there, the all_reduce of `cuda:0, cpu:0`,
-/// and on every CUDA device
-/// (two or more, virtual ones included) the all_reduce, all_gather, reduce_scatter and
-/// broadcast. Each row: median and tenth percentile of the 2000 calls each way.
+/// 4 KiB `local_reduce` on `cuda:0` (and a 16 KiB one), an add and a cast there, the all_reduce
+/// of `cuda:0, cpu:0`, and on every CUDA device (two or more, virtual ones included) the
+/// all_reduce, all_gather, reduce_scatter and broadcast. Each row: median and tenth percentile
+/// of the 2000 calls each way.
 #[test]
 #[ignore = "a timing probe for the GPU machine"]
 fn flag_on_off_probe() {
@@ -476,6 +476,14 @@ fn flag_on_off_probe() {
     ));
     let c = a.clone();
     cases.push(("add cuda:0".into(), Box::new(move || c.add(&b).unwrap().realize().unwrap())));
+    // 16 KiB: 1024 threads of the vector path, one block where the kernel's registers allow.
+    let big = |d: Device| Tensor::from_vec(vec![1.5f32; 4 * N], [4 * N], d).unwrap();
+    let wide = [big(Device::Cuda(0)), big(Device::Cuda(0))];
+    crate::realize(&wide).unwrap();
+    cases.push((
+        "local_reduce cuda:0, 16 KiB".into(),
+        Box::new(move || crate::realize(&[Tensor::reduce(&wide, ReduceKind::Sum, None).unwrap()]).unwrap()),
+    ));
     cases.push((
         "cast f32 -> f16 cuda:0".into(),
         Box::new(move || a.cast(DType::F16).unwrap().realize().unwrap()),

@@ -54,7 +54,7 @@ fn launch_failure_is_an_error_and_the_device_recovers() {
         return;
     };
     let x = upload(&dev, vec![1.0f32, 2.0, 3.0]);
-    let f = dev.function("scale_f32").expect("kernel");
+    let f = dev.function("scale_f32").expect("kernel").f;
     let (src, dst, n, flags, kind, fd, fi) =
         (alloc_of(&x, "t").unwrap().ptr(), 0u64, 0u64, 0i32, 1i32, 2.0f64, 2i64);
     let mut params = [&src, &dst, &n].map(|p| p as *const u64 as *mut std::ffi::c_void).to_vec();

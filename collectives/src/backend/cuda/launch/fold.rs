@@ -14,7 +14,7 @@ use std::ffi::c_void;
 use std::sync::OnceLock;
 
 use super::super::flag::Flag;
-use super::{BLOCK, F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
+use super::{F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::{ReduceKind, Scale};
@@ -137,8 +137,9 @@ pub(in super::super) unsafe fn reduce(
     let last = chunks.len() - 1;
     let batch = fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64));
     let name = reduce_name(d, fold.kind, batch);
-    // One block, which a launch of up to BLOCK items is (none launches nothing, so stores none).
-    let flag = flag.filter(|_| (1..=BLOCK as u64).contains(&work));
+    let func = l.dev.function(&name)?;
+    // One block (none launches nothing, so stores none).
+    let flag = flag.filter(|_| (1..=func.one_block).contains(&work));
     for (i, chunk) in chunks.into_iter().enumerate() {
         let p = Ptrs::of(chunk);
         let k = chunk.len() as i32;
@@ -148,9 +149,11 @@ pub(in super::super) unsafe fn reduce(
         let (done, seq) = flag.filter(|_| i == last).map_or((0, 0), |f| (f.addr(), f.seq()));
         // SAFETY: as the caller guarantees; the accumulator holds `n` compute-type values and is
         // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`;
-        // `done` is 0 or a flag's slot (pinned, mapped at its address, never freed), and a
-        // launch of `work` up to one block's threads runs as one block.
-        unsafe { l.launch(&name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi, done, seq))? };
+        // `done` is 0 or a flag's slot (pinned, mapped at its address, never freed), given only
+        // to a launch that runs as one block.
+        unsafe {
+            l.launch(&func, &name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi, done, seq))?
+        };
     }
     Ok(flag.is_some())
 }
