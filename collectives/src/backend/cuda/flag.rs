@@ -14,16 +14,17 @@
 //!
 //! How: a kernel step takes a [`Flag`] — a *slot* (one `u32` of a pinned page no one frees) set
 //! just below a new sequence number — and passes its address and number to its last launch,
-//! which, when it runs as one block (else the flag goes unused), fences its writes
-//! (`__threadfence_system`), syncs the block and stores the number (`kernels.cu`,
-//! `signal_done`): every kernel of `kernels.cu` — reduce, segment copy (`copyseg`), binary op,
-//! scale, cast, strided copy — takes the flag, and a small contiguous copy is a `copyseg` launch
-//! rather than a driver copy so that it does too. The event recorded after the launch holds the flag
-//! ([`super::event::record_flagged`]); its waits spin on the slot, querying the event every
-//! [`QUERY_EVERY`] (which also reports a failed kernel), and block on the event after
-//! [`SPIN_FOR`]. A slot goes back to its pool with the event; a store still
-//! pending on it then only ever lowers it below a newer number. Launches of more blocks and the
-//! copy engine's copies are waited for by their events alone.
+//! which, when it runs as one block (a launch of up to 1024 items, as many as the kernel's
+//! registers allow: [`super::launch::Launcher::launch`]; else the flag goes unused), fences its
+//! writes (`__threadfence_system`), syncs the block and stores the number (`kernels.cu`,
+//! `signal_done`). Every kernel of `kernels.cu` — reduce, segment copy (`copyseg`), binary op,
+//! scale, cast, strided copy — takes the flag, and a small contiguous copy is a `copyseg`
+//! launch rather than a driver copy so that it does too. The event recorded after the launch
+//! holds the flag ([`super::event::record_flagged`]); its waits spin on the slot, querying the
+//! event every [`QUERY_EVERY`] (which also reports a failed kernel), and block on the event after
+//! [`SPIN_FOR`]. A slot goes back to its pool with the event; a store still pending on it then
+//! only ever lowers it below a newer number. Launches of more blocks and the copy engine's copies
+//! are waited for by their events alone.
 
 use std::ptr::NonNull;
 use std::sync::OnceLock;
