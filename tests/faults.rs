@@ -58,7 +58,8 @@ enum Coll {
     BroadcastCoalesced,
     /// Not a collective: on each member, its shard doubled (a kernel there) joined with the next
     /// member's shard copied to it (through the host between CUDA and Vulkan) — a join that
-    /// computes its own part in its range on a host or CUDA member (`exec/join.rs`).
+    /// computes its own part as part of the join on every member (`exec/join.rs`; on a Vulkan
+    /// member the kernel is recorded into the join's submission).
     ComputedJoin,
 }
 
