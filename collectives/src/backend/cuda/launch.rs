@@ -296,6 +296,7 @@ pub(super) fn run(
         Kernel::Cast if in_dtype == d => unsafe {
             copy2d(l, (ins[0], 0), (o, 0), (1, n * d.size() as u64), flag)
         },
+        Kernel::Cast if n == 0 => Ok(false),
         Kernel::Cast => {
             let name = name_of(Named::Cast(in_dtype, d));
             let f = l.dev.function(&name)?;
@@ -382,6 +383,9 @@ unsafe fn binary(
     n: u64,
     flag: Option<&Flag>,
 ) -> Result<bool> {
+    if n == 0 {
+        return Ok(false);
+    }
     let flags = if aligned(&[a, b, o]) { F_VEC } else { 0 };
     let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let name = name_of(Named::Binary(d));
@@ -401,6 +405,9 @@ unsafe fn scale(
     n: u64,
     flag: Option<&Flag>,
 ) -> Result<bool> {
+    if n == 0 {
+        return Ok(false);
+    }
     let (kind, f, fi) = scale_args(s);
     let flags = if aligned(&[x, o]) { F_VEC } else { 0 };
     let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
@@ -459,6 +466,10 @@ pub(crate) unsafe fn copy_segments_flagged(l: &Launcher, segs: &[Seg], flag: Opt
         }
         let k = chunk.len() as i32;
         let work = p.len.iter().copied().max().unwrap_or(0);
+        if work == 0 {
+            // Nothing to copy: no launch, and no kernel to load for it.
+            continue;
+        }
         let name = copyseg(unit);
         let f = l.dev.function(name)?;
         let (done, seq) = one_block(&f, flag.filter(|_| i + 1 == chunks), work);

@@ -124,6 +124,10 @@ pub(in super::super) unsafe fn reduce(
     n: u64,
     flag: Option<&Flag>,
 ) -> Result<bool> {
+    if n == 0 {
+        // Nothing to fold: no launch, and no kernel to load for it.
+        return Ok(false);
+    }
     let d = fold.dtype;
     let chunks: Vec<&[u64]> = ins.chunks(MAXK).collect();
     let tmp = match chunks.len() {
