@@ -54,12 +54,15 @@ impl Ptrs {
 
 /// Pointers to each argument's value, as `cuLaunchKernel` takes them.
 macro_rules! args {
-    ($($a:expr),* $(,)?) => { [$(&$a as *const _ as *mut c_void),*] };
+    ($($a:expr),* $(,)?) => { [$(&$a as *const _ as *mut ::std::ffi::c_void),*] };
 }
 
+mod copy;
 mod fold;
 mod names;
 
+use copy::copy2d;
+pub(crate) use copy::{Seg, copy_segments, copy_segments_flagged};
 pub(crate) use fold::REDUCE_BATCHES;
 pub(super) use fold::{Fold, reduce};
 use names::{Named, name_of};
@@ -299,8 +302,8 @@ pub(super) fn run(
         Kernel::Cast if n == 0 => Ok(false),
         Kernel::Cast => {
             let name = name_of(Named::Cast(in_dtype, d));
-            let f = l.dev.function(&name)?;
-            let (x, y, (done, seq)) = (ins[0], o, one_block(&f, flag, n));
+            let (f, (done, seq)) = flagged(l, &name, flag, n)?;
+            let (x, y) = (ins[0], o);
             unsafe { l.launch(&f, &name, n, &mut args!(x, y, n, done, seq)) }.map(|()| done != 0)
         }
         Kernel::Slice { outer, in_mid, start, len, inner } => {
@@ -383,14 +386,9 @@ unsafe fn binary(
     n: u64,
     flag: Option<&Flag>,
 ) -> Result<bool> {
-    if n == 0 {
-        return Ok(false);
-    }
-    let flags = if aligned(&[a, b, o]) { F_VEC } else { 0 };
-    let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
+    let Some((flags, work)) = vector_work(&[a, b, o], d, n) else { return Ok(false) };
     let name = name_of(Named::Binary(d));
-    let f = l.dev.function(&name)?;
-    let (done, seq) = one_block(&f, flag, work);
+    let (f, (done, seq)) = flagged(l, &name, flag, work)?;
     // SAFETY: as `run` guarantees; `done` is 0 or a flag's slot (pinned, mapped, never freed).
     unsafe { l.launch(&f, &name, work, &mut args!(op, a, b, o, n, flags, done, seq)) }.map(|()| done != 0)
 }
@@ -405,128 +403,31 @@ unsafe fn scale(
     n: u64,
     flag: Option<&Flag>,
 ) -> Result<bool> {
-    if n == 0 {
-        return Ok(false);
-    }
+    let Some((flags, work)) = vector_work(&[x, o], d, n) else { return Ok(false) };
     let (kind, f, fi) = scale_args(s);
-    let flags = if aligned(&[x, o]) { F_VEC } else { 0 };
-    let work = if flags == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let name = name_of(Named::Scale(d));
-    let func = l.dev.function(&name)?;
-    let (done, seq) = one_block(&func, flag, work);
+    let (func, (done, seq)) = flagged(l, &name, flag, work)?;
     // SAFETY: as `run` guarantees; `done` as in `binary`.
     unsafe { l.launch(&func, &name, work, &mut args!(x, o, n, flags, kind, f, fi, done, seq)) }
         .map(|()| done != 0)
 }
 
-/// The widest copy unit (16, 8, 4, 2 or 1 bytes) that divides every one of `values` (pointers,
-/// lengths, pitches).
-fn widest_unit(values: impl IntoIterator<Item = u64> + Clone) -> u64 {
-    [16u64, 8, 4, 2].into_iter().find(|u| values.clone().into_iter().all(|v| v % u == 0)).unwrap_or(1)
-}
-
-/// A contiguous copy: (source, destination, bytes).
-pub(crate) type Seg = (CUdeviceptr, CUdeviceptr, u64);
-
-/// The segments of one `copyseg` launch (`struct Segs` in `kernels.cu`), lengths in units.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Segs {
-    src: [CUdeviceptr; MAXK],
-    dst: [CUdeviceptr; MAXK],
-    len: [u64; MAXK],
-}
-
-/// Issues every copy of `segs` on the launcher's stream, [`MAXK`] per kernel launch, each launch
-/// in the widest unit that divides its pointers and lengths. Many small copies cost one launch
-/// instead of one driver copy each: on eight virtual devices of one H200 a 4 KiB
-/// `cuMemcpyDtoDAsync` took about 5 µs of host time (`bench/gpu/15-two-shot`, run 15b).
-///
-/// # Safety
-/// Every source is readable and every destination writable for its length on this device (in
-/// place, or a peer's memory with access on) until the launch has run; no two overlap.
-pub(crate) unsafe fn copy_segments(l: &Launcher, segs: &[Seg]) -> Result<()> {
-    // SAFETY: as the caller guarantees.
-    unsafe { copy_segments_flagged(l, segs, None) }.map(drop)
-}
-
-/// [`copy_segments`] whose last launch stores `flag` when done if it runs as one block; returns
-/// whether it does.
-///
-/// # Safety
-/// As [`copy_segments`].
-pub(crate) unsafe fn copy_segments_flagged(l: &Launcher, segs: &[Seg], flag: Option<&Flag>) -> Result<bool> {
-    let chunks = segs.chunks(MAXK).count();
-    let mut flagged = false;
-    for (i, chunk) in segs.chunks(MAXK).enumerate() {
-        let unit = widest_unit(chunk.iter().flat_map(|&(s, d, n)| [s, d, n]));
-        let mut p = Segs { src: [0; MAXK], dst: [0; MAXK], len: [0; MAXK] };
-        for (j, &(s, d, n)) in chunk.iter().enumerate() {
-            (p.src[j], p.dst[j], p.len[j]) = (s, d, n / unit);
-        }
-        let k = chunk.len() as i32;
-        let work = p.len.iter().copied().max().unwrap_or(0);
-        if work == 0 {
-            // Nothing to copy: no launch, and no kernel to load for it.
-            continue;
-        }
-        let name = copyseg(unit);
-        let f = l.dev.function(name)?;
-        let (done, seq) = one_block(&f, flag.filter(|_| i + 1 == chunks), work);
-        flagged = done != 0;
-        // SAFETY: as the caller guarantees; `Segs` matches the kernel's parameter; `done` is 0 or
-        // a flag's slot (pinned, mapped at its address, never freed), given only to a launch
-        // that runs as one block.
-        unsafe { l.launch(&f, name, work, &mut args!(p, k, done, seq))? };
-    }
-    Ok(flagged)
-}
-
-/// The `copyseg` kernel of copy unit `unit` (16, 8, 4, 2 or 1 bytes).
-fn copyseg(unit: u64) -> &'static str {
-    match unit {
-        16 => "copyseg_16",
-        8 => "copyseg_8",
-        4 => "copyseg_4",
-        2 => "copyseg_2",
-        _ => "copyseg_1",
+/// The vector flag and the work items of an elementwise launch over `n` elements of `d` through
+/// `ptrs`: a thread per 16 bytes where every pointer is 16-byte aligned, else one per element.
+/// `None` for no elements (no launch, and no kernel to load for it).
+fn vector_work(ptrs: &[u64], d: DType, n: u64) -> Option<(i32, u64)> {
+    match (n, aligned(ptrs)) {
+        (0, _) => None,
+        (_, true) => Some((F_VEC, n.div_ceil(lanes(d)))),
+        (_, false) => Some((0, n)),
     }
 }
 
-/// Copies `rows` rows of `width` bytes from `src` (row pitch `sp`) to `dst` (row pitch `dp`),
-/// in the widest unit that divides every pointer, width and pitch; stores `flag` if the copy is
-/// one kernel block (returns whether). Contiguous rows are one `copyseg` launch where that is one
-/// block (a launch costs the host less than a driver copy), else one driver copy.
-unsafe fn copy2d(
-    l: &Launcher,
-    (src, sp): (u64, u64),
-    (dst, dp): (u64, u64),
-    (rows, width): (u64, u64),
-    flag: Option<&Flag>,
-) -> Result<bool> {
-    if rows == 0 || width == 0 {
-        return Ok(false);
-    }
-    if rows == 1 || (sp == width && dp == width) {
-        let (bytes, unit) = (rows * width, widest_unit([src, dst, rows * width]));
-        if bytes / unit <= l.dev.function(copyseg(unit))?.one_block {
-            // SAFETY: as `run` guarantees; the rows are contiguous here.
-            return unsafe { copy_segments_flagged(l, &[(src, dst, bytes)], flag) };
-        }
-        l.dev.bind()?;
-        // SAFETY: as `run` guarantees, the rows are contiguous here.
-        return unsafe { driver::dtod_async(dst, src, bytes as usize, l.stream.cu_stream()) }
-            .map(|()| false)
-            .map_err(driver::err(l.dev.device, "copy within device"));
-    }
-    let unit = widest_unit([src, dst, width, sp, dp]);
-    let (s, d, rows) = (src, dst, rows);
-    let (w, sp, dp) = (width / unit, sp / unit, dp / unit);
-    let name = name_of(Named::Copy2d(unit));
-    let f = l.dev.function(&name)?;
-    let (done, seq) = one_block(&f, flag, rows * w);
-    // SAFETY: as `run` guarantees; `done` as in `binary`.
-    unsafe { l.launch(&f, &name, rows * w, &mut args!(s, d, rows, w, sp, dp, done, seq)) }.map(|()| done != 0)
+/// The kernel `name` and the completion flag its launch over `work` items stores ([`one_block`]).
+fn flagged(l: &Launcher, name: &str, flag: Option<&Flag>, work: u64) -> Result<(Func, (CUdeviceptr, u32))> {
+    let f = l.dev.function(name)?;
+    let done = one_block(&f, flag, work);
+    Ok((f, done))
 }
 
 #[cfg(test)]
@@ -623,15 +524,5 @@ mod tests {
                 all[at..].to_vec()
             })
             .collect()
-    }
-
-    #[test]
-    fn the_copy_unit_divides_every_value() {
-        assert_eq!(widest_unit([0u64, 32, 4096]), 16);
-        assert_eq!(widest_unit([16u64, 24, 4096]), 8);
-        assert_eq!(widest_unit([16u64, 4, 12]), 4);
-        assert_eq!(widest_unit([16u64, 6]), 2);
-        assert_eq!(widest_unit([16u64, 7]), 1);
-        assert_eq!(widest_unit(std::iter::empty::<u64>()), 16, "nothing to divide: any unit");
     }
 }

@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::OnceLock;
 
 use super::super::flag::Flag;
