@@ -38,8 +38,7 @@
 use std::sync::Arc;
 
 use super::device::{self, CudaDevice};
-use super::event::{record_flagged, wait_on};
-use super::flag::Flag;
+use super::event::{issue_flagged, wait_on};
 use super::launch;
 use super::memory::{DevAlloc, Event, device_buffer, record};
 use crate::backend::{Buffer, Kernel, OutSpec};
@@ -188,12 +187,12 @@ impl CudaCall {
             .filter_map(|(i, d)| d.as_ref().map(|d| (folded.ptr() + (i * part) as u64, d.ptr(), part as u64)))
             .collect();
         let l = launch::Launcher::new(hub, &hub.compute);
-        let flag = Flag::take(hub);
         // SAFETY: part i of `folded` (written by the fold above, on this stream) and each output
         // hold `part` bytes, on the root or a device it writes in place; the outputs are distinct
         // allocations, and all note this stream's use below.
-        let issued = unsafe { launch::copy_segments_flagged(&l, &segs, flag.as_ref()) }
-            .and_then(|flagged| record_flagged(&hub.compute, hub.device, flag.filter(|_| flagged)));
+        let issued = issue_flagged(hub, &hub.compute, |flag| unsafe {
+            launch::copy_segments_flagged(&l, &segs, flag)
+        });
         let event = issued.inspect_err(|_| {
             let _ = hub.compute.synchronize();
         })?;

@@ -23,6 +23,7 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaStream, DriverError};
 use parking_lot::Mutex;
 
+use super::device::CudaDevice;
 use super::driver;
 use super::flag::{self, Flag};
 use crate::device::Device;
@@ -126,8 +127,22 @@ pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<Event>> 
     record_flagged(stream, device, None)
 }
 
+/// Issues a kernel step on `stream` of `dev` offered a completion flag ([`super::flag`]) — `issue`
+/// is given one where `dev` can have one, and returns whether its last launch stores it — then
+/// records the event after it, holding the flag where it is stored (a flag not stored goes back
+/// unused).
+pub(crate) fn issue_flagged(
+    dev: &CudaDevice,
+    stream: &CudaStream,
+    issue: impl FnOnce(Option<&Flag>) -> Result<bool>,
+) -> Result<Arc<Event>> {
+    let flag = Flag::take(dev);
+    let stored = issue(flag.as_ref())?;
+    record_flagged(stream, dev.device, flag.filter(|_| stored))
+}
+
 /// [`record`] after a kernel that stores `flag` when done, which host waits spin on.
-pub(crate) fn record_flagged(stream: &CudaStream, device: Device, flag: Option<Flag>) -> Result<Arc<Event>> {
+fn record_flagged(stream: &CudaStream, device: Device, flag: Option<Flag>) -> Result<Arc<Event>> {
     crate::failpoint::hit(device, "cuda event record")?;
     let pool = pool(device);
     let reused = pool.free.lock().pop();

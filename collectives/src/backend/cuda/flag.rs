@@ -20,7 +20,7 @@
 //! `signal_done`). Every kernel of `kernels.cu` — reduce, segment copy (`copyseg`), binary op,
 //! scale, cast, strided copy — takes the flag, and a small contiguous copy is a `copyseg`
 //! launch rather than a driver copy so that it does too. The event recorded after the launch
-//! holds the flag ([`super::event::record_flagged`]); its waits spin on the slot, querying the
+//! holds the flag ([`super::event::issue_flagged`]); its waits spin on the slot, querying the
 //! event every [`QUERY_EVERY`] (which also reports a failed kernel), and block on the event after
 //! [`SPIN_FOR`]. A slot goes back to its pool with the event; a store still pending on it then
 //! only ever lowers it below a newer number. Launches of more blocks and the copy engine's copies
@@ -193,7 +193,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::{Flag, reached, spin};
-    use crate::backend::cuda::event::record_flagged;
+    use crate::backend::cuda::event::issue_flagged;
     use crate::backend::cuda::launch::{self, Launcher, Seg, copy_segments_flagged};
     use crate::backend::cuda::memory::{CudaFence, alloc_of};
     use crate::backend::cuda::tests::{
@@ -276,13 +276,17 @@ mod tests {
                     (s + at - n as u64, d + at - n as u64, n as u64)
                 })
                 .collect();
-            let flag = Flag::take(&dev).expect("flag");
             let l = Launcher::new(&dev, &dev.compute);
-            // SAFETY: every segment lies within `src` and `dst` (distinct allocations of `total`
-            // bytes on this device), alive until the event below is waited for.
-            let flagged = unsafe { copy_segments_flagged(&l, &segs, Some(&flag)) }.expect("copy");
-            assert_eq!(flagged, one_block, "{lens:?}");
-            let e = record_flagged(&dev.compute, dev.device, Some(flag).filter(|_| flagged)).unwrap();
+            let e = issue_flagged(&dev, &dev.compute, |flag| {
+                assert!(flag.is_some(), "a flag on a device with unified addressing");
+                // SAFETY: every segment lies within `src` and `dst` (distinct allocations of
+                // `total` bytes on this device), alive until the event below is waited for.
+                let flagged = unsafe { copy_segments_flagged(&l, &segs, flag) }?;
+                assert_eq!(flagged, one_block, "{lens:?}");
+                Ok(flagged)
+            })
+            .expect("copy");
+            assert_eq!(e.flag().is_some(), one_block, "{lens:?}: the event holds the stored flag");
             e.synchronize().unwrap();
             assert!(e.flag().is_none_or(Flag::reached), "{lens:?}: the kernel stored its flag");
             assert!(download::<u8>(&dev, &dst) == bytes, "{lens:?}: every byte copied");

@@ -16,7 +16,7 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::{CudaDevice, Func};
 use super::driver;
-use super::event::record_flagged;
+use super::event::issue_flagged;
 use super::flag::Flag;
 use super::memory::{DevAlloc, Event, alloc_of, await_on, device_buffer};
 use crate::backend::{Buffer, Kernel, OutSpec};
@@ -217,10 +217,7 @@ pub(crate) fn compute_to_all(
     let skip = (start * in_dtype.size()) as u64;
     let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr() + skip).collect();
     let outs: Vec<CUdeviceptr> = dsts.iter().map(|&(d, at)| d.ptr() + (at * size) as u64).collect();
-    // Every step offers a flag; `run_to_all` says whether its last launch stores it.
-    let flag = Flag::take(dev);
-    let issued = run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, flag.as_ref())
-        .and_then(|flagged| record_flagged(stream, dev.device, flag.filter(|_| flagged)));
+    let issued = issue_flagged(dev, stream, |flag| run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, flag));
     let event = issued.inspect_err(|_| {
         // A launch issued before the failure may still write the outputs: let it finish before
         // they are dropped (nothing notes its use).

@@ -20,8 +20,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
-use super::event::record_flagged;
-use super::flag::Flag;
+use super::event::issue_flagged;
 use super::launch::{self, Launcher};
 use super::memory::{CudaFence, alloc_of, await_on, fenced_buffer};
 use super::pinned::{self, PinnedBlock, PinnedHost};
@@ -55,10 +54,9 @@ pub(crate) fn compute_mapped(
     // The result into `dst` and each host copy's block: a reduce writes them all in its pass.
     let outs: Vec<CUdeviceptr> =
         std::iter::once(dst.ptr()).chain(blocks.iter().flatten().map(|b| b.ptr() as CUdeviceptr)).collect();
-    let flag = Flag::take(dev);
+    let l = Launcher::new(dev, stream);
     let issued =
-        launch::run_to_all(&Launcher::new(dev, stream), kernel, &ptrs, in_dtype, &outs, out, flag.as_ref())
-            .and_then(|flagged| record_flagged(stream, dev.device, flag.filter(|_| flagged)));
+        issue_flagged(dev, stream, |flag| launch::run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, flag));
     let done = match issued {
         Ok(e) => e,
         Err(e) => {
