@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::sys::{self, CUdevice_attribute};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
 use parking_lot::Mutex;
 
 use super::memory::DevAlloc;
@@ -65,6 +65,9 @@ pub(crate) struct CudaDevice {
     pub stage_in: Mutex<Ring>,
     /// Double-buffered pinned staging for chunked device → host transfers.
     pub stage_out: Mutex<Ring>,
+    /// The compute stream's block counter ([`CudaDevice::block_counter`]): the word and its
+    /// address, once allocated; `None` where that failed.
+    counter: OnceLock<Option<(CudaSlice<u32>, sys::CUdeviceptr)>>,
 }
 
 type Table = Mutex<HashMap<u32, Arc<CudaDevice>>>;
@@ -128,6 +131,7 @@ impl CudaDevice {
             modules: Mutex::default(),
             stage_in: Mutex::new(Ring::default()),
             stage_out: Mutex::new(Ring::default()),
+            counter: OnceLock::new(),
             ctx,
             compute,
             copy_in,
@@ -220,6 +224,23 @@ impl CudaDevice {
             return Error::OutOfMemory { device: self.device, bytes, detail };
         }
         driver::err(self.device, "allocate device memory")(e)
+    }
+
+    /// The word of device memory in which a flagged launch of more than one block on `stream`
+    /// counts its finished blocks, so that the last stores the flag (`signal_done` in
+    /// `kernels.cu`, [`super::flag`]): the compute stream's, allocated zeroed on first use — its
+    /// launches run one after another, and each leaves it at zero — or 0 (such launches store no
+    /// flag) for any other stream, or where it could not be allocated.
+    pub fn block_counter(&self, stream: &Arc<CudaStream>) -> sys::CUdeviceptr {
+        if !Arc::ptr_eq(stream, &self.compute) {
+            return 0;
+        }
+        let counter = self.counter.get_or_init(|| {
+            let word = self.compute.alloc_zeros::<u32>(1).ok()?;
+            let (ptr, _) = word.device_ptr(&self.compute);
+            Some((word, ptr))
+        });
+        counter.as_ref().map_or(0, |&(_, ptr)| ptr)
     }
 
     /// Waits for all work queued on the device's streams.

@@ -1,5 +1,5 @@
-//! Completion flags: a word of pinned host memory that a kernel running as one block writes as
-//! its last act, so a host wait sees the kernel finish without the driver's event wake-up.
+//! Completion flags: a word of pinned host memory that a kernel writes as its last act, so a host
+//! wait sees the kernel finish without the driver's event wake-up.
 //!
 //! Why: a realize waits on the host for every target, and on the H200 an event synchronize
 //! returns 1.2–1.6 µs after a flag the kernel itself writes has landed in host memory
@@ -13,18 +13,23 @@
 //! star broadcast and reduce_scatter of eight devices and the all_gather of two gained 1.1–1.7.
 //!
 //! How: a kernel step takes a [`Flag`] — a *slot* (one `u32` of a pinned page no one frees) set
-//! just below a new sequence number — and passes its address and number to its last launch,
-//! which, when it runs as one block (a launch of up to 1024 items, as many as the kernel's
-//! registers allow: [`super::launch::Launcher::launch`]; else the flag goes unused), fences its
-//! writes (`__threadfence_system`), syncs the block and stores the number (`kernels.cu`,
-//! `signal_done`). Every kernel of `kernels.cu` — reduce, segment copy (`copyseg`), binary op,
+//! just below a new sequence number — and passes its address and number to its last launch
+//! ([`super::launch::Done`]). Each block of that launch fences its writes
+//! (`__threadfence_system`) and syncs; a launch of one block (up to 1024 items, as many as the
+//! kernel's registers allow: [`super::launch::Launcher::launch`]) then stores the number, and a
+//! launch of more blocks counts its blocks done in a word of device memory, the block counted last
+//! storing it (`kernels.cu`, `signal_done`). That counter is the stream's
+//! ([`super::device::CudaDevice::block_counter`]): launches on one stream run one after another
+//! and each leaves it at zero, so no two launches count in it at once — which a counter kept
+//! with the slot could not promise, since a slot goes back to its pool with its event, even one
+//! whose kernel has not run. Only the compute stream has one; a launch of more blocks elsewhere
+//! stores no flag. Every kernel of `kernels.cu` — reduce, segment copy (`copyseg`), binary op,
 //! scale, cast, strided copy — takes the flag, and a small contiguous copy is a `copyseg`
 //! launch rather than a driver copy so that it does too. The event recorded after the launch
 //! holds the flag ([`super::event::issue_flagged`]); its waits spin on the slot, querying the
 //! event every [`QUERY_EVERY`] (which also reports a failed kernel), and block on the event after
-//! [`SPIN_FOR`]. A slot goes back to its pool with the event; a store still pending on it then
-//! only ever lowers it below a newer number. Launches of more blocks and the copy engine's copies
-//! are waited for by their events alone.
+//! [`SPIN_FOR`]. A store still pending on a slot back in its pool only ever lowers it below a
+//! newer number. The copy engine's copies are waited for by their events alone.
 
 use std::ptr::NonNull;
 use std::sync::OnceLock;
@@ -193,6 +198,8 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::{Flag, reached, spin};
+    use crate::backend::cuda::device::CudaDevice;
+    use crate::backend::cuda::driver;
     use crate::backend::cuda::event::issue_flagged;
     use crate::backend::cuda::launch::{self, Launcher, Seg, copy_segments_flagged};
     use crate::backend::cuda::memory::{CudaFence, alloc_of};
@@ -203,19 +210,21 @@ mod tests {
     use crate::dtype::DType;
     use crate::graph::ReduceOp;
 
-    /// A reduce of one block takes a flag, stores it by the time its wait returns, and its result
-    /// is right: every dtype, 1, 7 and 1024 elements (one block: 64 to 512 threads), 65 537
-    /// (more blocks, no flag) and none (no launch, no flag), three inputs of fresh random values,
-    /// every element against the f64 reference. On a CUDA device (skipped without).
+    /// A reduce takes a flag, stores it by the time its wait returns, and its result is right:
+    /// every dtype, 1, 7 and 1024 elements (one block: 64 to 512 threads), 65 537 and 1 048 576
+    /// (more blocks: the last to finish stores it) and none (no launch, no flag), three inputs of
+    /// fresh random values, every element against the f64 reference, read back by a copy the
+    /// flag alone orders (the event is not waited for). The compute stream's block counter is
+    /// back at zero after. On a CUDA device (skipped without).
     #[test]
-    fn a_one_block_reduce_stores_its_flag_before_its_wait_returns() {
+    fn a_reduce_stores_its_flag_before_its_wait_returns() {
         let Some(dev) = devices().into_iter().next() else {
             return;
         };
         let seed: u64 = rand::rng().random();
         let mut r = StdRng::seed_from_u64(seed);
         for dtype in DType::ALL {
-            for n in [0usize, 1, 7, 1024, 65_537] {
+            for n in [0usize, 1, 7, 1024, 65_537, 1 << 20] {
                 let ins: Vec<Vec<f64>> = (0..3).map(|_| random_vals(dtype, n, false, &mut r)).collect();
                 let bufs: Vec<_> = ins.iter().map(|x| to_buffer(&dev, dtype, x)).collect();
                 let refs: Vec<_> = bufs.iter().collect();
@@ -226,15 +235,8 @@ mod tests {
                 let fence = out.fence.as_ref().expect("a fence");
                 let event = &fence.as_any().downcast_ref::<CudaFence>().expect("a CUDA fence").event;
                 let ctx = format!("seed {seed} {dtype} n {n}");
-                // Aligned buffers take the 16-byte vector path: a thread per 16 bytes. Up to 256
-                // threads always run as one block, more than 1024 never (between, as many as the
-                // kernel's registers allow); an empty reduce launches nothing.
-                let threads = n.div_ceil(16 / dtype.size());
-                if threads == 0 || threads > 1024 {
-                    assert!(event.flag().is_none(), "{ctx}: no flag where no launch or more blocks run");
-                } else if threads <= 256 {
-                    assert!(event.flag().is_some(), "{ctx}: a flag where one block runs");
-                }
+                // An empty reduce launches nothing; any other stores the flag, in one block or more.
+                assert_eq!(event.flag().is_some(), n > 0, "{ctx}: a flag where a kernel runs");
                 out.wait().expect("wait");
                 assert!(event.flag().is_none_or(Flag::reached), "{ctx}: the kernel stored its flag");
                 let (want, mag) = expected(ReduceOp::Sum, dtype, &ins);
@@ -243,64 +245,85 @@ mod tests {
                 }
             }
         }
+        assert_eq!(block_count(&dev), 0, "seed {seed}: every launch left the counter at zero");
     }
 
-    /// A `copyseg` launch of one block takes a flag and stores it by the time its event's wait
-    /// returns, and every byte lands: segments of 1 and 7 bytes (one block of byte units), two of
-    /// 4 KiB (one block of 16-byte units); two of 4 KiB and one of 13 bytes (byte units, more
-    /// blocks) and one of 1 MiB take none. Fresh random bytes, every byte compared. On a CUDA
-    /// device (skipped without).
+    /// The compute stream's block counter, read once its work has run.
+    fn block_count(dev: &CudaDevice) -> u32 {
+        let ctr = dev.block_counter(&dev.compute);
+        assert_ne!(ctr, 0, "the compute stream has a block counter");
+        dev.synchronize().unwrap();
+        let mut count = u32::MAX;
+        // SAFETY: `ctr` is a word of device memory the device keeps; `count` outlives the
+        // synchronized copy.
+        unsafe { driver::dtoh_async((&raw mut count).cast(), ctr, 4, dev.compute.cu_stream()) }.unwrap();
+        dev.compute.synchronize().unwrap();
+        count
+    }
+
+    /// A `copyseg` launch takes a flag and stores it by the time its event's wait returns, and
+    /// every byte lands: segments of 1 and 7 bytes (one block of byte units), two of 4 KiB (one
+    /// block of 16-byte units); two of 4 KiB and one of 13 bytes (byte units, more blocks) and one
+    /// of 1 MiB (more blocks), on the compute stream, which has a block counter. On another
+    /// stream, which has none, only the one-block launches store it. Fresh random bytes, every
+    /// byte compared. On a CUDA device (skipped without).
     #[test]
-    fn a_one_block_copy_stores_its_flag_and_copies_every_byte() {
+    fn a_copy_stores_its_flag_and_copies_every_byte() {
         let Some(dev) = devices().into_iter().next() else {
             return;
         };
         let mut r = rand::rng();
-        for (lens, one_block) in [
+        let cases = [
             (vec![1usize, 7], true),
             (vec![4096, 4096], true),
             (vec![4096, 4096, 13], false),
             (vec![1 << 20], false),
-        ] {
-            let total: usize = lens.iter().sum();
-            let bytes: Vec<u8> = (0..total).map(|_| r.random()).collect();
-            let (src, dst) = (upload(&dev, bytes.clone()), upload(&dev, vec![0u8; total]));
-            src.wait().unwrap();
-            dst.wait().unwrap();
-            let (s, d) = (alloc_of(&src, "t").unwrap().ptr(), alloc_of(&dst, "t").unwrap().ptr());
-            let mut at = 0u64;
-            let segs: Vec<Seg> = lens
-                .iter()
-                .map(|&n| {
-                    at += n as u64;
-                    (s + at - n as u64, d + at - n as u64, n as u64)
+        ];
+        for (lens, one_block) in cases {
+            for (stream, counted) in [(&dev.compute, true), (&dev.copy_in, false)] {
+                let total: usize = lens.iter().sum();
+                let bytes: Vec<u8> = (0..total).map(|_| r.random()).collect();
+                let (src, dst) = (upload(&dev, bytes.clone()), upload(&dev, vec![0u8; total]));
+                src.wait().unwrap();
+                dst.wait().unwrap();
+                let (s, d) = (alloc_of(&src, "t").unwrap().ptr(), alloc_of(&dst, "t").unwrap().ptr());
+                let mut at = 0u64;
+                let segs: Vec<Seg> = lens
+                    .iter()
+                    .map(|&n| {
+                        at += n as u64;
+                        (s + at - n as u64, d + at - n as u64, n as u64)
+                    })
+                    .collect();
+                let ctx = format!("{lens:?}, counted {counted}");
+                let stores = one_block || counted;
+                let l = Launcher::new(&dev, stream);
+                let e = issue_flagged(&dev, stream, |flag| {
+                    assert!(flag.is_some(), "a flag on a device with unified addressing");
+                    // SAFETY: every segment lies within `src` and `dst` (distinct allocations of
+                    // `total` bytes on this device), alive until the event below is waited for.
+                    let flagged = unsafe { copy_segments_flagged(&l, &segs, flag) }?;
+                    assert_eq!(flagged, stores, "{ctx}");
+                    Ok(flagged)
                 })
-                .collect();
-            let l = Launcher::new(&dev, &dev.compute);
-            let e = issue_flagged(&dev, &dev.compute, |flag| {
-                assert!(flag.is_some(), "a flag on a device with unified addressing");
-                // SAFETY: every segment lies within `src` and `dst` (distinct allocations of
-                // `total` bytes on this device), alive until the event below is waited for.
-                let flagged = unsafe { copy_segments_flagged(&l, &segs, flag) }?;
-                assert_eq!(flagged, one_block, "{lens:?}");
-                Ok(flagged)
-            })
-            .expect("copy");
-            assert_eq!(e.flag().is_some(), one_block, "{lens:?}: the event holds the stored flag");
-            e.synchronize().unwrap();
-            assert!(e.flag().is_none_or(Flag::reached), "{lens:?}: the kernel stored its flag");
-            assert!(download::<u8>(&dev, &dst) == bytes, "{lens:?}: every byte copied");
+                .expect("copy");
+                assert_eq!(e.flag().is_some(), stores, "{ctx}: the event holds the stored flag");
+                e.synchronize().unwrap();
+                assert!(e.flag().is_none_or(Flag::reached), "{ctx}: the kernel stored its flag");
+                assert!(download::<u8>(&dev, &dst) == bytes, "{ctx}: every byte copied");
+            }
         }
+        assert_eq!(block_count(&dev), 0, "every launch left the counter at zero");
     }
 
-    /// Every other kernel of one block stores its flag too: an add, a scale (f32 and i32), a cast
-    /// to f16, a copy (a cast to the same dtype), a strided slice and a concat of rows. Each takes
-    /// a flag at 1 and 7 elements and none at 65 537 (more blocks); where it takes one (1024
-    /// elements: as the kernel's registers allow), the kernel has stored it by the time the wait
-    /// returns. Fresh random inputs, every element against the f64 reference. On a CUDA device
-    /// (skipped without).
+    /// Every other kernel stores its flag too: an add, a scale (f32 and i32), a cast to f16, a
+    /// copy (a cast to the same dtype: `copyseg`), a strided slice and a concat of rows, at 1, 7
+    /// and 1024 elements (one block, or more where the kernel's registers do not allow 1024
+    /// threads) and 65 537 (more blocks); the kernel has stored it by the time the wait returns.
+    /// Fresh random inputs, every element against the f64 reference, read back by a copy the flag
+    /// alone orders. On a CUDA device (skipped without).
     #[test]
-    fn every_kernel_of_one_block_stores_its_flag() {
+    fn every_kernel_stores_its_flag() {
         let Some(dev) = devices().into_iter().next() else {
             return;
         };
@@ -315,11 +338,7 @@ mod tests {
                     launch::compute(&dev, &kernel, &refs, OutSpec { dtype, len: want.len() }).expect(&ctx);
                 let fence = out.fence.as_ref().expect("a fence");
                 let event = &fence.as_any().downcast_ref::<CudaFence>().expect("a CUDA fence").event;
-                match n {
-                    1 | 7 => assert!(event.flag().is_some(), "{ctx}: one block takes a flag"),
-                    65_537 => assert!(event.flag().is_none(), "{ctx}: more blocks take none"),
-                    _ => {}
-                }
+                assert!(event.flag().is_some(), "{ctx}: the kernel takes a flag");
                 out.wait().expect("wait");
                 assert!(event.flag().is_none_or(Flag::reached), "{ctx}: the kernel stored its flag");
                 // An add rounds once against its inputs' magnitude; the rest are exact or one rounding.
@@ -332,9 +351,10 @@ mod tests {
                 }
             }
         }
+        assert_eq!(block_count(&dev), 0, "seed {seed}: every launch left the counter at zero");
     }
 
-    /// One case of [`every_kernel_of_one_block_stores_its_flag`]: what, the kernel, its inputs'
+    /// One case of [`every_kernel_stores_its_flag`]: what, the kernel, its inputs'
     /// values and dtype, the output dtype, the f64 reference of every output element.
     type Case = (&'static str, Kernel, Vec<Vec<f64>>, DType, DType, Vec<f64>);
 

@@ -340,13 +340,29 @@ __device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int
     }
 }
 
-// The last act of a one-block kernel whose host waits spin on `done` (flag.rs): each thread's
-// writes are made visible to the system (the host, other devices) before the block meets, and
-// then one thread stores `seq`. `done` is the same for every thread, so the whole block syncs.
-__device__ void signal_done(unsigned* done, unsigned seq) {
+// A kernel's completion flag (flag.rs): `flag` is the pinned word its host waits spin on (null:
+// none), `seq` the number to store there, and `ctr` a word of device memory its stream's flagged
+// launches of more than one block count finished blocks in (zero between launches).
+struct Done {
+    unsigned* flag;
+    unsigned* ctr;
+    unsigned seq;
+};
+
+// The last act of a kernel whose host waits spin on `d.flag`: each thread's writes are made
+// visible to the system (the host, other devices) before its block meets; then one thread of the
+// block stores `seq` where the block is the only one, or counts the block done where there are
+// more, and the block counted last stores it (after a fence, so every block's writes come first).
+// `atomicInc` wraps at `gridDim.x - 1`, so the last count leaves the counter at zero for the
+// stream's next flagged launch, which runs after this one. `d` is the same for every thread, so
+// the whole block syncs.
+__device__ void signal_done(Done d) {
     __threadfence_system();
     __syncthreads();
-    if (threadIdx.x == 0) *(volatile unsigned*)done = seq;
+    if (threadIdx.x != 0) return;
+    if (gridDim.x > 1 && atomicInc(d.ctr, gridDim.x - 1) != gridDim.x - 1) return;
+    __threadfence_system();
+    *(volatile unsigned*)d.flag = d.seq;
 }
 
 template <typename S, typename D, bool INTS> struct Conv;
@@ -396,30 +412,29 @@ __device__ void copyseg_body(const Segs& s, int k) {
 #define FOR_TYPES_2(X, S, SN) X(S, SN, float, f32) X(S, SN, double, f64) X(S, SN, f16, f16) X(S, SN, bf16, bf16) \
     X(S, SN, i32, i32) X(S, SN, i64, i64) X(S, SN, u8, u8)
 
-// Every entry point below given `done` (a launch of one block) stores `seq` there once its
-// writes are done (flag.rs).
+// Every entry point below given a flag (`done.flag`) stores `done.seq` there once its writes, and
+// those of every other block of its launch, are done (flag.rs).
 #define BINARY(T, N)                                                                             \
     extern "C" __global__ void binary_##N(int op, const T* a, const T* b, T* o, u64 n, int flags, \
-                                          unsigned* done, unsigned seq) {                        \
+                                          Done done) {                                           \
         binary_body<T>(op, a, b, o, n, flags);                                                   \
-        if (done) signal_done(done, seq);                                                        \
+        if (done.flag) signal_done(done);                                                        \
     }
 
 #define SCALE(T, N)                                                                              \
     extern "C" __global__ void scale_##N(const T* x, T* o, u64 n, int flags, int kind, double f, i64 fi, \
-                                         unsigned* done, unsigned seq) {                         \
+                                         Done done) {                                            \
         scale_body<T>(x, o, n, flags, kind, f, fi);                                              \
-        if (done) signal_done(done, seq);                                                        \
+        if (done.flag) signal_done(done);                                                        \
     }
 
-// reduce_<dtype>_<op> folds with B = 0, reduce<B>_<dtype>_<op> in batches of B (fold_at). A
-// launch of one block given `done` stores `seq` there once every output is written (flag.rs).
-#define REDUCE1(T, N, OPN, OP, B, PRE)                                                            \
-    extern "C" __global__ void PRE##_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,      \
-                                                 u64 n, int flags, int kind, double f, i64 fi,    \
-                                                 unsigned* done, unsigned seq) {                  \
+// reduce_<dtype>_<op> folds with B = 0, reduce<B>_<dtype>_<op> in batches of B (fold_at).
+#define REDUCE1(T, N, OPN, OP, B, PRE)                                                           \
+    extern "C" __global__ void PRE##_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,  \
+                                                 u64 n, int flags, int kind, double f, i64 fi,   \
+                                                 Done done) {                                    \
         reduce_body<T, OP, B>(in, k, acc, o, m, n, flags, kind, f, fi);                          \
-        if (done) signal_done(done, seq);                                                        \
+        if (done.flag) signal_done(done);                                                        \
     }
 #define REDUCE_FORM(T, N, B, PRE) REDUCE1(T, N, sum, OP_ADD, B, PRE) REDUCE1(T, N, prod, OP_MUL, B, PRE) \
     REDUCE1(T, N, max, OP_MAX, B, PRE) REDUCE1(T, N, min, OP_MIN, B, PRE)
@@ -427,21 +442,21 @@ __device__ void copyseg_body(const Segs& s, int k) {
 #define REDUCE_B(T, N, B) REDUCE_FORM(T, N, B, reduce##B)
 
 #define CAST(S, SN, D, DN)                                                                       \
-    extern "C" __global__ void cast_##SN##_##DN(const S* x, D* o, u64 n, unsigned* done, unsigned seq) { \
+    extern "C" __global__ void cast_##SN##_##DN(const S* x, D* o, u64 n, Done done) {            \
         cast_body<S, D>(x, o, n);                                                                \
-        if (done) signal_done(done, seq);                                                        \
+        if (done.flag) signal_done(done);                                                        \
     }
 #define CAST_ROW(S, SN) FOR_TYPES_2(CAST, S, SN)
 
 #define COPY2D(W, N)                                                                             \
     extern "C" __global__ void copy2d_##N(const W* s, W* d, u64 rows, u64 width, u64 sp, u64 dp, \
-                                          unsigned* done, unsigned seq) {                        \
+                                          Done done) {                                           \
         copy2d_body<W>(s, d, rows, width, sp, dp);                                               \
-        if (done) signal_done(done, seq);                                                        \
+        if (done.flag) signal_done(done);                                                        \
     }
 
 #define COPYSEG(W, N)                                                                            \
-    extern "C" __global__ void copyseg_##N(Segs s, int k, unsigned* done, unsigned seq) {        \
+    extern "C" __global__ void copyseg_##N(Segs s, int k, Done done) {                           \
         copyseg_body<W>(s, k);                                                                   \
-        if (done) signal_done(done, seq);                                                        \
+        if (done.flag) signal_done(done);                                                        \
     }

@@ -67,22 +67,57 @@ pub(crate) use fold::REDUCE_BATCHES;
 pub(super) use fold::{Fold, reduce};
 use names::{Named, name_of};
 
-/// Launches on one device's compute stream.
+/// A launch's completion flag as every kernel takes it (`struct Done` in `kernels.cu`): the
+/// flag's slot (0: the kernel stores none), the stream's block counter
+/// ([`CudaDevice::block_counter`]) and the number to store.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct Done {
+    flag: CUdeviceptr,
+    ctr: CUdeviceptr,
+    seq: u32,
+    /// The C struct's tail padding, spelled out so every byte the driver copies is initialised.
+    _pad: u32,
+}
+
+impl Done {
+    /// No flag: the kernel stores nothing.
+    pub const NONE: Done = Done { flag: 0, ctr: 0, seq: 0, _pad: 0 };
+
+    /// Whether the kernel stores a flag.
+    pub fn stored(&self) -> bool {
+        self.flag != 0
+    }
+}
+
+/// Launches on one device's stream.
 pub(crate) struct Launcher<'a> {
     pub dev: &'a CudaDevice,
     pub stream: &'a Arc<CudaStream>,
+    /// The stream's block counter, 0 where it has none ([`CudaDevice::block_counter`]).
+    ctr: CUdeviceptr,
 }
 
 impl<'a> Launcher<'a> {
     /// Launches on `stream` of `dev` over device memory.
     pub fn new(dev: &'a CudaDevice, stream: &'a Arc<CudaStream>) -> Launcher<'a> {
-        Launcher { dev, stream }
+        Launcher { dev, stream, ctr: dev.block_counter(stream) }
+    }
+
+    /// The completion flag a launch of `f` over `work` items stores ([`Done`]): `flag` where the
+    /// launch runs as one block, or as more on a stream with a block counter; else none.
+    pub fn done(&self, f: &Func, flag: Option<&Flag>, work: u64) -> Done {
+        let counted = work <= f.one_block || self.ctr != 0;
+        match flag.filter(|_| work > 0 && counted) {
+            Some(flag) => Done { flag: flag.addr(), ctr: self.ctr, seq: flag.seq(), _pad: 0 },
+            None => Done::NONE,
+        }
     }
 
     /// Launches `f` (the kernel `name`, from [`CudaDevice::function`]) over `work` items
     /// (grid-stride, so any grid covers them): as one block of `work` threads (whole warps) where
-    /// `f` runs that many in one ([`Func::one_block`]) — the launches that may store a completion
-    /// flag ([`one_block`]) — else in blocks of [`BLOCK`], at most eight per multiprocessor.
+    /// `f` runs that many in one ([`Func::one_block`]), else in blocks of [`BLOCK`], at most eight
+    /// per multiprocessor.
     ///
     /// # Safety
     /// `params` must match the kernel's parameters, and every pointer in them must be valid for
@@ -260,8 +295,8 @@ pub(super) fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Op
 
 /// Launches `kernel` over input pointers `ins` (of `in_dtype`) into `o`, `out.len` elements, on
 /// `l`'s stream; the caller has checked that every pointer holds what the kernel reads or writes.
-/// Where its last launch runs as one block, that launch stores `flag` when done; returns whether
-/// one does.
+/// Its last launch stores `flag` when done where it can ([`Launcher::done`]); returns whether it
+/// does.
 pub(super) fn run(
     l: &Launcher,
     kernel: &Kernel,
@@ -299,9 +334,9 @@ pub(super) fn run(
         Kernel::Cast if n == 0 => Ok(false),
         Kernel::Cast => {
             let name = name_of(Named::Cast(in_dtype, d));
-            let (f, (done, seq)) = flagged(l, &name, flag, n)?;
+            let (f, done) = flagged(l, &name, flag, n)?;
             let (x, y) = (ins[0], o);
-            unsafe { l.launch(&f, &name, n, &mut args!(x, y, n, done, seq)) }.map(|()| done != 0)
+            unsafe { l.launch(&f, &name, n, &mut args!(x, y, n, done)) }.map(|()| done.stored())
         }
         Kernel::Slice { outer, in_mid, start, len, inner } => {
             let sz = (inner * d.size()) as u64;
@@ -324,19 +359,12 @@ pub(super) fn run(
     }
 }
 
-/// The completion flag a launch of `f` over `work` items stores where it runs as one block
-/// ([`Launcher::launch`]): its slot's address and number, or `(0, 0)` (no flag: the kernel
-/// stores nothing).
-fn one_block(f: &Func, flag: Option<&Flag>, work: u64) -> (CUdeviceptr, u32) {
-    flag.filter(|_| (1..=f.one_block).contains(&work)).map_or((0, 0), |f| (f.addr(), f.seq()))
-}
-
 /// [`run`] with the result written to each of `outs` (at least one): a reduce writes every one in
 /// its one pass (up to [`MAXK`]), a copy (a cast to the same dtype) copies the input to every one
 /// ([`MAXK`] a launch); any other kernel, or a reduce's outputs past [`MAXK`], are copied from
 /// `outs[0]` by one more launch. Each pointer holds `out.len` elements of `out.dtype` on this
 /// device or a peer's that this device writes in place, as the caller has checked. The last
-/// launch, where it runs as one block, stores `flag` when done; returns whether one does.
+/// launch stores `flag` when done where it can ([`Launcher::done`]); returns whether it does.
 pub(super) fn run_to_all(
     l: &Launcher,
     kernel: &Kernel,
@@ -373,7 +401,7 @@ pub(super) fn run_to_all(
     Ok(flagged | unsafe { copy_segments_flagged(l, &rest, flag) }?)
 }
 
-/// `o = a op b`; stores `flag` if one block runs (returns whether).
+/// `o = a op b`; stores `flag` where it can ([`Launcher::done`]; returns whether).
 unsafe fn binary(
     l: &Launcher,
     d: DType,
@@ -385,12 +413,13 @@ unsafe fn binary(
 ) -> Result<bool> {
     let Some((flags, work)) = vector_work(&[a, b, o], d, n) else { return Ok(false) };
     let name = name_of(Named::Binary(d));
-    let (f, (done, seq)) = flagged(l, &name, flag, work)?;
-    // SAFETY: as `run` guarantees; `done` is 0 or a flag's slot (pinned, mapped, never freed).
-    unsafe { l.launch(&f, &name, work, &mut args!(op, a, b, o, n, flags, done, seq)) }.map(|()| done != 0)
+    let (f, done) = flagged(l, &name, flag, work)?;
+    // SAFETY: as `run` guarantees; `done` is none or a flag's slot (pinned, mapped, never freed)
+    // and the stream's block counter (device memory the device keeps).
+    unsafe { l.launch(&f, &name, work, &mut args!(op, a, b, o, n, flags, done)) }.map(|()| done.stored())
 }
 
-/// `o = scale(x)`; stores `flag` if one block runs (returns whether).
+/// `o = scale(x)`; stores `flag` where it can ([`Launcher::done`]; returns whether).
 unsafe fn scale(
     l: &Launcher,
     d: DType,
@@ -403,10 +432,10 @@ unsafe fn scale(
     let Some((flags, work)) = vector_work(&[x, o], d, n) else { return Ok(false) };
     let (kind, f, fi) = scale_args(s);
     let name = name_of(Named::Scale(d));
-    let (func, (done, seq)) = flagged(l, &name, flag, work)?;
+    let (func, done) = flagged(l, &name, flag, work)?;
     // SAFETY: as `run` guarantees; `done` as in `binary`.
-    unsafe { l.launch(&func, &name, work, &mut args!(x, o, n, flags, kind, f, fi, done, seq)) }
-        .map(|()| done != 0)
+    unsafe { l.launch(&func, &name, work, &mut args!(x, o, n, flags, kind, f, fi, done)) }
+        .map(|()| done.stored())
 }
 
 /// The vector flag and the work items of an elementwise launch over `n` elements of `d` through
@@ -420,10 +449,11 @@ fn vector_work(ptrs: &[u64], d: DType, n: u64) -> Option<(i32, u64)> {
     }
 }
 
-/// The kernel `name` and the completion flag its launch over `work` items stores ([`one_block`]).
-fn flagged(l: &Launcher, name: &str, flag: Option<&Flag>, work: u64) -> Result<(Func, (CUdeviceptr, u32))> {
+/// The kernel `name` and the completion flag its launch over `work` items stores
+/// ([`Launcher::done`]).
+fn flagged(l: &Launcher, name: &str, flag: Option<&Flag>, work: u64) -> Result<(Func, Done)> {
     let f = l.dev.function(name)?;
-    let done = one_block(&f, flag, work);
+    let done = l.done(&f, flag, work);
     Ok((f, done))
 }
 

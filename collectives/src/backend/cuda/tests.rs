@@ -60,9 +60,9 @@ fn launch_failure_is_an_error_and_the_device_recovers() {
     let mut params = [&src, &dst, &n].map(|p| p as *const u64 as *mut std::ffi::c_void).to_vec();
     params.extend([&flags as *const i32 as *mut _, &kind as *const i32 as *mut _]);
     params.extend([&fd as *const f64 as *mut _, &fi as *const i64 as *mut _]);
-    // No completion flag: `done` null, `seq` 0.
-    let (done, seq) = (0u64, 0u32);
-    params.extend([&done as *const u64 as *mut _, &seq as *const u32 as *mut _]);
+    // No completion flag.
+    let done = launch::Done::NONE;
+    params.push(&done as *const launch::Done as *mut _);
     dev.bind().unwrap();
     // 4096 threads per block is beyond every CUDA device's limit: the launch is refused.
     // SAFETY: the parameters match `scale_f32`; with n = 0 nothing would be touched anyway.

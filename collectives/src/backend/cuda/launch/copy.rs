@@ -40,8 +40,8 @@ pub(crate) unsafe fn copy_segments(l: &Launcher, segs: &[Seg]) -> Result<()> {
     unsafe { copy_segments_flagged(l, segs, None) }.map(drop)
 }
 
-/// [`copy_segments`] whose last launch stores `flag` when done if it runs as one block; returns
-/// whether it does.
+/// [`copy_segments`] whose last launch stores `flag` when done where it can
+/// ([`Launcher::done`]); returns whether it does.
 ///
 /// # Safety
 /// As [`copy_segments`].
@@ -61,12 +61,12 @@ pub(crate) unsafe fn copy_segments_flagged(l: &Launcher, segs: &[Seg], flag: Opt
             continue;
         }
         let name = copyseg(unit);
-        let (f, (done, seq)) = flagged(l, name, flag.filter(|_| i + 1 == chunks), work)?;
-        stored = done != 0;
-        // SAFETY: as the caller guarantees; `Segs` matches the kernel's parameter; `done` is 0 or
-        // a flag's slot (pinned, mapped at its address, never freed), given only to a launch
-        // that runs as one block.
-        unsafe { l.launch(&f, name, work, &mut args!(p, k, done, seq))? };
+        let (f, done) = flagged(l, name, flag.filter(|_| i + 1 == chunks), work)?;
+        stored = done.stored();
+        // SAFETY: as the caller guarantees; `Segs` matches the kernel's parameter; `done` is none
+        // or a flag's slot (pinned, mapped at its address, never freed) and the stream's block
+        // counter (device memory the device keeps).
+        unsafe { l.launch(&f, name, work, &mut args!(p, k, done))? };
     }
     Ok(stored)
 }
@@ -83,9 +83,10 @@ fn copyseg(unit: u64) -> &'static str {
 }
 
 /// Copies `rows` rows of `width` bytes from `src` (row pitch `sp`) to `dst` (row pitch `dp`),
-/// in the widest unit that divides every pointer, width and pitch; stores `flag` if the copy is
-/// one kernel block (returns whether). Contiguous rows are one `copyseg` launch where that is one
-/// block (a launch costs the host less than a driver copy), else one driver copy.
+/// in the widest unit that divides every pointer, width and pitch; where a kernel copies, it
+/// stores `flag` where it can ([`Launcher::done`]; returns whether). Contiguous rows are one
+/// `copyseg` launch where that is one block (a launch costs the host less than a driver copy),
+/// else one driver copy, which stores none.
 pub(super) unsafe fn copy2d(
     l: &Launcher,
     (src, sp): (u64, u64),
@@ -112,9 +113,9 @@ pub(super) unsafe fn copy2d(
     let (s, d, rows) = (src, dst, rows);
     let (w, sp, dp) = (width / unit, sp / unit, dp / unit);
     let name = name_of(Named::Copy2d(unit));
-    let (f, (done, seq)) = flagged(l, &name, flag, rows * w)?;
+    let (f, done) = flagged(l, &name, flag, rows * w)?;
     // SAFETY: as `run` guarantees; `done` as in `binary`.
-    unsafe { l.launch(&f, &name, rows * w, &mut args!(s, d, rows, w, sp, dp, done, seq)) }.map(|()| done != 0)
+    unsafe { l.launch(&f, &name, rows * w, &mut args!(s, d, rows, w, sp, dp, done)) }.map(|()| done.stored())
 }
 
 #[cfg(test)]

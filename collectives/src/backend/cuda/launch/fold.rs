@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::super::flag::Flag;
-use super::{F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
+use super::{Done, F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::graph::{ReduceKind, Scale};
@@ -110,7 +110,7 @@ impl Fold {
 
 /// `o = scale(fold(ins))` for every `o` of `outs` (1 to [`MAXK`] of them, all written by the last
 /// launch): one launch per [`MAXK`] inputs, chained through an accumulator. The last launch
-/// stores `flag` when done if it runs as one block; returns whether it does.
+/// stores `flag` when done where it can ([`Launcher::done`]); returns whether it does.
 ///
 /// # Safety
 /// Every input holds `n` elements of `fold.dtype` and every output `n` that this device writes,
@@ -141,24 +141,21 @@ pub(in super::super) unsafe fn reduce(
     let batch = fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64));
     let name = reduce_name(d, fold.kind, batch);
     let func = l.dev.function(&name)?;
-    // One block (none launches nothing, so stores none).
-    let flag = flag.filter(|_| (1..=func.one_block).contains(&work));
+    let done = l.done(&func, flag, work);
     for (i, chunk) in chunks.into_iter().enumerate() {
         let p = Ptrs::of(chunk);
         let k = chunk.len() as i32;
         let a = acc;
         let (o, m) = if i == last { (Ptrs::of(outs), outs.len() as i32) } else { (Ptrs::of(&[acc]), 1) };
         let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
-        let (done, seq) = flag.filter(|_| i == last).map_or((0, 0), |f| (f.addr(), f.seq()));
+        let done = if i == last { done } else { Done::NONE };
         // SAFETY: as the caller guarantees; the accumulator holds `n` compute-type values and is
         // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`;
-        // `done` is 0 or a flag's slot (pinned, mapped at its address, never freed), given only
-        // to a launch that runs as one block.
-        unsafe {
-            l.launch(&func, &name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi, done, seq))?
-        };
+        // `done` is none or a flag's slot (pinned, mapped at its address, never freed) and the
+        // stream's block counter (device memory the device keeps).
+        unsafe { l.launch(&func, &name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi, done))? };
     }
-    Ok(flag.is_some())
+    Ok(done.stored())
 }
 #[cfg(test)]
 mod tests {
