@@ -354,13 +354,14 @@ struct Done {
 // block stores `seq` where the block is the only one, or counts the block done where there are
 // more, and the block counted last stores it (after a fence, so every block's writes come first).
 // `atomicInc` wraps at `gridDim.x - 1`, so the last count leaves the counter at zero for the
-// stream's next flagged launch, which runs after this one. `d` is the same for every thread, so
-// the whole block syncs.
+// stream's next flagged launch, which runs after this one. Without a counter, more blocks store
+// nothing (the host's wait then ends on the event; launch.rs never asks for that). `d` is the
+// same for every thread, so the whole block syncs.
 __device__ void signal_done(Done d) {
     __threadfence_system();
     __syncthreads();
     if (threadIdx.x != 0) return;
-    if (gridDim.x > 1 && atomicInc(d.ctr, gridDim.x - 1) != gridDim.x - 1) return;
+    if (gridDim.x > 1 && (!d.ctr || atomicInc(d.ctr, gridDim.x - 1) != gridDim.x - 1)) return;
     __threadfence_system();
     *(volatile unsigned*)d.flag = d.seq;
 }
