@@ -17,7 +17,7 @@
 #[path = "cuda_common/mod.rs"]
 mod cuda_common;
 
-use collectives::collective::TWO_SHOT_MIN_BYTES;
+use collectives::collective::{TWO_SHOT_MIN_BYTES, on_one_gpu};
 use collectives::{Algorithm, CollectiveKind, DType, DeviceGroup};
 use collectives_tests::collective::{
     DTYPES, Shards, all_ops, check_exact, check_reduced, cpu_group, op_tol, range_for, ref_concat,
@@ -214,13 +214,25 @@ fn the_automatic_choice_takes_one_call_where_nccl_cannot_run() {
             }
             println!("{} devices, {kind:?}: {:?}", g.size(), plan.algorithm);
         }
+        // A large all_reduce: the two-shot across GPUs; the star still on logical devices of
+        // one GPU, as is every other collective on three or more.
         let numel = TWO_SHOT_MIN_BYTES / 4;
+        let one_gpu = on_one_gpu(g.devices());
         let plan = g.plan(CollectiveKind::AllReduce, [numel], DType::F32).expect("plan");
-        let want = Algorithm::TwoShot;
+        let want = if one_gpu { Algorithm::Star } else { Algorithm::TwoShot };
         assert!(
             plan.algorithm == Some(Algorithm::Nccl) || plan.algorithm == Some(want),
             "{:?}: a large all_reduce runs NCCL or {want}\n{plan}",
             g.devices()
         );
+        for kind in [ReduceScatter, AllGather, Broadcast] {
+            let plan = g.plan(kind, [numel * g.size()], DType::F32).expect("plan");
+            let want = if one_gpu && g.size() > 2 { Algorithm::Star } else { Algorithm::OneShot };
+            assert!(
+                plan.algorithm == Some(Algorithm::Nccl) || plan.algorithm == Some(want),
+                "{:?}: a large {kind:?} runs NCCL or {want}\n{plan}",
+                g.devices()
+            );
+        }
     }
 }

@@ -5,7 +5,7 @@
 
 use collectives::collective::{
     ALL_GATHER_IN_PLACE_MIN_BYTES, CUDA_STAR_MAX_BYTES, PlannedHop, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES,
-    choose, choose_without_nccl, nccl_available,
+    choose, choose_without_nccl, nccl_available, on_one_gpu,
 };
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
@@ -288,41 +288,23 @@ fn choose_is_the_documented_expression() {
     }
     assert_eq!(choose(CollectiveKind::AllToAll, &cudas, big), Algorithm::Ring, "no NCCL form");
     assert_eq!(choose(CollectiveKind::Broadcast, &two, big), Algorithm::OneShot, "one peer copy");
-    // Without NCCL: the one-shot where each member pulls its share, the two-shot for a large
-    // all_reduce.
-    for kind in [CollectiveKind::Broadcast, CollectiveKind::AllGather, CollectiveKind::ReduceScatter] {
-        for devs in [&cudas[..], &two[..]] {
-            assert_eq!(choose_without_nccl(kind, devs, big), Algorithm::OneShot, "{kind:?}");
+    if on_one_gpu(&cudas) {
+        // Logical devices of one GPU (`COLLECTIVES_CUDA_DEVICES=0,0,0`): the star at every size;
+        // `collective::algo`'s own test covers the whole expression on any machine.
+        for bytes in [1, CUDA_STAR_MAX_BYTES, TWO_SHOT_MIN_BYTES] {
+            for kind in
+                [AR, CollectiveKind::ReduceScatter, CollectiveKind::Broadcast, CollectiveKind::AllGather]
+            {
+                assert_eq!(choose_without_nccl(kind, &cudas, bytes), Algorithm::Star, "{kind:?} {bytes}");
+            }
         }
+    } else {
+        across_gpus(&cudas, &two);
     }
-    let gather = |devs: &[Device], bytes| choose_without_nccl(CollectiveKind::AllGather, devs, bytes);
-    assert_eq!(gather(&cudas, big - 1), Algorithm::Star, "small on three");
-    assert_eq!(gather(&two, 1), Algorithm::OneShot, "two devices");
-    // reduce_scatter and broadcast: the star on three or more devices below its threshold.
-    let star = CUDA_STAR_MAX_BYTES;
-    for kind in [CollectiveKind::ReduceScatter, CollectiveKind::Broadcast] {
-        assert_eq!(choose_without_nccl(kind, &cudas, 1), Algorithm::Star, "{kind:?} small on three");
-        assert_eq!(choose_without_nccl(kind, &cudas, star - 1), Algorithm::Star, "{kind:?} on three");
-        assert_eq!(
-            choose_without_nccl(kind, &cudas, star),
-            Algorithm::OneShot,
-            "{kind:?} from the threshold"
-        );
-        assert_eq!(choose_without_nccl(kind, &two, 1), Algorithm::OneShot, "{kind:?} small on two");
-    }
-    let two_shot = TWO_SHOT_MIN_BYTES;
-    for devs in [&cudas[..], &two[..]] {
-        assert_eq!(choose_without_nccl(AR, devs, two_shot), Algorithm::TwoShot, "large");
-        assert_eq!(choose_without_nccl(AR, devs, two_shot - 1), Algorithm::OneShot, "middle");
-        assert_eq!(choose_without_nccl(AR, devs, CUDA_STAR_MAX_BYTES), Algorithm::OneShot, "middle");
-        assert_eq!(choose_without_nccl(AR, devs, CUDA_STAR_MAX_BYTES - 1), Algorithm::Star, "small");
-        assert_eq!(choose_without_nccl(AR, devs, 0), Algorithm::Star, "empty");
-    }
-    assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &cudas, big), Algorithm::Ring, "no one-shot form");
-    assert_eq!(choose_without_nccl(CollectiveKind::Reduce, &two, big), Algorithm::Star, "no one-shot form");
     assert_eq!(choose_without_nccl(AR, &[cuda(0)], big), Algorithm::Star, "one device");
     // A CUDA device and a host device: the one-shot all_gather (each joins the other's shard)
     // from its threshold, in either order; not with a third member, nor for other collectives.
+    let gather = |devs: &[Device], bytes| choose_without_nccl(CollectiveKind::AllGather, devs, bytes);
     let at = ALL_GATHER_IN_PLACE_MIN_BYTES;
     let host = cpu(0);
     for devs in [[cuda(0), host], [host, cuda(0)]] {
@@ -333,6 +315,40 @@ fn choose_is_the_documented_expression() {
     }
     assert_eq!(gather(&[cuda(0), host, cpu(1)], at), Algorithm::Star, "three members");
     assert_eq!(gather(&[vk(0), host], at), Algorithm::Star, "no CUDA device");
+}
+
+/// [`choose_is_the_documented_expression`]'s thresholds on CUDA devices of more than one GPU (or
+/// none: a machine without CUDA).
+fn across_gpus(cudas: &[Device], two: &[Device]) {
+    let big = RING_MIN_BYTES;
+    // Without NCCL: the one-shot where each member pulls its share, the two-shot for a large
+    // all_reduce.
+    for kind in [CollectiveKind::Broadcast, CollectiveKind::AllGather, CollectiveKind::ReduceScatter] {
+        for devs in [cudas, two] {
+            assert_eq!(choose_without_nccl(kind, devs, big), Algorithm::OneShot, "{kind:?}");
+        }
+    }
+    let gather = |devs: &[Device], bytes| choose_without_nccl(CollectiveKind::AllGather, devs, bytes);
+    assert_eq!(gather(cudas, big - 1), Algorithm::Star, "small on three");
+    assert_eq!(gather(two, 1), Algorithm::OneShot, "two devices");
+    // reduce_scatter and broadcast: the star on three or more devices below its threshold.
+    let star = CUDA_STAR_MAX_BYTES;
+    for kind in [CollectiveKind::ReduceScatter, CollectiveKind::Broadcast] {
+        assert_eq!(choose_without_nccl(kind, cudas, 1), Algorithm::Star, "{kind:?} small on three");
+        assert_eq!(choose_without_nccl(kind, cudas, star - 1), Algorithm::Star, "{kind:?} on three");
+        assert_eq!(choose_without_nccl(kind, cudas, star), Algorithm::OneShot, "{kind:?} from the threshold");
+        assert_eq!(choose_without_nccl(kind, two, 1), Algorithm::OneShot, "{kind:?} small on two");
+    }
+    let two_shot = TWO_SHOT_MIN_BYTES;
+    for devs in [cudas, two] {
+        assert_eq!(choose_without_nccl(AR, devs, two_shot), Algorithm::TwoShot, "large");
+        assert_eq!(choose_without_nccl(AR, devs, two_shot - 1), Algorithm::OneShot, "middle");
+        assert_eq!(choose_without_nccl(AR, devs, CUDA_STAR_MAX_BYTES), Algorithm::OneShot, "middle");
+        assert_eq!(choose_without_nccl(AR, devs, CUDA_STAR_MAX_BYTES - 1), Algorithm::Star, "small");
+        assert_eq!(choose_without_nccl(AR, devs, 0), Algorithm::Star, "empty");
+    }
+    assert_eq!(choose_without_nccl(CollectiveKind::Reduce, cudas, big), Algorithm::Ring, "no one-shot form");
+    assert_eq!(choose_without_nccl(CollectiveKind::Reduce, two, big), Algorithm::Star, "no one-shot form");
 }
 
 #[test]

@@ -42,7 +42,9 @@ pub use host::HOST_POOL_ENV;
 pub(crate) use host::{Declined, HostPin};
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use kernel::{Kernel, OutSpec};
-pub(crate) use registry::{device_count, device_name, get, nccl_available, nccl_usable, unavailable_reason};
+pub(crate) use registry::{
+    device_count, device_name, get, nccl_available, nccl_usable, on_one_gpu, unavailable_reason,
+};
 pub(crate) use view::view;
 #[cfg(feature = "vulkan")]
 pub use vulkan::{

@@ -111,6 +111,18 @@ pub(crate) fn nccl_available() -> bool {
     false
 }
 
+/// Whether `devices` are two or more logical CUDA devices of one physical GPU (the mapping of
+/// `COLLECTIVES_CUDA_DEVICES`); `false` where any is not a CUDA device or has no GPU.
+pub(crate) fn on_one_gpu(devices: &[Device]) -> bool {
+    #[cfg(feature = "cuda")]
+    return super::cuda::on_one_gpu(devices);
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = devices;
+        false
+    }
+}
+
 /// Whether NCCL can run a clique of `devices` (CUDA devices on distinct GPUs, NCCL available).
 pub(crate) fn nccl_usable(devices: &[Device]) -> bool {
     #[cfg(feature = "cuda")]

@@ -169,7 +169,8 @@ pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorit
 pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 
 /// Bytes per shard below which [`choose_without_nccl`] takes the star all_reduce on CUDA devices
-/// (and on three or more, the star reduce_scatter and broadcast):
+/// of more than one GPU (and on three or more, the star reduce_scatter and broadcast; on logical
+/// devices of one GPU the star is taken at every size, [`on_one_gpu`]):
 /// the leader's one kernel folds every shard and writes every member's output, one launch where
 /// the one-shot launches one per member (a launch takes about 4 µs of host time on the H200).
 /// On 2, 4 and 8 virtual devices of one H200 (`bench/gpu/23-star`, run b) the star was faster at
@@ -189,8 +190,12 @@ pub const CUDA_STAR_MAX_BYTES: usize = 1 << 20;
 pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call
-/// NCCL has no form for). On two or more CUDA devices, one multi-device call where one is
-/// measured faster:
+/// NCCL has no form for). On two or more logical CUDA devices of one GPU ([`on_one_gpu`]), the
+/// star: for all_reduce at every size, for reduce_scatter, broadcast and all_gather on three or
+/// more devices at every size, and for all_gather on two devices the one-shot, as below (RUN31C).
+///
+/// On two or more CUDA devices of more than one GPU, one multi-device call where one is measured
+/// faster:
 ///
 /// - all_reduce: [`Algorithm::Star`] below [`CUDA_STAR_MAX_BYTES`] per shard (one launch, on the
 ///   leader), [`Algorithm::TwoShot`] from [`TWO_SHOT_MIN_BYTES`] (each member reads about two
@@ -218,18 +223,34 @@ pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usiz
     if n < 2 || !all_cuda(devices) {
         return choose_native(devices, bytes);
     }
-    match kind {
-        CollectiveKind::AllReduce if bytes < CUDA_STAR_MAX_BYTES => Algorithm::Star,
+    cuda_choice(kind, n, bytes, on_one_gpu(devices)).unwrap_or_else(|| choose_native(devices, bytes))
+}
+
+/// [`choose_without_nccl`] on `n` (two or more) CUDA devices, all logical devices of one GPU or
+/// not (`one_gpu`); `None` for what [`choose_native`] decides.
+fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> Option<Algorithm> {
+    // Devices sharing one GPU's memory and multiprocessors: the leader's one pass moves the
+    // least memory at every size; elsewhere the star only while launches dominate.
+    let star = one_gpu || bytes < CUDA_STAR_MAX_BYTES;
+    Some(match kind {
+        CollectiveKind::AllReduce if star => Algorithm::Star,
         CollectiveKind::AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
-        CollectiveKind::ReduceScatter | CollectiveKind::Broadcast if n > 2 && bytes < CUDA_STAR_MAX_BYTES => {
-            Algorithm::Star
-        }
+        CollectiveKind::ReduceScatter | CollectiveKind::Broadcast if n > 2 && star => Algorithm::Star,
         CollectiveKind::AllReduce | CollectiveKind::ReduceScatter | CollectiveKind::Broadcast => {
             Algorithm::OneShot
         }
-        CollectiveKind::AllGather if n == 2 || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
-        _ => choose_native(devices, bytes),
-    }
+        CollectiveKind::AllGather if n == 2 || (!one_gpu && bytes >= RING_MIN_BYTES) => Algorithm::OneShot,
+        CollectiveKind::AllGather if one_gpu => Algorithm::Star,
+        _ => return None,
+    })
+}
+
+/// Whether `devices` are two or more logical CUDA devices of one physical GPU (mapped so by
+/// `COLLECTIVES_CUDA_DEVICES`): they share one memory and one set of multiprocessors, so
+/// [`choose_without_nccl`] takes the star at sizes where, across GPUs, it would spread the work.
+/// `false` where any member is not a CUDA device or has no GPU (no driver, or not mapped).
+pub fn on_one_gpu(devices: &[Device]) -> bool {
+    crate::backend::on_one_gpu(devices)
 }
 
 /// Whether `devices` are one CUDA device and one host device, in either order.
@@ -260,4 +281,35 @@ pub fn choose_native(devices: &[Device], bytes: usize) -> Algorithm {
 /// Whether libnccl (and a CUDA driver) can be loaded in this process.
 pub fn nccl_available() -> bool {
     crate::backend::nccl_available()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On logical devices of one GPU the star at every size: all_reduce on two or more devices,
+    /// reduce_scatter, broadcast and all_gather on three or more; on two, those three as across
+    /// GPUs (the one-shot). Across GPUs the thresholds hold.
+    #[test]
+    fn one_gpu_takes_the_star_at_every_size() {
+        use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
+        let sizes = [0, 1, CUDA_STAR_MAX_BYTES - 1, CUDA_STAR_MAX_BYTES, TWO_SHOT_MIN_BYTES, 1 << 30];
+        for bytes in sizes {
+            for n in [2, 3, 8] {
+                assert_eq!(cuda_choice(AllReduce, n, bytes, true), Some(Algorithm::Star), "{n} {bytes}");
+                for kind in [ReduceScatter, Broadcast, AllGather] {
+                    let want = if n > 2 { Algorithm::Star } else { Algorithm::OneShot };
+                    assert_eq!(cuda_choice(kind, n, bytes, true), Some(want), "{kind:?} {n} {bytes}");
+                }
+            }
+        }
+        let across = |kind, n, bytes| cuda_choice(kind, n, bytes, false);
+        assert_eq!(across(AllReduce, 8, CUDA_STAR_MAX_BYTES - 1), Some(Algorithm::Star));
+        assert_eq!(across(AllReduce, 8, CUDA_STAR_MAX_BYTES), Some(Algorithm::OneShot));
+        assert_eq!(across(AllReduce, 8, TWO_SHOT_MIN_BYTES), Some(Algorithm::TwoShot));
+        assert_eq!(across(ReduceScatter, 3, CUDA_STAR_MAX_BYTES), Some(Algorithm::OneShot));
+        assert_eq!(across(AllGather, 3, RING_MIN_BYTES - 1), None, "the star, through choose_native");
+        assert_eq!(across(AllGather, 3, RING_MIN_BYTES), Some(Algorithm::OneShot));
+        assert_eq!(cuda_choice(CollectiveKind::Reduce, 3, 1, true), None, "no native call");
+    }
 }

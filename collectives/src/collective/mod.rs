@@ -47,7 +47,7 @@ pub use crate::graph::ReduceOp;
 pub use crate::route::Route;
 pub use algo::{
     ALL_GATHER_IN_PLACE_MIN_BYTES, Algorithm, CUDA_STAR_MAX_BYTES, CollectiveKind, RING_MIN_BYTES,
-    TWO_SHOT_MIN_BYTES, choose, choose_native, choose_without_nccl, nccl_available,
+    TWO_SHOT_MIN_BYTES, choose, choose_native, choose_without_nccl, nccl_available, on_one_gpu,
 };
 pub(crate) use check::check_dim;
 pub use plan::{Plan, PlannedBridge, PlannedHop, PlannedKernel};

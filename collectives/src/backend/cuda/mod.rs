@@ -93,6 +93,7 @@ pub(crate) fn unavailable_reason() -> Option<String> {
 }
 
 pub use virt::CUDA_DEVICES_ENV;
+pub(crate) use virt::on_one_gpu;
 
 impl Backend for CudaBackend {
     fn device(&self) -> Device {

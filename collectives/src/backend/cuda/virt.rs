@@ -12,6 +12,7 @@
 use std::sync::OnceLock;
 
 use super::driver;
+use crate::device::Device;
 
 /// Environment variable: the physical GPU of each logical CUDA device, comma separated
 /// (`0,0,1,1`); unset, every physical GPU once, in order. Read once per process, before the first
@@ -53,6 +54,17 @@ pub(crate) fn physical(ordinal: u32) -> Result<u32, String> {
         Ok(_) => format!("{CUDA_DEVICES_ENV} maps {} CUDA device(s)", m.len()),
         Err(_) => format!("this machine has {} CUDA device(s)", m.len()),
     })
+}
+
+/// Whether `devices` are two or more logical CUDA devices that all map onto one physical GPU.
+pub(crate) fn on_one_gpu(devices: &[Device]) -> bool {
+    let mut gpus = devices.iter().map(|d| match d {
+        Device::Cuda(n) => physical(*n).ok(),
+        _ => None,
+    });
+    let Some(Some(first)) = gpus.next() else { return false };
+    let mut rest = gpus.peekable();
+    rest.peek().is_some() && rest.all(|g| g == Some(first))
 }
 
 #[cfg(test)]
