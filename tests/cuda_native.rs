@@ -214,8 +214,8 @@ fn the_automatic_choice_takes_one_call_where_nccl_cannot_run() {
             }
             println!("{} devices, {kind:?}: {:?}", g.size(), plan.algorithm);
         }
-        // A large all_reduce: the two-shot across GPUs; the star still on logical devices of
-        // one GPU, as is every other collective on three or more.
+        // A large all_reduce: the two-shot across GPUs, the star on logical devices of one GPU;
+        // the other collectives the one-shot on either.
         let numel = TWO_SHOT_MIN_BYTES / 4;
         let one_gpu = on_one_gpu(g.devices());
         let plan = g.plan(CollectiveKind::AllReduce, [numel], DType::F32).expect("plan");
@@ -227,7 +227,7 @@ fn the_automatic_choice_takes_one_call_where_nccl_cannot_run() {
         );
         for kind in [ReduceScatter, AllGather, Broadcast] {
             let plan = g.plan(kind, [numel * g.size()], DType::F32).expect("plan");
-            let want = if one_gpu && g.size() > 2 { Algorithm::Star } else { Algorithm::OneShot };
+            let want = Algorithm::OneShot;
             assert!(
                 plan.algorithm == Some(Algorithm::Nccl) || plan.algorithm == Some(want),
                 "{:?}: a large {kind:?} runs NCCL or {want}\n{plan}",

@@ -4,8 +4,8 @@
 //! group or per call; `Display` of a group and of a plan names routes and algorithm.
 
 use collectives::collective::{
-    ALL_GATHER_IN_PLACE_MIN_BYTES, CUDA_STAR_MAX_BYTES, PlannedHop, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES,
-    choose, choose_without_nccl, nccl_available, on_one_gpu,
+    ALL_GATHER_IN_PLACE_MIN_BYTES, CUDA_STAR_MAX_BYTES, ONE_GPU_STAR_MAX_BYTES, PlannedHop, RING_MIN_BYTES,
+    TWO_SHOT_MIN_BYTES, choose, choose_without_nccl, nccl_available, on_one_gpu,
 };
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
@@ -289,13 +289,17 @@ fn choose_is_the_documented_expression() {
     assert_eq!(choose(CollectiveKind::AllToAll, &cudas, big), Algorithm::Ring, "no NCCL form");
     assert_eq!(choose(CollectiveKind::Broadcast, &two, big), Algorithm::OneShot, "one peer copy");
     if on_one_gpu(&cudas) {
-        // Logical devices of one GPU (`COLLECTIVES_CUDA_DEVICES=0,0,0`): the star at every size;
-        // `collective::algo`'s own test covers the whole expression on any machine.
-        for bytes in [1, CUDA_STAR_MAX_BYTES, TWO_SHOT_MIN_BYTES] {
-            for kind in
-                [AR, CollectiveKind::ReduceScatter, CollectiveKind::Broadcast, CollectiveKind::AllGather]
+        // Logical devices of one GPU (`COLLECTIVES_CUDA_DEVICES=0,0,0`): the star all_reduce at
+        // every size, the others' below ONE_GPU_STAR_MAX_BYTES; `collective::algo`'s own test
+        // covers the whole expression on any machine.
+        let top = ONE_GPU_STAR_MAX_BYTES;
+        for bytes in [1, CUDA_STAR_MAX_BYTES, top, TWO_SHOT_MIN_BYTES * 4] {
+            assert_eq!(choose_without_nccl(AR, &cudas, bytes), Algorithm::Star, "{bytes}");
+            for kind in [CollectiveKind::ReduceScatter, CollectiveKind::Broadcast, CollectiveKind::AllGather]
             {
-                assert_eq!(choose_without_nccl(kind, &cudas, bytes), Algorithm::Star, "{kind:?} {bytes}");
+                let moved = if kind == CollectiveKind::AllGather { bytes * 3 } else { bytes };
+                let want = if moved < top { Algorithm::Star } else { Algorithm::OneShot };
+                assert_eq!(choose_without_nccl(kind, &cudas, bytes), want, "{kind:?} {bytes}");
             }
         }
     } else {

@@ -181,6 +181,16 @@ pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 /// no longer dominate, the one-shot stays until two-GPU runs compare them.
 pub const CUDA_STAR_MAX_BYTES: usize = 1 << 20;
 
+/// Bytes below which [`choose_without_nccl`] takes the star reduce_scatter, broadcast and
+/// all_gather on three or more logical CUDA devices of one GPU ([`on_one_gpu`]): per shard, and for
+/// an all_gather of the gathered result (the all_reduce takes the star there at every size). On
+/// 4 and 8 virtual devices of one H200 (`bench/gpu/31-block-flags`, run c) the star was 1.5–3.4 ×
+/// faster up to 4 MiB (4 MiB per shard for reduce_scatter and broadcast, gathered for all_gather);
+/// at 16 MiB the two were within 10 % either way, and at 256 MiB the one-shot was ahead (the
+/// reduce_scatter's 1.2–1.4 ×, the broadcast's and all_gather's 1.02–1.08 ×): it splits the work
+/// into a launch per member, where the star's one kernel on the leader copies or folds it all.
+pub const ONE_GPU_STAR_MAX_BYTES: usize = 16 << 20;
+
 /// Bytes per shard from which [`choose_without_nccl`] takes the one-shot all_gather on a group
 /// of one CUDA device and one host device: each member joins the other's shard, one crossing
 /// each way at once, where through the leader the host's shard crosses to the GPU and then the
@@ -191,8 +201,11 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call
 /// NCCL has no form for). On two or more logical CUDA devices of one GPU ([`on_one_gpu`]), the
-/// star: for all_reduce at every size, for reduce_scatter, broadcast and all_gather on three or
-/// more devices at every size, and for all_gather on two devices the one-shot, as below (RUN31C).
+/// star all_reduce at every size: the leader's one pass moves the least of that one memory — on 2,
+/// 4 and 8 virtual devices of one H200 (`bench/gpu/31-block-flags`, run c) 1.2–1.4 × faster than
+/// the best of the one-shot and two-shot at 256 MiB per shard, 1.05–3.9 × from 1 to 16 MiB. On
+/// three or more, the star reduce_scatter, broadcast and all_gather below
+/// [`ONE_GPU_STAR_MAX_BYTES`], the one-shot from it; on two, the one-shot, as below.
 ///
 /// On two or more CUDA devices of more than one GPU, one multi-device call where one is measured
 /// faster:
@@ -229,18 +242,22 @@ pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usiz
 /// [`choose_without_nccl`] on `n` (two or more) CUDA devices, all logical devices of one GPU or
 /// not (`one_gpu`); `None` for what [`choose_native`] decides.
 fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> Option<Algorithm> {
-    // Devices sharing one GPU's memory and multiprocessors: the leader's one pass moves the
-    // least memory at every size; elsewhere the star only while launches dominate.
-    let star = one_gpu || bytes < CUDA_STAR_MAX_BYTES;
+    use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
+    // Devices sharing one GPU's memory and multiprocessors: the all_reduce's one pass on the
+    // leader moves the least memory at every size, the others' one launch wins up to
+    // ONE_GPU_STAR_MAX_BYTES moved; across GPUs the star only while launches dominate.
+    let moved = if kind == AllGather { bytes.saturating_mul(n) } else { bytes };
+    let star = match one_gpu {
+        true => kind == AllReduce || moved < ONE_GPU_STAR_MAX_BYTES,
+        false => bytes < CUDA_STAR_MAX_BYTES,
+    };
     Some(match kind {
-        CollectiveKind::AllReduce if star => Algorithm::Star,
-        CollectiveKind::AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
-        CollectiveKind::ReduceScatter | CollectiveKind::Broadcast if n > 2 && star => Algorithm::Star,
-        CollectiveKind::AllReduce | CollectiveKind::ReduceScatter | CollectiveKind::Broadcast => {
-            Algorithm::OneShot
-        }
-        CollectiveKind::AllGather if n == 2 || (!one_gpu && bytes >= RING_MIN_BYTES) => Algorithm::OneShot,
-        CollectiveKind::AllGather if one_gpu => Algorithm::Star,
+        AllReduce if star => Algorithm::Star,
+        AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
+        ReduceScatter | Broadcast if n > 2 && star => Algorithm::Star,
+        AllReduce | ReduceScatter | Broadcast => Algorithm::OneShot,
+        AllGather if n > 2 && one_gpu && star => Algorithm::Star,
+        AllGather if n == 2 || one_gpu || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
         _ => return None,
     })
 }
@@ -287,29 +304,37 @@ pub fn nccl_available() -> bool {
 mod tests {
     use super::*;
 
-    /// On logical devices of one GPU the star at every size: all_reduce on two or more devices,
-    /// reduce_scatter, broadcast and all_gather on three or more; on two, those three as across
-    /// GPUs (the one-shot). Across GPUs the thresholds hold.
+    /// On logical devices of one GPU: the star all_reduce at every size; on three or more the
+    /// star reduce_scatter, broadcast and all_gather below ONE_GPU_STAR_MAX_BYTES (the
+    /// all_gather's gathered), the one-shot from it; on two those three as across GPUs (the
+    /// one-shot). Across GPUs the thresholds hold.
     #[test]
-    fn one_gpu_takes_the_star_at_every_size() {
+    fn one_gpu_takes_the_star_where_it_moves_least() {
         use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
-        let sizes = [0, 1, CUDA_STAR_MAX_BYTES - 1, CUDA_STAR_MAX_BYTES, TWO_SHOT_MIN_BYTES, 1 << 30];
+        let top = ONE_GPU_STAR_MAX_BYTES;
+        let sizes = [0, 1, CUDA_STAR_MAX_BYTES, top - 1, top, 1 << 30];
         for bytes in sizes {
             for n in [2, 3, 8] {
                 assert_eq!(cuda_choice(AllReduce, n, bytes, true), Some(Algorithm::Star), "{n} {bytes}");
                 for kind in [ReduceScatter, Broadcast, AllGather] {
-                    let want = if n > 2 { Algorithm::Star } else { Algorithm::OneShot };
+                    let moved = if kind == AllGather { bytes * n } else { bytes };
+                    let want = if n > 2 && moved < top { Algorithm::Star } else { Algorithm::OneShot };
                     assert_eq!(cuda_choice(kind, n, bytes, true), Some(want), "{kind:?} {n} {bytes}");
                 }
             }
         }
+        assert_eq!(cuda_choice(AllGather, 8, top / 8 - 1, true), Some(Algorithm::Star), "gathered below");
+        assert_eq!(cuda_choice(AllGather, 8, top / 8, true), Some(Algorithm::OneShot), "gathered at");
         let across = |kind, n, bytes| cuda_choice(kind, n, bytes, false);
         assert_eq!(across(AllReduce, 8, CUDA_STAR_MAX_BYTES - 1), Some(Algorithm::Star));
         assert_eq!(across(AllReduce, 8, CUDA_STAR_MAX_BYTES), Some(Algorithm::OneShot));
         assert_eq!(across(AllReduce, 8, TWO_SHOT_MIN_BYTES), Some(Algorithm::TwoShot));
+        assert_eq!(across(ReduceScatter, 3, CUDA_STAR_MAX_BYTES - 1), Some(Algorithm::Star));
         assert_eq!(across(ReduceScatter, 3, CUDA_STAR_MAX_BYTES), Some(Algorithm::OneShot));
-        assert_eq!(across(AllGather, 3, RING_MIN_BYTES - 1), None, "the star, through choose_native");
+        assert_eq!(across(ReduceScatter, 2, 1), Some(Algorithm::OneShot));
+        assert_eq!(across(AllGather, 3, RING_MIN_BYTES - 1), None, "the star, by choose_native");
         assert_eq!(across(AllGather, 3, RING_MIN_BYTES), Some(Algorithm::OneShot));
+        assert_eq!(across(AllGather, 2, 1), Some(Algorithm::OneShot));
         assert_eq!(cuda_choice(CollectiveKind::Reduce, 3, 1, true), None, "no native call");
     }
 }
