@@ -186,7 +186,7 @@ impl CudaCall {
         let segs: Vec<launch::Seg> = (dsts.iter().enumerate())
             .filter_map(|(i, d)| d.as_ref().map(|d| (folded.ptr() + (i * part) as u64, d.ptr(), part as u64)))
             .collect();
-        let l = launch::Launcher::new(hub, &hub.compute);
+        let l = launch::Launcher::new(hub, &hub.compute).writing(dsts.iter().flatten().map(|d| d.device()));
         // SAFETY: part i of `folded` (written by the fold above, on this stream) and each output
         // hold `part` bytes, on the root or a device it writes in place; the outputs are distinct
         // allocations, and all note this stream's use below.

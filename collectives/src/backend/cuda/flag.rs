@@ -14,21 +14,23 @@
 //!
 //! How: a kernel step takes a [`Flag`] — a *slot* (one `u32` of a pinned page no one frees) set
 //! just below a new sequence number — and passes its address and number to its last launch
-//! ([`super::launch::Done`]). Each block of that launch fences its writes
-//! (`__threadfence_system`) and syncs; a launch of one block (up to 1024 items, as many as the
-//! kernel's registers allow: [`super::launch::Launcher::launch`]) then stores the number, and a
+//! ([`super::launch::Done`]). Each block of that launch fences its writes — for its GPU alone where
+//! every output lies in that GPU's memory ([`super::launch::Launcher::writing`]), else for the
+//! system (`__threadfence_system`) — and syncs; a launch of one block (up to 1024 items, as many as
+//! the kernel's registers allow: [`super::launch::Launcher::launch`]) then stores the number, and a
 //! launch of more blocks counts its blocks done in a word of device memory, the block counted last
-//! storing it (`kernels.cu`, `signal_done`). That counter is the stream's
-//! ([`super::device::CudaDevice::block_counter`]): launches on one stream run one after another
-//! and each leaves it at zero, so no two launches count in it at once — which a counter kept
-//! with the slot could not promise, since a slot goes back to its pool with its event, even one
-//! whose kernel has not run. Only the compute stream has one; a launch of more blocks elsewhere
-//! stores no flag. Every kernel of `kernels.cu` — reduce, segment copy (`copyseg`), binary op,
-//! scale, cast, strided copy — takes the flag, and a small contiguous copy is a `copyseg`
-//! launch rather than a driver copy so that it does too. The event recorded after the launch
-//! holds the flag ([`super::event::issue_flagged`]); its waits spin on the slot, querying the
-//! event every [`QUERY_EVERY`] (which also reports a failed kernel), and block on the event after
-//! [`SPIN_FOR`]. A store still pending on a slot back in its pool only ever lowers it below a
+//! storing it (`kernels.cu`, `signal_done`), in either case after a system fence, which, fences
+//! being cumulative, orders every block's writes before the store for the host too. That counter is
+//! the stream's ([`super::device::CudaDevice::block_counter`]): launches on one stream run one
+//! after another and each leaves it at zero, so no two launches count in it at once — which a
+//! counter kept with the slot could not promise, since a slot goes back to its pool with its event,
+//! even one whose kernel has not run. Only the compute stream has one; a launch of more blocks
+//! elsewhere stores no flag. Every kernel of `kernels.cu` — reduce, segment copy (`copyseg`),
+//! binary op, scale, cast, strided copy — takes the flag, and a small contiguous copy is a
+//! `copyseg` launch rather than a driver copy so that it does too. The event recorded after the
+//! launch holds the flag ([`super::event::issue_flagged`]); its waits spin on the slot, querying
+//! the event every [`QUERY_EVERY`] (which also reports a failed kernel), and block on the event
+//! after [`SPIN_FOR`]. A store still pending on a slot back in its pool only ever lowers it below a
 //! newer number. The copy engine's copies are waited for by their events alone.
 
 use std::ptr::NonNull;

@@ -341,24 +341,28 @@ __device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int
 }
 
 // A kernel's completion flag (flag.rs): `flag` is the pinned word its host waits spin on (null:
-// none), `seq` the number to store there, and `ctr` a word of device memory its stream's flagged
-// launches of more than one block count finished blocks in (zero between launches).
+// none), `seq` the number to store there, `ctr` a word of device memory its stream's flagged
+// launches of more than one block count finished blocks in (zero between launches), and `own`
+// whether every output the kernel writes lies in this GPU's own memory.
 struct Done {
     unsigned* flag;
     unsigned* ctr;
     unsigned seq;
+    unsigned own;
 };
 
 // The last act of a kernel whose host waits spin on `d.flag`: each thread's writes are made
-// visible to the system (the host, other devices) before its block meets; then one thread of the
-// block stores `seq` where the block is the only one, or counts the block done where there are
-// more, and the block counted last stores it (after a fence, so every block's writes come first).
+// visible before its block meets — to this GPU where they all lie in its own memory (`d.own`),
+// else to the system (the host, other GPUs); then one thread of the block stores `seq` where the
+// block is the only one, or counts the block done where there are more, and the block counted
+// last stores it after a system fence, which, fences being cumulative, orders every block's
+// writes before the store for the host too.
 // `atomicInc` wraps at `gridDim.x - 1`, so the last count leaves the counter at zero for the
 // stream's next flagged launch, which runs after this one. Without a counter, more blocks store
 // nothing (the host's wait then ends on the event; launch.rs never asks for that). `d` is the
 // same for every thread, so the whole block syncs.
 __device__ void signal_done(Done d) {
-    __threadfence_system();
+    if (d.own) __threadfence(); else __threadfence_system();
     __syncthreads();
     if (threadIdx.x != 0) return;
     if (gridDim.x > 1 && (!d.ctr || atomicInc(d.ctr, gridDim.x - 1) != gridDim.x - 1)) return;

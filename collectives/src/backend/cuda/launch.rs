@@ -69,20 +69,21 @@ use names::{Named, name_of};
 
 /// A launch's completion flag as every kernel takes it (`struct Done` in `kernels.cu`): the
 /// flag's slot (0: the kernel stores none), the stream's block counter
-/// ([`CudaDevice::block_counter`]) and the number to store.
+/// ([`CudaDevice::block_counter`]), the number to store, and whether every output lies in this
+/// GPU's own memory (1: each block fences its writes for this GPU alone, the one that stores the
+/// flag for the system; 0: each for the system).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct Done {
     flag: CUdeviceptr,
     ctr: CUdeviceptr,
     seq: u32,
-    /// The C struct's tail padding, spelled out so every byte the driver copies is initialised.
-    _pad: u32,
+    own: u32,
 }
 
 impl Done {
     /// No flag: the kernel stores nothing.
-    pub const NONE: Done = Done { flag: 0, ctr: 0, seq: 0, _pad: 0 };
+    pub const NONE: Done = Done { flag: 0, ctr: 0, seq: 0, own: 0 };
 
     /// Whether the kernel stores a flag.
     pub fn stored(&self) -> bool {
@@ -96,12 +97,26 @@ pub(crate) struct Launcher<'a> {
     pub stream: &'a Arc<CudaStream>,
     /// The stream's block counter, 0 where it has none ([`CudaDevice::block_counter`]).
     ctr: CUdeviceptr,
+    /// Whether every output its kernels write lies in this GPU's own memory
+    /// ([`Launcher::writing`]).
+    own: bool,
 }
 
 impl<'a> Launcher<'a> {
-    /// Launches on `stream` of `dev` over device memory.
+    /// Launches on `stream` of `dev`, whose kernels may write any memory they reach (the host's,
+    /// another GPU's).
     pub fn new(dev: &'a CudaDevice, stream: &'a Arc<CudaStream>) -> Launcher<'a> {
-        Launcher { dev, stream, ctr: dev.block_counter(stream) }
+        Launcher { dev, stream, ctr: dev.block_counter(stream), own: false }
+    }
+
+    /// This launcher, its kernels writing only into memory of `outputs` — where every one is a
+    /// device of this GPU ([`on_own_gpu`]), a flagged kernel's blocks fence their writes for this
+    /// GPU alone and only the block that stores the flag for the system (`signal_done` in
+    /// `kernels.cu`): 0.3–0.9 µs off each flagged call on the H200 (`bench/gpu/31-block-flags`,
+    /// run e).
+    pub fn writing(mut self, outputs: impl IntoIterator<Item = Device>) -> Launcher<'a> {
+        self.own = on_own_gpu(self.dev, outputs);
+        self
     }
 
     /// The completion flag a launch of `f` over `work` items stores ([`Done`]): `flag` where the
@@ -109,7 +124,7 @@ impl<'a> Launcher<'a> {
     pub fn done(&self, f: &Func, flag: Option<&Flag>, work: u64) -> Done {
         let counted = work <= f.one_block || self.ctr != 0;
         match flag.filter(|_| work > 0 && counted) {
-            Some(flag) => Done { flag: flag.addr(), ctr: self.ctr, seq: flag.seq(), _pad: 0 },
+            Some(flag) => Done { flag: flag.addr(), ctr: self.ctr, seq: flag.seq(), own: self.own as u32 },
             None => Done::NONE,
         }
     }
@@ -247,7 +262,7 @@ pub(crate) fn compute_to_all(
     for b in &inputs {
         await_on(stream, b, dev.device)?;
     }
-    let l = Launcher::new(dev, stream);
+    let l = Launcher::new(dev, stream).writing(dsts.iter().map(|(d, _)| d.device()));
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
     let skip = (start * in_dtype.size()) as u64;
     let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr() + skip).collect();
@@ -265,6 +280,12 @@ pub(crate) fn compute_to_all(
         d.note_use(stream, &event);
     }
     Ok(event)
+}
+
+/// Whether every one of `outputs` is a CUDA device of `dev`'s GPU — `dev` or another logical
+/// device of it ([`super::virt`]) — whose memory is that GPU's own.
+pub(super) fn on_own_gpu(dev: &CudaDevice, outputs: impl IntoIterator<Item = Device>) -> bool {
+    outputs.into_iter().all(|d| matches!(d, Device::Cuda(n) if super::virt::physical(n) == Ok(dev.physical)))
 }
 
 /// Whether `dev`'s kernels read and write `other`'s memory in place: its own, a logical device of
@@ -468,6 +489,28 @@ mod tests {
 
     /// Outputs of one launch: more than [`MAXK`], so the last two are copied after the pass.
     const OUTS: usize = MAXK + 2;
+
+    /// Outputs count as the GPU's own where every one is a logical device of the launching
+    /// device's GPU (by this process's mapping); a host device, or a CUDA device of another GPU
+    /// or none, is not; and a launcher fences for its GPU alone only when told so. On a CUDA
+    /// device (skipped without).
+    #[test]
+    fn outputs_are_the_gpus_own_only_on_its_logical_devices() {
+        let Some(dev) = devices().into_iter().next() else {
+            return;
+        };
+        assert!(on_own_gpu(&dev, [dev.device]));
+        assert!(!on_own_gpu(&dev, [dev.device, Device::Cpu(0)]), "a host output");
+        let n = super::super::virt::count();
+        assert!(!on_own_gpu(&dev, [Device::Cuda(n)]), "an ordinal past the mapping");
+        for i in 0..n {
+            let mine = super::super::virt::physical(i) == Ok(dev.physical);
+            assert_eq!(on_own_gpu(&dev, [dev.device, Device::Cuda(i)]), mine, "cuda:{i}");
+        }
+        assert!(!Launcher::new(&dev, &dev.compute).own, "a plain launcher fences for the system");
+        assert!(Launcher::new(&dev, &dev.compute).writing([dev.device]).own);
+        assert!(!Launcher::new(&dev, &dev.compute).writing([Device::Cpu(0)]).own);
+    }
 
     /// A reduce writes its result into every output in its one pass ([`MAXK`] of them; the rest
     /// are copied after it), every other output at an odd element (so the vector path is off for

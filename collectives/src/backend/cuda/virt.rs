@@ -80,4 +80,23 @@ mod tests {
         assert!(parse("0,x", 2).unwrap_err().contains("\"x\" is not a GPU ordinal"));
         assert!(parse("", 2).is_err(), "an empty list maps nothing");
     }
+
+    /// One GPU means two or more CUDA members that all map onto it, by this process's mapping
+    /// (none without a driver: then never); a host member, a lone device or an unmapped ordinal
+    /// is not.
+    #[test]
+    fn one_gpu_is_two_or_more_cuda_devices_mapped_onto_one() {
+        let (c, n) = (Device::Cuda, count());
+        let same = |a: u32, b: u32| physical(a).is_ok() && physical(a) == physical(b);
+        assert_eq!(on_one_gpu(&[c(0), c(1)]), same(0, 1), "{n} mapped");
+        assert_eq!(on_one_gpu(&[c(0), c(1), c(0)]), same(0, 1), "{n} mapped");
+        assert!(!on_one_gpu(&[c(0)]), "one member");
+        assert!(!on_one_gpu(&[]), "no member");
+        assert!(!on_one_gpu(&[c(0), Device::Cpu(0)]), "a host member");
+        assert!(!on_one_gpu(&[c(0), c(n)]), "an ordinal past the mapping");
+        if n >= 2 {
+            let all: Vec<Device> = (0..n).map(c).collect();
+            assert_eq!(on_one_gpu(&all), (1..n).all(|i| same(0, i)));
+        }
+    }
 }
