@@ -170,7 +170,8 @@ pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 
 /// Bytes per shard below which [`choose_without_nccl`] takes the star all_reduce on CUDA devices
 /// of more than one GPU (and on three or more, the star reduce_scatter and broadcast; on logical
-/// devices of one GPU the star is taken at every size, [`on_one_gpu`]):
+/// devices of one GPU, [`on_one_gpu`], the star all_reduce at every size and the others below
+/// [`ONE_GPU_STAR_MAX_BYTES`]):
 /// the leader's one kernel folds every shard and writes every member's output, one launch where
 /// the one-shot launches one per member (a launch takes about 4 µs of host time on the H200).
 /// On 2, 4 and 8 virtual devices of one H200 (`bench/gpu/23-star`, run b) the star was faster at
