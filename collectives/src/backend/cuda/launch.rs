@@ -285,14 +285,14 @@ pub(crate) fn compute_to_all(
 /// Whether every one of `outputs` is a CUDA device of `dev`'s GPU — `dev` or another logical
 /// device of it ([`super::virt`]) — whose memory is that GPU's own.
 pub(super) fn on_own_gpu(dev: &CudaDevice, outputs: impl IntoIterator<Item = Device>) -> bool {
-    outputs.into_iter().all(|d| matches!(d, Device::Cuda(n) if super::virt::physical(n) == Ok(dev.physical)))
+    outputs.into_iter().all(|d| super::virt::gpu_of(d) == Some(dev.physical))
 }
 
 /// Whether `dev`'s kernels read and write `other`'s memory in place: its own, a logical device of
 /// the same GPU, or a GPU with peer access (turned on here, once per pair).
 pub(super) fn reaches(dev: &CudaDevice, other: Device) -> Result<bool> {
     match other {
-        Device::Cuda(n) if other != dev.device && super::virt::physical(n) != Ok(dev.physical) => {
+        Device::Cuda(n) if other != dev.device && super::virt::gpu_of(other) != Some(dev.physical) => {
             super::device::enable_peer(dev, &*super::device::get(n)?)
         }
         Device::Cuda(_) => Ok(true),
@@ -504,7 +504,7 @@ mod tests {
         let n = super::super::virt::count();
         assert!(!on_own_gpu(&dev, [Device::Cuda(n)]), "an ordinal past the mapping");
         for i in 0..n {
-            let mine = super::super::virt::physical(i) == Ok(dev.physical);
+            let mine = super::super::virt::gpu_of(Device::Cuda(i)) == Some(dev.physical);
             assert_eq!(on_own_gpu(&dev, [dev.device, Device::Cuda(i)]), mine, "cuda:{i}");
         }
         assert!(!Launcher::new(&dev, &dev.compute).own, "a plain launcher fences for the system");

@@ -56,15 +56,19 @@ pub(crate) fn physical(ordinal: u32) -> Result<u32, String> {
     })
 }
 
+/// The physical GPU behind `device`: `None` for a device of another kind, or a CUDA ordinal with
+/// none ([`physical`] says why).
+pub(crate) fn gpu_of(device: Device) -> Option<u32> {
+    match device {
+        Device::Cuda(n) => physical(n).ok(),
+        _ => None,
+    }
+}
+
 /// Whether `devices` are two or more logical CUDA devices that all map onto one physical GPU.
 pub(crate) fn on_one_gpu(devices: &[Device]) -> bool {
-    let mut gpus = devices.iter().map(|d| match d {
-        Device::Cuda(n) => physical(*n).ok(),
-        _ => None,
-    });
-    let Some(Some(first)) = gpus.next() else { return false };
-    let mut rest = gpus.peekable();
-    rest.peek().is_some() && rest.all(|g| g == Some(first))
+    let first = devices.first().and_then(|&d| gpu_of(d));
+    devices.len() >= 2 && first.is_some() && devices.iter().all(|&d| gpu_of(d) == first)
 }
 
 #[cfg(test)]

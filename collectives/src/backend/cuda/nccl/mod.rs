@@ -42,12 +42,9 @@ pub(crate) fn nccl_available() -> bool {
 /// distinct GPUs (two virtual devices of one GPU cannot be NCCL ranks).
 pub(crate) fn nccl_usable(devices: &[crate::device::Device]) -> bool {
     let mut gpus = Vec::with_capacity(devices.len());
-    for d in devices {
-        match d {
-            crate::device::Device::Cuda(n) => match super::virt::physical(*n) {
-                Ok(p) if !gpus.contains(&p) => gpus.push(p),
-                _ => return false,
-            },
+    for &d in devices {
+        match super::virt::gpu_of(d) {
+            Some(p) if !gpus.contains(&p) => gpus.push(p),
             _ => return false,
         }
     }
