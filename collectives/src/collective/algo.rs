@@ -204,9 +204,14 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 /// NCCL has no form for). On two or more logical CUDA devices of one GPU ([`on_one_gpu`]), the
 /// star all_reduce at every size: the leader's one pass moves the least of that one memory — on 2,
 /// 4 and 8 virtual devices of one H200 (`bench/gpu/31-block-flags`, run c) 1.2–1.4 × faster than
-/// the best of the one-shot and two-shot at 256 MiB per shard, 1.05–3.9 × from 1 to 16 MiB. On
-/// three or more, the star reduce_scatter, broadcast and all_gather below
-/// [`ONE_GPU_STAR_MAX_BYTES`], the one-shot from it; on two, the one-shot, as below.
+/// the best of the one-shot and two-shot at 256 MiB per shard, 1.05–3.9 × from 1 to 16 MiB. The
+/// star reduce at every size too: the root's one kernel reads every shard in place, where the ring
+/// (which [`choose_native`] takes from [`RING_MIN_BYTES`] on three or more GPUs) moves each shard
+/// through dependent steps in that same memory — on 3, 4 and 8 virtual devices of one H200
+/// (`bench/gpu/32-one-gpu-reduce`, run a) 1.5–5.5 × faster from 4 KiB to 256 MiB per shard (on
+/// eight, 571–581 µs against the ring's 1440 at 256 MiB). On three or more, the star
+/// reduce_scatter, broadcast and all_gather below [`ONE_GPU_STAR_MAX_BYTES`], the one-shot from
+/// it; on two, the one-shot, as below.
 ///
 /// On two or more CUDA devices of more than one GPU, one multi-device call where one is measured
 /// faster:
@@ -243,10 +248,11 @@ pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usiz
 /// [`choose_without_nccl`] on `n` (two or more) CUDA devices, all logical devices of one GPU or
 /// not (`one_gpu`); `None` for what [`choose_native`] decides.
 fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> Option<Algorithm> {
-    use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
+    use CollectiveKind::{AllGather, AllReduce, Broadcast, Reduce, ReduceScatter};
     // Devices sharing one GPU's memory and multiprocessors: the all_reduce's one pass on the
     // leader moves the least memory at every size, the others' one launch wins up to
-    // ONE_GPU_STAR_MAX_BYTES moved; across GPUs the star only while launches dominate.
+    // ONE_GPU_STAR_MAX_BYTES moved; across GPUs the star only while launches dominate. The
+    // reduce's star (the root's kernel reading every shard in place) has no other native form.
     let moved = if kind == AllGather { bytes.saturating_mul(n) } else { bytes };
     let star = match one_gpu {
         true => kind == AllReduce || moved < ONE_GPU_STAR_MAX_BYTES,
@@ -254,6 +260,7 @@ fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> O
     };
     Some(match kind {
         AllReduce if star => Algorithm::Star,
+        Reduce if one_gpu => Algorithm::Star,
         AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
         ReduceScatter | Broadcast if n > 2 && star => Algorithm::Star,
         AllReduce | ReduceScatter | Broadcast => Algorithm::OneShot,
@@ -305,7 +312,7 @@ pub fn nccl_available() -> bool {
 mod tests {
     use super::*;
 
-    /// On logical devices of one GPU: the star all_reduce at every size; on three or more the
+    /// On logical devices of one GPU: the star all_reduce and reduce at every size; on three or more the
     /// star reduce_scatter, broadcast and all_gather below ONE_GPU_STAR_MAX_BYTES (the
     /// all_gather's gathered), the one-shot from it; on two those three as across GPUs (the
     /// one-shot). Across GPUs the thresholds hold.
@@ -336,6 +343,9 @@ mod tests {
         assert_eq!(across(AllGather, 3, RING_MIN_BYTES - 1), None, "the star, by choose_native");
         assert_eq!(across(AllGather, 3, RING_MIN_BYTES), Some(Algorithm::OneShot));
         assert_eq!(across(AllGather, 2, 1), Some(Algorithm::OneShot));
-        assert_eq!(cuda_choice(CollectiveKind::Reduce, 3, 1, true), None, "no native call");
+        for bytes in sizes {
+            assert_eq!(cuda_choice(CollectiveKind::Reduce, 3, bytes, true), Some(Algorithm::Star), "{bytes}");
+            assert_eq!(cuda_choice(CollectiveKind::Reduce, 3, bytes, false), None, "choose_native's");
+        }
     }
 }
