@@ -5,8 +5,8 @@
 //! every op and dtype at sizes 1, 7 and 65537, their results bitwise identical on every member;
 //! the two-shot all_reduce (each member folds its part, then copies the others') the same way, at
 //! sizes that leave members without a part and at one that gives every member an uneven one; the
-//! one-shot reduce_scatter, all_gather (uneven shards) and broadcast (every root), each one
-//! multi-device call, along outer and inner dims, and the same through the star (each one call of
+//! one-shot reduce_scatter, all_gather (uneven shards), broadcast (every root) and all_to_all,
+//! each one multi-device call, along outer and inner dims, and the same through the star (each one call of
 //! the leader or root; a reduce_scatter along a dim that does not cut contiguous parts goes
 //! through the graph); and the automatic choice taking them where NCCL cannot run. The one-shot
 //! checks also run on virtual host devices.
@@ -130,6 +130,9 @@ fn others_on(groups: Vec<DeviceGroup>, algo: Algorithm) {
             }
             all_gather(&g, dtype, &mut r, &ctx);
             broadcast(&g, dtype, &mut r, &ctx);
+            if algo == Algorithm::OneShot {
+                all_to_all(&g, dtype, &mut r, &ctx); // one form, whatever the algorithm
+            }
         }
     }
 }
@@ -172,6 +175,26 @@ fn all_gather(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
         for (t, &d) in out.iter().zip(g.devices()) {
             check_exact(t, d, &joined, &want, &format!("{ctx}: on {d}"));
         }
+    }
+}
+
+/// Parts of 1, 7 rows of 3 and 65537 elements along dim 0 (one call: member j copies part j of
+/// every shard), and of 2 columns along dim 1 (no contiguous parts: the graph's hops and joins).
+fn all_to_all(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
+    let n = g.size();
+    for (shape, dim) in [(vec![n], 0), (vec![n * 7, 3], 0), (vec![n * 65537], 0), (vec![3, n * 2], 1)] {
+        let ctx = format!("{ctx} all_to_all {shape:?} along {dim}");
+        let s = Shards::even(dtype, &shape, g.devices(), Range::General, r);
+        let out = g.all_to_all(&s.tensors, dim).expect(&ctx);
+        let part = shape[dim] / n;
+        let part_shape = with_dim(&shape, dim, part);
+        for (j, (t, &d)) in out.iter().zip(g.devices()).enumerate() {
+            let parts: Vec<Vec<f64>> =
+                s.vals.iter().map(|v| ref_narrow(v, &shape, dim, j * part, part)).collect();
+            let parts: Vec<(&[f64], &[usize])> = parts.iter().map(|p| (&p[..], &part_shape[..])).collect();
+            check_exact(t, d, &shape, &ref_concat(&parts, dim), &format!("{ctx}: on {d}"));
+        }
+        s.assert_untouched(&ctx);
     }
 }
 

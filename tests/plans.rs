@@ -219,6 +219,13 @@ fn a_one_or_two_shot_collective_of_cuda_devices_is_one_call_and_no_hop() {
         let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
         assert_eq!(ks, [(CUDA0, name, inputs)], "{plan}");
     }
+    // all_to_all has one form: along contiguous parts, one call whatever the algorithm.
+    for algo in [Algorithm::Auto, Algorithm::Star, Algorithm::Ring] {
+        let plan = g.using(algo).plan(CollectiveKind::AllToAll, [999], DType::BF16).unwrap();
+        assert!(plan.hops.is_empty(), "{plan}");
+        let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+        assert_eq!(ks, [(CUDA0, "collective cuda all_to_all", 3)], "{plan}");
+    }
     let plan = g.using(Algorithm::TwoShot).plan(CollectiveKind::AllReduce, [999], DType::BF16).unwrap();
     assert_eq!(plan.algorithm, Some(Algorithm::TwoShot), "{plan}");
     assert!(plan.hops.is_empty(), "{plan}");

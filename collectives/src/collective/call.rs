@@ -201,6 +201,16 @@ mod cuda {
         Ok(call(group, pull, shards, &everywhere(group, &joined)))
     }
 
+    /// The all_to_all along `dim` as one call: member j joins part j (`part` long along `dim`) of
+    /// every shard, read in place, into its output, in shard order. `dim` must cut the shards into
+    /// contiguous parts.
+    pub(crate) fn all_to_all(group: &DeviceGroup, shards: &[Tensor], dim: usize, part: usize) -> Vec<Tensor> {
+        let shape = shards[0].shape();
+        let join = Kernel::concat(shape, vec![part; shards.len()], dim);
+        let pull = Pull::AllToAll { join, part: shape.with_dim(dim, part).numel() };
+        call(group, pull, shards, &everywhere(group, shape))
+    }
+
     /// The broadcast of `t` from member `root` of `algo` as one call: the star (the root copies
     /// it into every other member's output in one launch), else the one-shot (every other member
     /// copies it). Entry `root` of the result is `t` itself.
@@ -221,6 +231,6 @@ mod cuda {
 
 #[cfg(feature = "cuda")]
 pub(crate) use cuda::{
-    all_gather as cuda_all_gather, all_reduce as cuda_all_reduce, broadcast as cuda_broadcast,
-    native as cuda_native, reduce_scatter as cuda_reduce_scatter,
+    all_gather as cuda_all_gather, all_reduce as cuda_all_reduce, all_to_all as cuda_all_to_all,
+    broadcast as cuda_broadcast, native as cuda_native, reduce_scatter as cuda_reduce_scatter,
 };

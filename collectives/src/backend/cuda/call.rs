@@ -5,7 +5,8 @@
 //!   every member's result is bitwise identical;
 //! - reduce_scatter: member i folds only its part of every shard (the same window of each input);
 //! - all_gather: member i copies every shard into its place in its own output (no concat after);
-//! - broadcast: every member but the root copies the root's tensor (a peer copy).
+//! - broadcast: every member but the root copies the root's tensor (a peer copy);
+//! - all_to_all: member i copies part i of every shard into its place in its own output.
 //!
 //! The star is one call too, issued by one member (the leader, or a broadcast's root) for all:
 //! its launch reads every shard in place and writes every member's output in place — the fold
@@ -66,6 +67,9 @@ pub(crate) enum Pull {
     TwoShot { fold: Kernel, len: usize },
     /// Member i runs the reduce over elements `[i * part, (i + 1) * part)` of every input.
     ReduceScatter { fold: Kernel, part: usize },
+    /// Member i runs the concat over elements `[i * part, (i + 1) * part)` of every input: part i
+    /// of each shard placed in its output, in shard order.
+    AllToAll { join: Kernel, part: usize },
     /// Every member runs the concat (a placement of each input in its output, by copy).
     AllGather { join: Kernel, len: usize },
     /// Every member but `root` copies the one input (the root's tensor, a peer copy on the
@@ -91,6 +95,7 @@ impl MultiKernel for CudaCall {
             Pull::ReduceScatter { .. } => "reduce_scatter",
             Pull::AllGather { .. } => "all_gather",
             Pull::Broadcast { .. } => "broadcast",
+            Pull::AllToAll { .. } => "all_to_all",
         };
         format!("cuda {what}")
     }
@@ -116,7 +121,10 @@ impl MultiKernel for CudaCall {
                 Pull::AllReduce { fold: k, len } | Pull::AllGather { join: k, len } => {
                     kernel(&dev, k, inputs, OutSpec { dtype, len: *len })?
                 }
-                Pull::ReduceScatter { fold, part } => window(&dev, fold, inputs, i, *part)?,
+                Pull::ReduceScatter { fold, part } => window(&dev, fold, inputs, (i, *part), *part)?,
+                Pull::AllToAll { join, part } => {
+                    window(&dev, join, inputs, (i, *part), *part * inputs.len())?
+                }
                 Pull::TwoShot { .. } | Pull::Star { .. } => unreachable!("issued above"),
                 Pull::Broadcast { root } if i == *root => continue,
                 Pull::Broadcast { root } => super::copy::dtod(&*member(self.devices[*root])?, inputs[0], d)?,
@@ -350,15 +358,22 @@ fn kernel(dev: &CudaDevice, k: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Res
     launch::compute(dev, k, inputs, out)
 }
 
-/// Member `i`'s part (`part` elements from `i * part`) of `fold` over `inputs`, read where they
-/// lie, the kernel contract checked for that window first.
-fn window(dev: &CudaDevice, fold: &Kernel, inputs: &[&Buffer], i: usize, part: usize) -> Result<Buffer> {
-    let out = OutSpec { dtype: inputs[0].dtype, len: part };
+/// `k` on `dev` over part `i` of every input (`part` elements from `i * part`, read where they
+/// lie) into `len` elements, the kernel contract checked for that window first: member i's fold of
+/// a reduce_scatter, its join of an all_to_all.
+fn window(
+    dev: &CudaDevice,
+    k: &Kernel,
+    inputs: &[&Buffer],
+    (i, part): (usize, usize),
+    len: usize,
+) -> Result<Buffer> {
+    let out = OutSpec { dtype: inputs[0].dtype, len };
     let start = i.checked_mul(part).ok_or_else(|| {
-        Error::internal(format!("reduce_scatter on {}", dev.device), format!("part {i} of {part} overflows"))
+        Error::internal(format!("{} on {}", k.name(), dev.device), format!("part {i} of {part} overflows"))
     })?;
-    fold.check_from(dev.device, inputs, start, out)?;
-    launch::compute_from(dev, fold, inputs, start, out)
+    k.check_from(dev.device, inputs, start, out)?;
+    launch::compute_from(dev, k, inputs, start, out)
 }
 
 #[cfg(test)]
