@@ -130,9 +130,7 @@ fn others_on(groups: Vec<DeviceGroup>, algo: Algorithm) {
             }
             all_gather(&g, dtype, &mut r, &ctx);
             broadcast(&g, dtype, &mut r, &ctx);
-            if algo == Algorithm::OneShot {
-                all_to_all(&g, dtype, &mut r, &ctx); // one form, whatever the algorithm
-            }
+            all_to_all(&g, dtype, &mut r, &ctx);
         }
     }
 }
@@ -178,8 +176,9 @@ fn all_gather(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
     }
 }
 
-/// Parts of 1, 7 rows of 3 and 65537 elements along dim 0 (one call: member j copies part j of
-/// every shard), and of 2 columns along dim 1 (no contiguous parts: the graph's hops and joins).
+/// Parts of 1, 7 rows of 3 and 65537 elements along dim 0 (one call: the leader's launches copy
+/// every part, or member j copies part j of every shard), and of 2 columns along dim 1 (no
+/// contiguous parts: the graph's hops and joins).
 fn all_to_all(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
     let n = g.size();
     for (shape, dim) in [(vec![n], 0), (vec![n * 7, 3], 0), (vec![n * 65537], 0), (vec![3, n * 2], 1)] {
@@ -216,14 +215,15 @@ fn broadcast(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
 
 #[test]
 fn the_automatic_choice_takes_one_call_where_nccl_cannot_run() {
-    use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
+    use CollectiveKind::{AllGather, AllReduce, AllToAll, Broadcast, ReduceScatter};
     for g in groups() {
-        for kind in [AllReduce, ReduceScatter, AllGather, Broadcast] {
+        for kind in [AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll] {
             let plan = g.plan(kind, [1024 * g.size()], DType::F32).expect("plan");
             let nccl = plan.algorithm == Some(Algorithm::Nccl);
             // A small all_reduce takes the star, and so do the others on three or more devices
             // (`choose_without_nccl`); either is one call.
-            let star = kind == AllReduce || g.size() > 2;
+            // (all_to_all: on logical devices of one GPU; across GPUs each member pulls its parts.)
+            let star = kind == AllReduce || (g.size() > 2 && (kind != AllToAll || on_one_gpu(g.devices())));
             let want = if star { Algorithm::Star } else { Algorithm::OneShot };
             assert!(
                 nccl || plan.algorithm == Some(want),
@@ -248,7 +248,7 @@ fn the_automatic_choice_takes_one_call_where_nccl_cannot_run() {
             "{:?}: a large all_reduce runs NCCL or {want}\n{plan}",
             g.devices()
         );
-        for kind in [ReduceScatter, AllGather, Broadcast] {
+        for kind in [ReduceScatter, AllGather, Broadcast, AllToAll] {
             let plan = g.plan(kind, [numel * g.size()], DType::F32).expect("plan");
             let want = Algorithm::OneShot;
             assert!(

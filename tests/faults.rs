@@ -84,6 +84,7 @@ const CASES: &[(Coll, Algorithm)] = &[
     (Coll::Scatter, Algorithm::Star),
     (Coll::Gather, Algorithm::Star),
     (Coll::AllToAll, Algorithm::Star),
+    (Coll::AllToAll, Algorithm::OneShot),
     (Coll::AllReduceCoalesced, Algorithm::Star),
     (Coll::AllReduceCoalesced, Algorithm::Ring),
     (Coll::BroadcastCoalesced, Algorithm::Star),

@@ -219,12 +219,23 @@ fn a_one_or_two_shot_collective_of_cuda_devices_is_one_call_and_no_hop() {
         let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
         assert_eq!(ks, [(CUDA0, name, inputs)], "{plan}");
     }
-    // all_to_all has one form: along contiguous parts, one call whatever the algorithm.
-    for algo in [Algorithm::Auto, Algorithm::Star, Algorithm::Ring] {
+    // all_to_all along contiguous parts: one call, the star or the one-shot (for any other
+    // setting); Auto takes the star on logical devices of one GPU below ONE_GPU_STAR_MAX_BYTES.
+    let auto = if on_one_gpu(&devices) { Algorithm::Star } else { Algorithm::OneShot };
+    for (algo, want) in [
+        (Algorithm::Auto, auto),
+        (Algorithm::Star, Algorithm::Star),
+        (Algorithm::OneShot, Algorithm::OneShot),
+        (Algorithm::Ring, Algorithm::OneShot),
+        (Algorithm::Nccl, Algorithm::OneShot),
+    ] {
         let plan = g.using(algo).plan(CollectiveKind::AllToAll, [999], DType::BF16).unwrap();
+        assert_eq!(plan.algorithm, Some(want), "{algo}: {plan}");
         assert!(plan.hops.is_empty(), "{plan}");
+        let star = if want == Algorithm::Star { "star " } else { "" };
+        let name = format!("collective cuda {star}all_to_all");
         let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
-        assert_eq!(ks, [(CUDA0, "collective cuda all_to_all", 3)], "{plan}");
+        assert_eq!(ks, [(CUDA0, name.as_str(), 3)], "{plan}");
     }
     let plan = g.using(Algorithm::TwoShot).plan(CollectiveKind::AllReduce, [999], DType::BF16).unwrap();
     assert_eq!(plan.algorithm, Some(Algorithm::TwoShot), "{plan}");
@@ -293,7 +304,9 @@ fn choose_is_the_documented_expression() {
             );
         }
     }
-    assert_eq!(choose(CollectiveKind::AllToAll, &cudas, big), Algorithm::Ring, "no NCCL form");
+    let all_to_all = if on_one_gpu(&cudas) { Algorithm::Star } else { Algorithm::OneShot };
+    assert_eq!(choose(CollectiveKind::AllToAll, &cudas, big), all_to_all, "no NCCL form: one call");
+    assert_eq!(choose(CollectiveKind::AllToAll, &two, 1), Algorithm::OneShot, "no NCCL form: one call");
     assert_eq!(choose(CollectiveKind::Broadcast, &two, big), Algorithm::OneShot, "one peer copy");
     if on_one_gpu(&cudas) {
         // Logical devices of one GPU (`COLLECTIVES_CUDA_DEVICES=0,0,0`): the star all_reduce and

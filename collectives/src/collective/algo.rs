@@ -53,7 +53,8 @@ impl CollectiveKind {
         )
     }
 
-    /// Whether the algorithm setting applies (the others have one form).
+    /// Whether the algorithm setting applies (the others have one form; all_to_all takes it on a
+    /// group of CUDA devices, [`DeviceGroup::algorithm_for`](crate::DeviceGroup::algorithm_for)).
     pub fn takes_algorithm(self) -> bool {
         self.has_nccl_form()
     }
@@ -61,7 +62,9 @@ impl CollectiveKind {
 
 /// The algorithm a collective runs. `reduce`, `all_reduce`, `broadcast`, `all_gather` and
 /// `reduce_scatter` take it; `gather`, `scatter`, `scatter_sizes` and `all_to_all` have one form
-/// (each part sent straight to where it goes) and ignore it.
+/// (each part sent straight to where it goes) and ignore it — except `all_to_all` on a group of
+/// CUDA devices, one call that takes `Star` or `OneShot` (any other setting runs the one-shot;
+/// [`DeviceGroup::algorithm_for`](crate::DeviceGroup::algorithm_for)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// Let [`choose`] decide from the group and the message size.
@@ -71,12 +74,13 @@ pub enum Algorithm {
     /// An `all_reduce` or `reduce_scatter` of a group mixing CUDA and Vulkan folds on its first
     /// CUDA device where the leader is a Vulkan device
     /// ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)). On a group of CUDA devices
-    /// (peers, or virtual devices of one GPU) `all_reduce`, `all_gather`, `broadcast` and
-    /// `reduce_scatter` (along contiguous parts) are one multi-device call each: the leader's
-    /// (the root's) launch reads every shard in place and writes the result straight into every
-    /// member's output — the fold, the join (one more launch copies it out), the root's tensor,
-    /// the fold's parts (folded whole, then one launch copies each part out) — and a member whose
-    /// memory it cannot write copies the leader's output.
+    /// (peers, or virtual devices of one GPU) `all_reduce`, `all_gather`, `broadcast`,
+    /// `reduce_scatter` and `all_to_all` (along contiguous parts) are one multi-device call each:
+    /// the leader's (the root's) launch reads every shard in place and writes the result straight
+    /// into every member's output — the fold, the join (one more launch copies it out), the root's
+    /// tensor, the fold's parts (folded whole, then one launch copies each part out), every part
+    /// of every shard (16 a launch) — and a member whose memory it cannot write copies the
+    /// leader's output (joins its own parts).
     Star,
     /// Chunked ring: reduce_scatter then all_gather, each chunk hopping device to device, so every
     /// link carries 2(n-1)/n of the message instead of the leader's links carrying all of it.
@@ -88,7 +92,8 @@ pub enum Algorithm {
     /// bitwise identical and nothing hops. On a group of CUDA devices (peers, or virtual devices
     /// of one GPU) it is one multi-device call, and `reduce_scatter` (each member folds its part
     /// of every shard, along an outermost `dim`), `all_gather` (each member places every shard in
-    /// its output) and `broadcast` (each member copies the root's tensor) take it too. Members
+    /// its output), `broadcast` (each member copies the root's tensor) and `all_to_all` (each
+    /// member copies its part of every shard) take it too. Members
     /// that cannot read each other's memory get copies first. On other groups with a GPU,
     /// `all_gather` takes it too: each member joins every shard itself, each copied straight into
     /// its place where the pair allows (a group of host devices runs one call for every
@@ -210,8 +215,9 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 /// through dependent steps in that same memory — on 3, 4 and 8 virtual devices of one H200
 /// (`bench/gpu/32-one-gpu-reduce`, run a) 1.5–5.5 × faster from 4 KiB to 256 MiB per shard (on
 /// eight, 571–581 µs against the ring's 1440 at 256 MiB). On three or more, the star
-/// reduce_scatter, broadcast and all_gather below [`ONE_GPU_STAR_MAX_BYTES`], the one-shot from
-/// it; on two, the one-shot, as below.
+/// reduce_scatter, broadcast, all_gather and all_to_all below [`ONE_GPU_STAR_MAX_BYTES`], the
+/// one-shot from it; on two, the one-shot, as below. (The star all_to_all's launches copy 16
+/// parts each, where the one-shot launches once per member.)
 ///
 /// On two or more CUDA devices of more than one GPU, one multi-device call where one is measured
 /// faster:
@@ -228,7 +234,9 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 ///   against 12.3–14.0, reduce_scatter 16.6–22.0 against 18.6–22.2);
 /// - all_gather: [`Algorithm::OneShot`] on two devices or from [`RING_MIN_BYTES`] per shard, else
 ///   [`Algorithm::Star`] (one call: the leader's concat and one launch copying it out; 16.7–28.7
-///   µs up to 1 MiB on 4 and 8 virtual devices against the one-shot's 29.4–62.6, run d).
+///   µs up to 1 MiB on 4 and 8 virtual devices against the one-shot's 29.4–62.6, run d);
+/// - all_to_all (one call along contiguous parts): [`Algorithm::OneShot`] (each member copies
+///   its part of every shard over its own links).
 ///
 /// On a CUDA device and a host device, all_gather: [`Algorithm::OneShot`] from
 /// [`ALL_GATHER_IN_PLACE_MIN_BYTES`] per shard (each member joins the other's shard).
@@ -248,7 +256,7 @@ pub fn choose_without_nccl(kind: CollectiveKind, devices: &[Device], bytes: usiz
 /// [`choose_without_nccl`] on `n` (two or more) CUDA devices, all logical devices of one GPU or
 /// not (`one_gpu`); `None` for what [`choose_native`] decides.
 fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> Option<Algorithm> {
-    use CollectiveKind::{AllGather, AllReduce, Broadcast, Reduce, ReduceScatter};
+    use CollectiveKind::{AllGather, AllReduce, AllToAll, Broadcast, Reduce, ReduceScatter};
     // Devices sharing one GPU's memory and multiprocessors: the all_reduce's one pass on the
     // leader moves the least memory at every size, the others' one launch wins up to
     // ONE_GPU_STAR_MAX_BYTES moved; across GPUs the star only while launches dominate. The
@@ -266,6 +274,8 @@ fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> O
         AllReduce | ReduceScatter | Broadcast => Algorithm::OneShot,
         AllGather if n > 2 && one_gpu && star => Algorithm::Star,
         AllGather if n == 2 || one_gpu || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
+        AllToAll if n > 2 && one_gpu && star => Algorithm::Star,
+        AllToAll => Algorithm::OneShot,
         _ => return None,
     })
 }
@@ -313,7 +323,7 @@ mod tests {
     use super::*;
 
     /// On logical devices of one GPU: the star all_reduce and reduce at every size; on three or more the
-    /// star reduce_scatter, broadcast and all_gather below ONE_GPU_STAR_MAX_BYTES (the
+    /// star reduce_scatter, broadcast, all_gather and all_to_all below ONE_GPU_STAR_MAX_BYTES (the
     /// all_gather's gathered), the one-shot from it; on two those three as across GPUs (the
     /// one-shot). Across GPUs the thresholds hold.
     #[test]
@@ -344,6 +354,12 @@ mod tests {
         assert_eq!(across(AllGather, 3, RING_MIN_BYTES), Some(Algorithm::OneShot));
         assert_eq!(across(AllGather, 2, 1), Some(Algorithm::OneShot));
         for bytes in sizes {
+            for n in [2, 3, 8] {
+                let want = if n > 2 && bytes < top { Algorithm::Star } else { Algorithm::OneShot };
+                assert_eq!(cuda_choice(CollectiveKind::AllToAll, n, bytes, true), Some(want), "{n} {bytes}");
+                let across = cuda_choice(CollectiveKind::AllToAll, n, bytes, false);
+                assert_eq!(across, Some(Algorithm::OneShot), "{n} {bytes}");
+            }
             assert_eq!(cuda_choice(CollectiveKind::Reduce, 3, bytes, true), Some(Algorithm::Star), "{bytes}");
             assert_eq!(cuda_choice(CollectiveKind::Reduce, 3, bytes, false), None, "choose_native's");
         }

@@ -190,14 +190,16 @@ impl DeviceGroup {
     /// Each shard cut along `dim` into `size()` equal parts; device j receives part j of every
     /// shard, joined along `dim` in shard order. `dim` must split evenly. On a group of CUDA
     /// devices, where the parts are contiguous (every dim before `dim` is 1), one multi-device
-    /// call: each member copies its part of every shard, read in place, into its output.
+    /// call: the star (the leader's launches copy every part into its place) or the one-shot
+    /// (each member copies its part of every shard, read in place, into its output).
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";
         let (n, part) = (self.size(), even_part("all_to_all", shards[0].shape(), dim, self.size(), hint)?);
         #[cfg(feature = "cuda")]
         if call::cuda_native(self) && contiguous_along(&shards[0], dim) {
-            return Ok(call::cuda_all_to_all(self, shards, dim, part));
+            let algo = self.pick(CollectiveKind::AllToAll, shards[0].nbytes(), false)?;
+            return Ok(call::cuda_all_to_all(self, shards, (dim, part), algo));
         }
         let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
         let mut hops = Hops::default();

@@ -201,13 +201,25 @@ mod cuda {
         Ok(call(group, pull, shards, &everywhere(group, &joined)))
     }
 
-    /// The all_to_all along `dim` as one call: member j joins part j (`part` long along `dim`) of
-    /// every shard, read in place, into its output, in shard order. `dim` must cut the shards into
-    /// contiguous parts.
-    pub(crate) fn all_to_all(group: &DeviceGroup, shards: &[Tensor], dim: usize, part: usize) -> Vec<Tensor> {
+    /// The all_to_all along `dim` (parts `part` long) of `algo` as one call: the star (the
+    /// leader's launches copy part j of every shard into member j's output), else the one-shot
+    /// (member j joins part j of every shard, read in place, into its output). Either way the
+    /// parts are in shard order. `dim` must cut the shards into contiguous parts.
+    pub(crate) fn all_to_all(
+        group: &DeviceGroup,
+        shards: &[Tensor],
+        (dim, part): (usize, usize),
+        algo: Algorithm,
+    ) -> Vec<Tensor> {
         let shape = shards[0].shape();
         let join = Kernel::concat(shape, vec![part; shards.len()], dim);
-        let pull = Pull::AllToAll { join, part: shape.with_dim(dim, part).numel() };
+        let len = shape.with_dim(dim, part).numel();
+        let pull = match algo {
+            Algorithm::Star => {
+                Pull::Star { of: CollectiveKind::AllToAll, kernel: join, len, root: group.leader_index() }
+            }
+            _ => Pull::AllToAll { join, part: len },
+        };
         call(group, pull, shards, &everywhere(group, shape))
     }
 

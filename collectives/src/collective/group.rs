@@ -119,12 +119,18 @@ impl DeviceGroup {
     }
 
     /// The algorithm collective `kind` runs on this group for `bytes` per shard: the group's
-    /// setting, or [`choose`]; collectives with one form (gather, scatter, all_to_all) always
-    /// report [`Algorithm::Star`].
+    /// setting, or [`choose`]. An all_to_all of two or more CUDA devices (one call, along
+    /// contiguous parts) runs the star or the one-shot — any other setting the one-shot; the
+    /// collectives with one form (gather, scatter, all_to_all elsewhere) always report
+    /// [`Algorithm::Star`].
     pub fn algorithm_for(&self, kind: CollectiveKind, bytes: usize) -> Algorithm {
+        let cuda_all_to_all =
+            cfg!(feature = "cuda") && kind == CollectiveKind::AllToAll && self.size() >= 2 && self.all_cuda();
         match self.algorithm {
-            _ if !kind.takes_algorithm() => Algorithm::Star,
+            _ if !kind.takes_algorithm() && !cuda_all_to_all => Algorithm::Star,
             Algorithm::Auto => choose(kind, &self.devices, bytes),
+            Algorithm::Star => Algorithm::Star,
+            _ if cuda_all_to_all => Algorithm::OneShot,
             a => a,
         }
     }

@@ -12,7 +12,8 @@
 //! its launch reads every shard in place and writes every member's output in place — the fold
 //! (one launch, bitwise the same on every member since it is computed once), the join (then one
 //! launch copying it out), the root's tensor (one launch); a reduce_scatter folds into a buffer
-//! of the leader's and one launch copies each part out. One launch where the one-shot takes one
+//! of the leader's and one launch copies each part out; an all_to_all's launches copy every part
+//! of every shard into its place (16 parts a launch). One launch where the one-shot takes one
 //! per member: that is what a small message costs.
 //!
 //! CUDA devices read each other in place (two logical devices of one GPU share its memory; two
@@ -41,7 +42,7 @@ use std::sync::Arc;
 use super::device::{self, CudaDevice};
 use super::event::{issue_flagged, wait_on};
 use super::launch;
-use super::memory::{DevAlloc, Event, device_buffer, record};
+use super::memory::{DevAlloc, Event, alloc_of, await_on, device_buffer, record};
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::collective::CollectiveKind;
 use crate::device::Device;
@@ -107,6 +108,9 @@ impl MultiKernel for CudaCall {
             Pull::TwoShot { fold, len } => return self.two_shot(fold, inputs, OutSpec { dtype, len: *len }),
             Pull::Star { of: CollectiveKind::ReduceScatter, kernel, len, root } => {
                 return self.star_scatter(kernel, inputs, OutSpec { dtype, len: *len }, *root);
+            }
+            Pull::Star { of: CollectiveKind::AllToAll, kernel, len, root } => {
+                return self.star_all_to_all(kernel, inputs, *len, *root);
             }
             Pull::Star { of, kernel, len, root } => {
                 let skip = (*of == CollectiveKind::Broadcast).then_some(*root);
@@ -222,6 +226,36 @@ impl CudaCall {
             .collect()
     }
 
+    /// The star all_to_all: member `root`'s launches copy part j (`part` elements from `j * part`)
+    /// of every input into its place in member j's output, [`launch::MAXK`] parts a launch; a
+    /// member whose memory the root cannot write joins its parts itself (`join` from `j * part`).
+    fn star_all_to_all(
+        &self,
+        join: &Kernel,
+        inputs: &[&Buffer],
+        part: usize,
+        root: usize,
+    ) -> Result<Vec<Arc<Buffer>>> {
+        let (devs, hub) = self.with_root(root)?;
+        let hub = &*hub;
+        let out = OutSpec { dtype: inputs[0].dtype, len: part * inputs.len() };
+        // Reading the last part checks that every input holds all of them.
+        join.check_from(hub.device, inputs, part * inputs.len().saturating_sub(1), out)?;
+        let size = out.dtype.size();
+        let dsts = written_by(hub, &devs.iter().collect::<Vec<_>>(), out.len * size)?;
+        let reached: Vec<(usize, &DevAlloc)> =
+            dsts.iter().enumerate().filter_map(|(j, d)| d.as_deref().map(|d| (j, d))).collect();
+        let event = place_parts(hub, inputs, &reached, part * size)?;
+        devs.iter()
+            .zip(dsts)
+            .enumerate()
+            .map(|(j, (dev, d))| match d {
+                Some(d) => Ok(Arc::new(device_buffer(out.dtype, out.len, d, event.clone(), &hub.compute))),
+                None => window(dev, join, inputs, (j, part), out.len).map(Arc::new),
+            })
+            .collect()
+    }
+
     /// Every member's device, and member `root`'s.
     fn with_root(&self, root: usize) -> Result<(Vec<Arc<CudaDevice>>, Arc<CudaDevice>)> {
         let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
@@ -315,6 +349,47 @@ fn gather_parts(
     let event = record(stream, dev.device)?;
     for (_, (theirs, _)) in others() {
         theirs.note_use(stream, &event);
+    }
+    Ok(event)
+}
+
+/// `hub`'s launches copying, for each `(j, output)` of `dsts`, part j of every input (`bytes` from
+/// `j * bytes`) to `i * bytes` of the output for input i — each output on the hub or a device it
+/// writes in place ([`launch::reaches`]); inputs it cannot read are copied over first. Returns the
+/// event that completes them all; every input and output notes the use.
+fn place_parts(
+    hub: &CudaDevice,
+    inputs: &[&Buffer],
+    dsts: &[(usize, &DevAlloc)],
+    bytes: usize,
+) -> Result<Arc<Event>> {
+    let copied = launch::peer_inputs(hub, inputs)?;
+    let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
+    let stream = &hub.compute;
+    let allocs = inputs.iter().map(|b| alloc_of(b, "all_to_all")).collect::<Result<Vec<_>>>()?;
+    for b in &inputs {
+        await_on(stream, b, hub.device)?;
+    }
+    let b = bytes as u64;
+    let segs: Vec<launch::Seg> = (dsts.iter())
+        .flat_map(|&(j, d)| {
+            allocs.iter().enumerate().map(move |(i, a)| (a.ptr() + j as u64 * b, d.ptr() + i as u64 * b, b))
+        })
+        .collect();
+    let l = launch::Launcher::new(hub, stream).writing(dsts.iter().map(|(_, d)| d.device()));
+    // SAFETY: every input holds its parts (checked by the caller) and is read in place on this
+    // device or was copied here; each output holds one part per input, in memory this stream
+    // writes; the outputs are distinct allocations, and all note this stream's use below.
+    let issued = issue_flagged(hub, stream, |flag| unsafe { launch::copy_segments_flagged(&l, &segs, flag) });
+    let event = issued.inspect_err(|_| {
+        // Launches issued before the failure may still write the outputs: let them finish.
+        let _ = stream.synchronize();
+    })?;
+    for a in allocs {
+        a.note_use(stream, &event);
+    }
+    for (_, d) in dsts {
+        d.note_use(stream, &event);
     }
     Ok(event)
 }
