@@ -274,7 +274,7 @@ fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> O
         AllReduce | ReduceScatter | Broadcast => Algorithm::OneShot,
         AllGather if n > 2 && one_gpu && star => Algorithm::Star,
         AllGather if n == 2 || one_gpu || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
-        AllToAll if one_gpu && star => Algorithm::Star,
+        AllToAll if n > 2 && one_gpu && star => Algorithm::Star,
         AllToAll => Algorithm::OneShot,
         _ => return None,
     })
@@ -355,7 +355,7 @@ mod tests {
         assert_eq!(across(AllGather, 2, 1), Some(Algorithm::OneShot));
         for bytes in sizes {
             for n in [2, 3, 8] {
-                let want = if bytes < top { Algorithm::Star } else { Algorithm::OneShot };
+                let want = if n > 2 && bytes < top { Algorithm::Star } else { Algorithm::OneShot };
                 assert_eq!(cuda_choice(CollectiveKind::AllToAll, n, bytes, true), Some(want), "{n} {bytes}");
                 let across = cuda_choice(CollectiveKind::AllToAll, n, bytes, false);
                 assert_eq!(across, Some(Algorithm::OneShot), "{n} {bytes}");
