@@ -6,9 +6,10 @@
 //! the two-shot all_reduce (each member folds its part, then copies the others') the same way, at
 //! sizes that leave members without a part and at one that gives every member an uneven one; the
 //! one-shot reduce_scatter, all_gather (uneven shards), broadcast (every root) and all_to_all,
-//! each one multi-device call, along outer and inner dims, and the same through the star (each one call of
-//! the leader or root; a reduce_scatter along a dim that does not cut contiguous parts goes
-//! through the graph); and the automatic choice taking them where NCCL cannot run. The one-shot
+//! each one multi-device call, along outer and inner dims, and the same through the star (each
+//! one call of the leader or root; a reduce_scatter or all_to_all along a dim that does not cut
+//! contiguous parts goes through the graph); and the automatic choice taking them where NCCL
+//! cannot run. The one-shot
 //! checks also run on virtual host devices.
 //!
 //! Skipped (and says so) without CUDA devices, and for group sizes the machine does not list;

@@ -310,8 +310,8 @@ fn choose_is_the_documented_expression() {
     assert_eq!(choose(CollectiveKind::Broadcast, &two, big), Algorithm::OneShot, "one peer copy");
     if on_one_gpu(&cudas) {
         // Logical devices of one GPU (`COLLECTIVES_CUDA_DEVICES=0,0,0`): the star all_reduce and
-        // reduce at every size, the others' below ONE_GPU_STAR_MAX_BYTES; `collective::algo`'s own test
-        // covers the whole expression on any machine.
+        // reduce at every size, the others' below ONE_GPU_STAR_MAX_BYTES; `collective::algo`'s
+        // own test covers the whole expression on any machine.
         let top = ONE_GPU_STAR_MAX_BYTES;
         for bytes in [1, CUDA_STAR_MAX_BYTES, top, TWO_SHOT_MIN_BYTES * 4] {
             assert_eq!(choose_without_nccl(AR, &cudas, bytes), Algorithm::Star, "{bytes}");

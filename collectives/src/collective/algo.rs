@@ -93,11 +93,11 @@ pub enum Algorithm {
     /// of one GPU) it is one multi-device call, and `reduce_scatter` (each member folds its part
     /// of every shard, along an outermost `dim`), `all_gather` (each member places every shard in
     /// its output), `broadcast` (each member copies the root's tensor) and `all_to_all` (each
-    /// member copies its part of every shard) take it too. Members
-    /// that cannot read each other's memory get copies first. On other groups with a GPU,
-    /// `all_gather` takes it too: each member joins every shard itself, each copied straight into
-    /// its place where the pair allows (a group of host devices runs one call for every
-    /// algorithm). The other collectives run the star for it.
+    /// member copies its part of every shard) take it too. Members that cannot read each other's
+    /// memory get copies first. On other groups with a GPU, `all_gather` takes it too: each
+    /// member joins every shard itself, each copied straight into its place where the pair allows
+    /// (a group of host devices runs one call for every algorithm). The other collectives run the
+    /// star for it.
     OneShot,
     /// `all_reduce` in two steps of one multi-device call, on a group of CUDA devices: member i
     /// folds part i of every shard into its own output (a reduce_scatter in place), then, once
@@ -326,10 +326,10 @@ pub fn nccl_available() -> bool {
 mod tests {
     use super::*;
 
-    /// On logical devices of one GPU: the star all_reduce and reduce at every size; on three or more the
-    /// star reduce_scatter, broadcast, all_gather and all_to_all below ONE_GPU_STAR_MAX_BYTES (the
-    /// all_gather's gathered), the one-shot from it; on two those three as across GPUs (the
-    /// one-shot). Across GPUs the thresholds hold.
+    /// On logical devices of one GPU: the star all_reduce and reduce at every size; on three or
+    /// more the star reduce_scatter, broadcast, all_gather and all_to_all below
+    /// ONE_GPU_STAR_MAX_BYTES (the all_gather's gathered), the one-shot from it; on two those four
+    /// as across GPUs (the one-shot). Across GPUs the thresholds hold.
     #[test]
     fn one_gpu_takes_the_star_where_it_moves_least() {
         use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
