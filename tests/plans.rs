@@ -504,3 +504,20 @@ fn a_host_star_collective_is_one_call_on_the_leader() {
     let plan = with_gpu.plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
     assert!(plan.kernels.iter().all(|k| !k.op.starts_with("collective")), "{plan}");
 }
+
+/// gather, scatter and all_to_all have one form outside groups of CUDA devices: the plan reports
+/// the star whatever the group's setting, and the all_to_all of a mixed group is hops, not a call.
+#[test]
+fn collectives_of_one_form_report_the_star_whatever_the_setting() {
+    let vk3 = DeviceGroup::new(vec![VK0, Device::Vulkan(1), Device::Vulkan(2)]).unwrap();
+    let cpus = DeviceGroup::new((0..4).map(Device::Cpu).collect()).unwrap();
+    for g in [mixed(), vk3, cpus] {
+        for algo in [Algorithm::Auto, Algorithm::Star, Algorithm::Ring, Algorithm::OneShot, Algorithm::Nccl] {
+            for kind in [CollectiveKind::Gather, CollectiveKind::Scatter, CollectiveKind::AllToAll] {
+                let plan = g.using(algo).plan(kind, [g.size() * 4], DType::F32).unwrap();
+                assert_eq!(plan.algorithm, Some(Algorithm::Star), "{g} {algo} {kind:?}: {plan}");
+                assert!(plan.kernels.iter().all(|k| !k.op.starts_with("collective cuda")), "{plan}");
+            }
+        }
+    }
+}
