@@ -203,6 +203,34 @@ fn scatter_sizes_with_uneven_and_zero_parts() {
     });
 }
 
+/// Sizes where the host all_to_all call works in parallel: members side by side (four 8 MiB
+/// shards along dim 0, 32 MiB of outputs) and rows side by side (300 rows of four parts of 256
+/// bytes along dim 1), in f32 and u8, every element against the reference.
+#[test]
+fn a_large_all_to_all_of_host_devices_moves_every_element() {
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    let g = cpu_group(4);
+    for dtype in [DType::F32, DType::U8] {
+        let wide = 1024 / dtype.size();
+        for (shape, dim) in [(vec![(8 << 20) / dtype.size()], 0), (vec![300, wide], 1)] {
+            let ctx = format!("seed {seed}: {dtype} shape {shape:?} dim {dim}");
+            let s = Shards::even(dtype, &shape, g.devices(), Range::General, &mut r);
+            let got = g.all_to_all(&s.tensors, dim).expect(&ctx);
+            let part = shape[dim] / 4;
+            let part_shape = with_dim(&shape, dim, part);
+            for (j, (t, &d)) in got.iter().zip(g.devices()).enumerate() {
+                let pieces: Vec<Vec<f64>> =
+                    s.vals.iter().map(|v| ref_narrow(v, &shape, dim, j * part, part)).collect();
+                let parts: Vec<(&[f64], &[usize])> =
+                    pieces.iter().map(|p| (p.as_slice(), part_shape.as_slice())).collect();
+                check_exact(t, d, &shape, &ref_concat(&parts, dim), &format!("{ctx} device {j}"));
+            }
+            s.assert_untouched(&ctx);
+        }
+    }
+}
+
 #[test]
 fn all_to_all_sends_part_j_of_every_shard_to_device_j() {
     each_case(|c| {

@@ -191,7 +191,8 @@ impl DeviceGroup {
     /// shard, joined along `dim` in shard order. `dim` must split evenly. On a group of CUDA
     /// devices, where the parts are contiguous (every dim before `dim` is 1), one multi-device
     /// call: the star (the leader's launches copy every part into its place) or the one-shot
-    /// (each member copies its part of every shard, read in place, into its output).
+    /// (each member copies its part of every shard, read in place, into its output). On a group
+    /// of host devices, one call too: each member's output written in one pass over its parts.
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";
@@ -200,6 +201,9 @@ impl DeviceGroup {
         if call::cuda_native(self) && contiguous_along(&shards[0], dim) {
             let algo = self.pick(CollectiveKind::AllToAll, shards[0].nbytes(), false)?;
             return Ok(call::cuda_all_to_all(self, shards, (dim, part), algo));
+        }
+        if call::host_star(self) {
+            return Ok(call::host_all_to_all(self, shards, dim, part));
         }
         let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
         let mut hops = Hops::default();

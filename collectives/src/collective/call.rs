@@ -1,6 +1,6 @@
 //! Collectives issued as one multi-device call: an `Op::Collective` node over the shards and one
 //! `Op::Part` node per output, the shape shared by NCCL calls and the host star (all_reduce,
-//! all_gather and reduce_scatter of a group of host devices).
+//! all_gather and reduce_scatter of a group of host devices; its all_to_all too).
 //!
 //! A realize whose targets are the parts of one call with its inputs in place issues the call
 //! directly, without the graph pass and the schedule (`exec/direct.rs`); that is why a call is
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::{DeviceGroup, ReduceOp};
 use crate::backend::Kernel;
-use crate::backend::cpu::{HostReduceScatter, HostStar};
+use crate::backend::cpu::{HostAllToAll, HostReduceScatter, HostStar};
 use crate::device::Device;
 use crate::error::Result;
 use crate::graph::{CollectiveCall, MultiKernel, Op, Shape, Tensor};
@@ -110,6 +110,20 @@ pub(crate) fn host_reduce_scatter(
         part_len: out.numel(),
     };
     nodes(group, Arc::new(call), shards, &everywhere(group, &out))
+}
+
+/// The all_to_all over host devices along `dim` (parts `part` long) as one call: member j's output
+/// written in one pass over part j of every shard, read in place.
+pub(crate) fn host_all_to_all(
+    group: &DeviceGroup,
+    shards: &[Tensor],
+    dim: usize,
+    part: usize,
+) -> Vec<Tensor> {
+    let shape = shards[0].shape();
+    let (outer, _, inner) = shape.split_at_dim(dim);
+    let call = HostAllToAll { devices: group.devices().to_vec(), outer, part: part * inner };
+    nodes(group, Arc::new(call), shards, &everywhere(group, shape))
 }
 
 #[cfg(feature = "cuda")]

@@ -243,3 +243,24 @@ pub(crate) fn concat(inputs: &[&[u8]], mids: &[usize], out: &mut [u8], outer: us
         out.par_chunks_mut(row).enumerate().for_each(fill);
     }
 }
+
+/// Member `j`'s output of an all_to_all: in each of `outer` rows, part `j` (`part` bytes from
+/// `j * part` of the input's row) of every input, in input order. Every input's row and the
+/// output's hold one part per input.
+pub(crate) fn all_to_all_part(inputs: &[&[u8]], j: usize, out: &mut [u8], outer: usize, part: usize) {
+    let row = part * inputs.len();
+    if row == 0 {
+        return;
+    }
+    let fill = |(o, dst): (usize, &mut [u8])| {
+        for (i, x) in inputs.iter().enumerate() {
+            let (src, d) = (&x[o * row + j * part..][..part], &mut dst[i * part..][..part]);
+            if outer == 1 { copy_bytes(src, d) } else { d.copy_from_slice(src) }
+        }
+    };
+    if outer == 1 || out.len() < PAR_MIN_ELEMS * 4 {
+        out.chunks_mut(row).take(outer).enumerate().for_each(fill);
+    } else {
+        out.par_chunks_mut(row).take(outer).enumerate().for_each(fill);
+    }
+}
