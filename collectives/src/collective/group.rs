@@ -129,8 +129,7 @@ impl DeviceGroup {
         match self.algorithm {
             _ if !kind.takes_algorithm() && !cuda_all_to_all => Algorithm::Star,
             Algorithm::Auto => choose(kind, &self.devices, bytes),
-            Algorithm::Star => Algorithm::Star,
-            _ if cuda_all_to_all => Algorithm::OneShot,
+            a if cuda_all_to_all && a != Algorithm::Star => Algorithm::OneShot,
             a => a,
         }
     }
