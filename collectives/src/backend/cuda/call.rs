@@ -42,7 +42,7 @@ use std::sync::Arc;
 use super::device::{self, CudaDevice};
 use super::event::{issue_flagged, wait_on};
 use super::launch;
-use super::memory::{DevAlloc, Event, alloc_of, await_on, device_buffer, record};
+use super::memory::{DevAlloc, Event, device_buffer, record};
 use crate::backend::{Buffer, Kernel, OutSpec};
 use crate::collective::CollectiveKind;
 use crate::device::Device;
@@ -355,43 +355,26 @@ fn gather_parts(
 
 /// `hub`'s launches copying, for each `(j, output)` of `dsts`, part j of every input (`bytes` from
 /// `j * bytes`) to `i * bytes` of the output for input i — each output on the hub or a device it
-/// writes in place ([`launch::reaches`]); inputs it cannot read are copied over first. Returns the
-/// event that completes them all; every input and output notes the use.
+/// writes in place ([`launch::reaches`]). Returns the event that completes them all.
 fn place_parts(
     hub: &CudaDevice,
     inputs: &[&Buffer],
     dsts: &[(usize, &DevAlloc)],
     bytes: usize,
 ) -> Result<Arc<Event>> {
-    let copied = launch::peer_inputs(hub, inputs)?;
-    let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
-    let stream = &hub.compute;
-    let allocs = inputs.iter().map(|b| alloc_of(b, "all_to_all")).collect::<Result<Vec<_>>>()?;
-    for b in &inputs {
-        await_on(stream, b, hub.device)?;
-    }
     let b = bytes as u64;
-    let segs: Vec<launch::Seg> = (dsts.iter())
-        .flat_map(|&(j, d)| {
-            allocs.iter().enumerate().map(move |(i, a)| (a.ptr() + j as u64 * b, d.ptr() + i as u64 * b, b))
-        })
-        .collect();
-    let l = launch::Launcher::new(hub, stream).writing(dsts.iter().map(|(_, d)| d.device()));
-    // SAFETY: every input holds its parts (checked by the caller) and is read in place on this
-    // device or was copied here; each output holds one part per input, in memory this stream
-    // writes; the outputs are distinct allocations, and all note this stream's use below.
-    let issued = issue_flagged(hub, stream, |flag| unsafe { launch::copy_segments_flagged(&l, &segs, flag) });
-    let event = issued.inspect_err(|_| {
-        // Launches issued before the failure may still write the outputs: let them finish.
-        let _ = stream.synchronize();
-    })?;
-    for a in allocs {
-        a.note_use(stream, &event);
-    }
-    for (_, d) in dsts {
-        d.note_use(stream, &event);
-    }
-    Ok(event)
+    let written: Vec<&DevAlloc> = dsts.iter().map(|&(_, d)| d).collect();
+    launch::issue_over(hub, inputs, &written, |l, ins, flag| {
+        let segs: Vec<launch::Seg> = (dsts.iter())
+            .flat_map(|&(j, d)| {
+                ins.iter().enumerate().map(move |(i, &p)| (p + j as u64 * b, d.ptr() + i as u64 * b, b))
+            })
+            .collect();
+        // SAFETY: every input holds its parts (checked by the caller) and is read in place on
+        // this device or was copied here; each output holds one part per input, in memory this
+        // stream writes; the outputs are distinct allocations, and all note the use.
+        unsafe { launch::copy_segments_flagged(l, &segs, flag) }
+    })
 }
 
 /// For each of `members`, memory for its output (`bytes`) that `hub`'s compute stream may write,

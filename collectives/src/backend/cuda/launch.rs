@@ -1,6 +1,6 @@
 //! Running a lowered [`Kernel`] on the compute stream (its inputs checked by the kernel contract,
-//! `backend::kernel`, so no launch reads out of bounds): allocates the output and launches the
-//! kernels of `kernels.cu`.
+//! `backend::kernel`, so no launch reads out of bounds): launches the kernels of `kernels.cu`
+//! over device pointers; [`buffers`] takes the buffers (waits, peer copies, outputs, uses noted).
 //!
 //! Elementwise kernels take 16-byte vector paths when every pointer is 16-byte aligned. The
 //! n-ary reduce folds up to [`MAXK`] inputs per launch in one pass; more inputs chain through an
@@ -16,10 +16,8 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::{CudaDevice, Func};
 use super::driver;
-use super::event::issue_flagged;
 use super::flag::Flag;
-use super::memory::{DevAlloc, Event, alloc_of, await_on, device_buffer};
-use crate::backend::{Buffer, Kernel, OutSpec};
+use crate::backend::{Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -57,10 +55,13 @@ macro_rules! args {
     ($($a:expr),* $(,)?) => { [$(&$a as *const _ as *mut ::std::ffi::c_void),*] };
 }
 
+mod buffers;
 mod copy;
 mod fold;
 mod names;
 
+pub(crate) use buffers::{compute, compute_from, compute_into, compute_to_all, issue_over};
+pub(super) use buffers::{on_own_gpu, peer_inputs, reaches};
 use copy::copy2d;
 pub(crate) use copy::{Seg, copy_segments, copy_segments_flagged};
 pub(crate) use fold::REDUCE_BATCHES;
@@ -186,132 +187,6 @@ fn aligned(ptrs: &[CUdeviceptr]) -> bool {
 /// Elements per 16-byte vector.
 fn lanes(d: DType) -> u64 {
     (16 / d.size()) as u64
-}
-
-/// Runs `kernel` on `inputs` (on `dev` or on other CUDA devices, read in place) into a new buffer
-/// shaped by `out`.
-pub(crate) fn compute(dev: &CudaDevice, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer> {
-    compute_from(dev, kernel, inputs, 0, out)
-}
-
-/// [`compute`] with every input read from element `start` on (a window of each input: the part of
-/// a native reduce_scatter a member folds). The caller has checked that every input holds
-/// `start` plus what the kernel reads.
-pub(crate) fn compute_from(
-    dev: &CudaDevice,
-    kernel: &Kernel,
-    inputs: &[&Buffer],
-    start: usize,
-    out: OutSpec,
-) -> Result<Buffer> {
-    let dst = dev.alloc(out.len * out.dtype.size(), &dev.compute)?;
-    let event = compute_into(dev, kernel, inputs, start, (&dst, 0), out)?;
-    Ok(device_buffer(out.dtype, out.len, dst, event, &dev.compute))
-}
-
-/// [`compute_from`] into `dst` from element `at` on (`out.len` elements of `dst`'s memory, which
-/// lives on `dev`), on the compute stream; returns the event that completes it. The part of a
-/// two-shot all_reduce a member folds goes straight into its place in the member's output.
-pub(crate) fn compute_into(
-    dev: &CudaDevice,
-    kernel: &Kernel,
-    inputs: &[&Buffer],
-    start: usize,
-    (dst, at): (&DevAlloc, usize),
-    out: OutSpec,
-) -> Result<Arc<Event>> {
-    if dst.device() != dev.device {
-        let what = format!("an output on {}", dst.device());
-        return Err(crate::error::Error::internal(
-            format!("{} kernel on {}", kernel.name(), dev.device),
-            what,
-        ));
-    }
-    compute_to_all(dev, kernel, inputs, start, &[(dst, at)], out)
-}
-
-/// [`compute_into`] with the result written into each of `dsts` (an allocation and the element
-/// its range starts at), on `dev`'s compute stream; each lives on `dev` or on a CUDA device whose
-/// memory `dev` writes in place ([`reaches`]), as the caller has checked. A reduce writes every
-/// one in its pass; other kernels write the first and copy it to the rest. Each destination
-/// notes the use, so it is not freed or reused before the kernel has run.
-pub(crate) fn compute_to_all(
-    dev: &CudaDevice,
-    kernel: &Kernel,
-    inputs: &[&Buffer],
-    start: usize,
-    dsts: &[(&DevAlloc, usize)],
-    out: OutSpec,
-) -> Result<Arc<Event>> {
-    let size = out.dtype.size();
-    for &(dst, at) in dsts {
-        let end = at.checked_add(out.len).and_then(|e| e.checked_mul(size));
-        if end.is_none_or(|e| e > dst.bytes()) {
-            let what =
-                format!("elements {at}.. ({} of them) of {} bytes on {}", out.len, dst.bytes(), dst.device());
-            return Err(crate::error::Error::internal(
-                format!("{} kernel on {}", kernel.name(), dev.device),
-                what,
-            ));
-        }
-    }
-    let copied = peer_inputs(dev, inputs)?;
-    let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
-    let stream = &dev.compute;
-    let allocs = inputs.iter().map(|b| alloc_of(b, "kernel")).collect::<Result<Vec<_>>>()?;
-    for b in &inputs {
-        await_on(stream, b, dev.device)?;
-    }
-    let l = Launcher::new(dev, stream).writing(dsts.iter().map(|(d, _)| d.device()));
-    let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
-    let skip = (start * in_dtype.size()) as u64;
-    let ptrs: Vec<CUdeviceptr> = allocs.iter().map(|a| a.ptr() + skip).collect();
-    let outs: Vec<CUdeviceptr> = dsts.iter().map(|&(d, at)| d.ptr() + (at * size) as u64).collect();
-    let issued = issue_flagged(dev, stream, |flag| run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, flag));
-    let event = issued.inspect_err(|_| {
-        // A launch issued before the failure may still write the outputs: let it finish before
-        // they are dropped (nothing notes its use).
-        let _ = stream.synchronize();
-    })?;
-    for a in allocs {
-        a.note_use(stream, &event);
-    }
-    for &(d, _) in dsts {
-        d.note_use(stream, &event);
-    }
-    Ok(event)
-}
-
-/// Whether every one of `outputs` is a CUDA device of `dev`'s GPU — `dev` or another logical
-/// device of it ([`super::virt`]) — whose memory is that GPU's own.
-pub(super) fn on_own_gpu(dev: &CudaDevice, outputs: impl IntoIterator<Item = Device>) -> bool {
-    outputs.into_iter().all(|d| super::virt::gpu_of(d) == Some(dev.physical))
-}
-
-/// Whether `dev`'s kernels read and write `other`'s memory in place: its own, a logical device of
-/// the same GPU, or a GPU with peer access (turned on here, once per pair).
-pub(super) fn reaches(dev: &CudaDevice, other: Device) -> Result<bool> {
-    match other {
-        Device::Cuda(n) if other != dev.device && super::virt::gpu_of(other) != Some(dev.physical) => {
-            super::device::enable_peer(dev, &*super::device::get(n)?)
-        }
-        Device::Cuda(_) => Ok(true),
-        _ => Ok(false),
-    }
-}
-
-/// For each input on another CUDA device that `dev` cannot read in place (two GPUs without peer
-/// access), a copy of it on `dev`; `None` for inputs read as they are.
-pub(super) fn peer_inputs(dev: &CudaDevice, inputs: &[&Buffer]) -> Result<Vec<Option<Buffer>>> {
-    inputs
-        .iter()
-        .map(|b| match b.device {
-            Device::Cuda(n) if !reaches(dev, b.device)? => {
-                super::copy::peer(&*super::device::get(n)?, dev, b).map(Some)
-            }
-            _ => Ok(None),
-        })
-        .collect()
 }
 
 /// Launches `kernel` over input pointers `ins` (of `in_dtype`) into `o`, `out.len` elements, on
@@ -485,6 +360,8 @@ mod tests {
 
     use super::super::tests::{OPS, as_dtype, close, devices, expected, random_vals, to_buffer, to_f64s};
     use super::*;
+    use crate::backend::Buffer;
+    use crate::backend::cuda::memory::{DevAlloc, alloc_of};
     use crate::graph::{BinaryOp, ReduceOp};
 
     /// Outputs of one launch: more than [`MAXK`], so the last two are copied after the pass.
