@@ -2,9 +2,11 @@
 # Not run yet (run 32d got no machine): on one H200, the star all_to_all against the one-shot on
 # two virtual devices, where Auto keeps the one-shot by the rule for the other collectives on two
 # devices, not by a measurement of all_to_all; issue 14's 4 KiB rows; anchors.py in the same
-# command. Stage as the other runs of this folder (stripped test binaries and a release perf in
+# command; and the tests over 84d8306's launch::issue_over (every CUDA kernel's entry point, moved
+# after run c and not yet run on a GPU): lib, cuda_ops, cuda_copies, joins, cuda_native on 2 and
+# 8, the fault sweep. Stage as the other runs of this folder (stripped test binaries and a release perf in
 # .gpu/, env.sh and anchors.py beside), then:
-# Invoked as: timeout -k 5 240 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+# Invoked as: timeout -k 5 480 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 tar xJf $G/bins.tar.xz -C $G && source $G/env.sh
 export REQUIRE_CUDA=1 REQUIRE_VULKAN=1
@@ -22,5 +24,12 @@ timeout 40 python3 $G/anchors.py --sizes 1M --iters 10 > $L/anchors.log 2>&1; ta
 COLLECTIVES_CUDA_DEVICES=0,0,0 t plans3 plans 30
 COLLECTIVES_CUDA_DEVICES=0,0 t native_2 cuda_native 60 --test-threads 2 --show-output
 grep -h "devices, AllToAll" $L/t_native_2.log | sort -u | tr '\n' ' '; echo
+COLLECTIVES_CUDA_DEVICES=0,0,0,0,0,0,0,0 t native_8 cuda_native 90 --test-threads 2
+t lib lib 100 --test-threads 4
+t ops cuda_ops 40 --test-threads 2
+t copies cuda_copies 30
+t joins joins 30 --test-threads 2
+COLLECTIVES_CUDA_DEVICES=0,0 t faults2 faults 70 --show-output
+grep -h "^total:" $L/t_faults2.log
 grep -h -E "panicked|FAILED" $L/t_*.log | head -20
 date
