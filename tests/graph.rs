@@ -355,11 +355,19 @@ fn deep_graphs_do_not_overflow_the_stack() {
     }
     assert_eq!(t.to_vec::<i64>().unwrap(), vec![5 + depth, -7 + depth, depth]);
     drop(t);
-    let mut u = x;
+    let mut u = x.clone();
     for i in 0..depth {
         u = u.copy_to_device(Device::Cpu((i % 3) as u32)).unwrap();
     }
     assert_eq!(u.to_vec::<i64>().unwrap(), vec![5, -7, 0]);
+    // Every step's other input its own leaf, read after the chain: a node with two inputs
+    // only it holds, dropped unrealized.
+    let mut w = x.clone();
+    for _ in 0..depth {
+        w = x.scale(Scale::Mul(2.0)).unwrap().add(&w).unwrap();
+    }
+    drop(w);
+    assert_eq!(x.to_vec::<i64>().unwrap(), vec![5, -7, 0]);
 }
 
 #[test]

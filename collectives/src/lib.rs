@@ -22,6 +22,7 @@ pub mod graph;
 mod knob;
 pub mod log;
 pub mod route;
+mod sized;
 pub mod typed;
 
 pub use backend::HOST_POOL_ENV;

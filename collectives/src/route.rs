@@ -28,6 +28,7 @@
 use std::fmt;
 
 use foldhash::HashMap;
+use smallvec::smallvec;
 
 use crate::device::{Device, DeviceKind};
 use crate::graph::{Op, Tensor};
@@ -132,7 +133,7 @@ impl Hops {
 
 /// One `Op::Copy` of `t` to `to`, for a hop its route allows.
 fn copy_node(t: &Tensor, to: Device) -> Tensor {
-    Tensor::new_node(Op::Copy { to }, vec![t.clone()], to, t.dtype(), t.shape().clone(), None)
+    Tensor::new_node(Op::Copy { to }, smallvec![t.clone()], to, t.dtype(), t.shape().clone(), None)
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use smallvec::smallvec;
+
 use super::{DeviceGroup, ReduceOp};
 use crate::backend::Kernel;
 use crate::backend::cpu::{HostAllToAll, HostReduceScatter, HostStar};
@@ -25,16 +27,16 @@ pub(crate) fn nodes(
     let dtype = inputs[0].dtype();
     let node = Tensor::new_node(
         Op::Collective(CollectiveCall(kernel)),
-        inputs.to_vec(),
+        inputs.into(),
         group.leader(),
         dtype,
-        Shape::new(vec![0]),
+        Shape::from([0]),
         None,
     );
     outs.iter()
         .enumerate()
         .map(|(index, (d, s))| {
-            Tensor::new_node(Op::Part { index }, vec![node.clone()], *d, dtype, s.clone(), None)
+            Tensor::new_node(Op::Part { index }, smallvec![node.clone()], *d, dtype, s.clone(), None)
         })
         .collect()
 }

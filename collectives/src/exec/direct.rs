@@ -21,6 +21,7 @@ use crate::backend::Buffer;
 use crate::device::{Device, DeviceKind};
 use crate::error::{Error, Result};
 use crate::graph::{Op, Tensor};
+use crate::sized::try_vec;
 
 /// Realizes `pending` (none realized yet) directly if it has that shape; `None` when it does not,
 /// having done nothing.
@@ -151,7 +152,7 @@ fn shared_call(pending: &[Tensor]) -> Option<Tensor> {
 
 /// The buffers of `call`'s inputs, if every one is already on its device.
 fn ready_inputs(call: &Tensor) -> Option<Vec<Arc<Buffer>>> {
-    call.inputs().iter().map(|i| i.value().filter(|b| b.device == i.device())).collect()
+    try_vec(call.inputs().iter().map(|i| i.value().filter(|b| b.device == i.device()).ok_or(()))).ok()
 }
 
 /// Issues `call`, waits for the targets' parts and caches them.
@@ -159,13 +160,10 @@ fn run(call: &Tensor, inputs: &[Arc<Buffer>], targets: &[Tensor]) -> Result<()> 
     let Op::Collective(c) = call.op() else { unreachable!("shared_call checked the op") };
     let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
     let parts = c.0.run(&refs)?;
-    let bufs = targets
-        .iter()
-        .map(|t| match t.op() {
-            Op::Part { index } => super::step::pick(&parts, *index, t),
-            _ => unreachable!("shared_call checked the ops"),
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let bufs = try_vec(targets.iter().map(|t| match t.op() {
+        Op::Part { index } => super::step::pick(&parts, *index, t),
+        _ => unreachable!("shared_call checked the ops"),
+    }))?;
     drop(parts);
     super::cache_when_done(targets, bufs)
 }
@@ -173,6 +171,8 @@ fn run(call: &Tensor, inputs: &[Arc<Buffer>], targets: &[Tensor]) -> Result<()> 
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use smallvec::smallvec;
 
     use super::*;
     use crate::device::Device;
@@ -208,7 +208,7 @@ mod tests {
         let mk: Arc<dyn MultiKernel> = kernel.clone();
         let node = Tensor::new_node(
             Op::Collective(CollectiveCall(mk)),
-            inputs,
+            inputs.into(),
             DEVS[0],
             DType::F32,
             Shape::new(vec![0]),
@@ -218,7 +218,7 @@ mod tests {
             .map(|index| {
                 Tensor::new_node(
                     Op::Part { index },
-                    vec![node.clone()],
+                    smallvec![node.clone()],
                     DEVS[index],
                     DType::F32,
                     Shape::new(vec![3]),

@@ -46,7 +46,8 @@ pub use stream::{STREAM_CHUNK_ENV, STREAM_ENV, STREAM_MIN_BYTES, STREAM_SMALL_BY
 /// Returns once every target's data is complete. On error nothing new is cached and no input is
 /// changed; the first failure is returned.
 pub fn realize(targets: &[Tensor]) -> Result<()> {
-    let pending: Vec<Tensor> = targets.iter().filter(|t| !t.is_realized()).cloned().collect();
+    let mut pending = Vec::with_capacity(targets.len()); // a filtered `collect` would grow it
+    pending.extend(targets.iter().filter(|t| !t.is_realized()).cloned());
     if pending.is_empty() {
         return Ok(());
     }

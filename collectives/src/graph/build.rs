@@ -2,6 +2,8 @@
 //! no device. A compute op runs on its first input's device; inputs elsewhere are copied there
 //! when the graph runs (see [`super::opt::insert_cross_device_copies`]).
 
+use smallvec::smallvec;
+
 use super::{BinaryOp, Op, ReduceKind, Scale, Shape, Tensor};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -30,13 +32,13 @@ impl Tensor {
     }
 
     fn unary(&self, op: Op, device: Device, dtype: DType, shape: Shape) -> Tensor {
-        Tensor::new_node(op, vec![self.clone()], device, dtype, shape, None)
+        Tensor::new_node(op, smallvec![self.clone()], device, dtype, shape, None)
     }
 
     /// Elementwise `op` of two tensors of equal shape and dtype; runs on `self`'s device.
     pub fn binary(&self, op: BinaryOp, other: &Tensor) -> Result<Tensor> {
         check_like("binary", self, other)?;
-        let inputs = vec![self.clone(), other.clone()];
+        let inputs = smallvec![self.clone(), other.clone()];
         let (d, t, s) = (self.device(), self.dtype(), self.shape().clone());
         Ok(Tensor::new_node(Op::Binary(op), inputs, d, t, s, None))
     }
@@ -94,7 +96,7 @@ impl Tensor {
             check_scale("reduce", s, first.dtype())?;
         }
         let (t, s) = (first.dtype(), first.shape().clone());
-        Ok(Tensor::new_node(Op::Reduce { kind, scale }, inputs.to_vec(), device, t, s, None))
+        Ok(Tensor::new_node(Op::Reduce { kind, scale }, inputs.into(), device, t, s, None))
     }
 
     /// Elementwise scale (`Scale::Mul(s)` or `Scale::Div(s)`). On integer dtypes the factor must
@@ -165,7 +167,7 @@ impl Tensor {
         }
         let shape = first.shape().with_dim(dim, total);
         shape.bytes("concat", first.dtype())?;
-        Ok(Tensor::new_node(Op::Concat { dim }, inputs.to_vec(), device, first.dtype(), shape, None))
+        Ok(Tensor::new_node(Op::Concat { dim }, inputs.into(), device, first.dtype(), shape, None))
     }
 
     /// The same elements with another shape of equal element count (no data moves).

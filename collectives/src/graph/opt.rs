@@ -24,6 +24,7 @@
 use foldhash::HashMap;
 
 use super::Tensor;
+use super::tensor::Inputs;
 use crate::route::Hops;
 pub use crate::route::readable;
 
@@ -66,7 +67,7 @@ impl Pass {
 
     fn rebuild(&mut self, t: &Tensor) -> Tensor {
         let local = !t.op().spans_devices();
-        let inputs: Vec<Tensor> = t
+        let inputs: Inputs = t
             .inputs()
             .iter()
             .map(|i| {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use super::{Op, Shape};
 use crate::backend::Buffer;
@@ -13,10 +14,15 @@ use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 
 /// A node of the graph: what it computes, from what, and where; plus its buffer once realized.
+/// A node's inputs, two of them held inline: most nodes have one or two (a copy, a part of a
+/// collective call, a binary op), and a collective call builds one node per member, so a `Vec`
+/// here cost a `malloc` and a `free` per member per call.
+pub(crate) type Inputs = SmallVec<[Tensor; 2]>;
+
 pub(crate) struct Node {
     pub id: u64,
     pub op: Op,
-    pub inputs: Vec<Tensor>,
+    pub inputs: Inputs,
     pub device: Device,
     pub dtype: DType,
     pub shape: Shape,
@@ -28,10 +34,14 @@ impl Drop for Node {
     /// Drops the inputs with an explicit stack: a long chain of nodes would otherwise be dropped
     /// recursively, one stack frame per node, and overflow the stack.
     fn drop(&mut self) {
+        // The inputs' own small vector as the stack: no allocation unless the graph is wide.
         let mut stack = std::mem::take(&mut self.inputs);
         while let Some(t) = stack.pop() {
             if let Some(mut node) = Arc::into_inner(t.0) {
-                stack.append(&mut node.inputs);
+                match stack.is_empty() {
+                    true => stack = std::mem::take(&mut node.inputs),
+                    false => stack.extend(node.inputs.drain(..)),
+                }
             }
         }
     }
@@ -57,7 +67,7 @@ impl Tensor {
     /// A new node (inputs already validated by the caller).
     pub(crate) fn new_node(
         op: Op,
-        inputs: Vec<Tensor>,
+        inputs: Inputs,
         device: Device,
         dtype: DType,
         shape: Shape,
@@ -86,7 +96,7 @@ impl Tensor {
         }
         let host = if device.is_host() { device } else { crate::route::STAGING_HOST };
         let buf = Buffer::from_vec(host, data);
-        Ok(Tensor::new_node(Op::Input, vec![], device, T::DTYPE, shape, Some(Arc::new(buf))))
+        Ok(Tensor::new_node(Op::Input, Inputs::new(), device, T::DTYPE, shape, Some(Arc::new(buf))))
     }
 
     /// As [`Tensor::from_vec`], copying from a slice.
@@ -133,14 +143,14 @@ impl Tensor {
 
     /// An input with no data yet, for plans: building on it works, realizing it is an error.
     pub(crate) fn placeholder(shape: Shape, dtype: DType, device: Device) -> Tensor {
-        Tensor::new_node(Op::Input, vec![], device, dtype, shape, None)
+        Tensor::new_node(Op::Input, Inputs::new(), device, dtype, shape, None)
     }
 
     /// A tensor wrapping an already realized buffer.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // NcclComm's outputs
     pub(crate) fn from_buffer(buf: Arc<Buffer>, shape: Shape) -> Tensor {
         let (device, dtype) = (buf.device, buf.dtype);
-        Tensor::new_node(Op::Input, vec![], device, dtype, shape, Some(buf))
+        Tensor::new_node(Op::Input, Inputs::new(), device, dtype, shape, Some(buf))
     }
 
     /// The device the tensor lives on (for a `Copy`, its destination).

@@ -31,6 +31,7 @@ use crate::backend::{Backend, Buffer, Kernel, OutSpec, view};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::graph::MultiKernel;
+use crate::sized::try_vec;
 
 /// An output of `len` elements of the inputs' dtype (an internal error without inputs: the
 /// collectives check their shards first).
@@ -70,7 +71,7 @@ impl MultiKernel for HostStar {
                 .map(Arc::new)
                 .ok_or_else(|| Error::internal(self.name, format!("{d} cannot share {root}'s result"))),
         };
-        self.devices.iter().map(give).collect()
+        try_vec(self.devices.iter().map(give))
     }
 }
 

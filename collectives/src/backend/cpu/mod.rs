@@ -18,6 +18,7 @@ use super::{Backend, Buffer, Kernel, OutSpec, OwnedHost};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::sized::try_vec;
 use num::Num;
 
 /// Runs `$body` with `$T` bound to the Rust type of `$dtype`.
@@ -118,13 +119,10 @@ pub(crate) fn compute_into(
 
 /// The bytes of each of `inputs` (host buffers), once each one's writer is done.
 fn host_inputs<'a>(inputs: &[&'a Buffer]) -> Result<Vec<&'a [u8]>> {
-    inputs
-        .iter()
-        .map(|b| {
-            b.wait()?;
-            b.host_bytes("cpu kernel")
-        })
-        .collect()
+    try_vec(inputs.iter().map(|b| {
+        b.wait()?;
+        b.host_bytes("cpu kernel")
+    }))
 }
 
 fn typed<T: Num>(b: &[u8]) -> &[T] {

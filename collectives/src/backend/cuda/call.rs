@@ -48,6 +48,7 @@ use crate::collective::CollectiveKind;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::graph::MultiKernel;
+use crate::sized::try_vec;
 
 /// What each member of a [`CudaCall`] does.
 #[derive(Clone, Debug)]
@@ -154,8 +155,8 @@ impl CudaCall {
         let (devs, hub) = self.with_root(root)?;
         let hub = &*hub;
         kernel.check(hub.device, inputs, out)?;
-        let members: Vec<&Arc<CudaDevice>> =
-            devs.iter().enumerate().filter(|&(i, _)| Some(i) != skip).map(|(_, d)| d).collect();
+        let mut members: Vec<&Arc<CudaDevice>> = Vec::with_capacity(devs.len()); // not grown
+        members.extend(devs.iter().enumerate().filter(|&(i, _)| Some(i) != skip).map(|(_, d)| d));
         let dsts = written_by(hub, &members, out.len * out.dtype.size())?;
         let written: Vec<(&DevAlloc, usize)> = dsts.iter().flatten().map(|d| (&**d, 0)).collect();
         let event = launch::compute_to_all(hub, kernel, inputs, 0, &written, out)?;
@@ -167,14 +168,10 @@ impl CudaCall {
             Some(_) => inputs[0],
             None => bufs[root].as_deref().ok_or_else(|| Error::internal(self.name(), "the root's output"))?,
         };
-        members
-            .iter()
-            .zip(&bufs)
-            .map(|(dev, b)| match b {
-                Some(b) => Ok(b.clone()),
-                None => super::copy::dtod(hub, source, dev.device).map(Arc::new),
-            })
-            .collect()
+        try_vec(members.iter().zip(&bufs).map(|(dev, b)| match b {
+            Some(b) => Ok(b.clone()),
+            None => super::copy::dtod(hub, source, dev.device).map(Arc::new),
+        }))
     }
 
     /// The star reduce_scatter: member `root` folds every input whole into a buffer of its own
@@ -210,20 +207,16 @@ impl CudaCall {
         })?;
         let result =
             |d: Arc<DevAlloc>| Arc::new(device_buffer(out.dtype, out.len, d, event.clone(), &hub.compute));
-        devs.iter()
-            .zip(dsts)
-            .enumerate()
-            .map(|(i, (dev, d))| match d {
-                Some(d) => {
-                    d.note_use(&hub.compute, &event);
-                    Ok(result(d))
-                }
-                None => {
-                    let mine = result(Arc::new(DevAlloc::view(&folded, i * part, part)));
-                    super::copy::dtod(hub, &mine, dev.device).map(Arc::new)
-                }
-            })
-            .collect()
+        try_vec(devs.iter().zip(dsts).enumerate().map(|(i, (dev, d))| match d {
+            Some(d) => {
+                d.note_use(&hub.compute, &event);
+                Ok(result(d))
+            }
+            None => {
+                let mine = result(Arc::new(DevAlloc::view(&folded, i * part, part)));
+                super::copy::dtod(hub, &mine, dev.device).map(Arc::new)
+            }
+        }))
     }
 
     /// The star all_to_all: member `root`'s launches copy part j (`part` elements from `j * part`)
@@ -246,19 +239,15 @@ impl CudaCall {
         let reached: Vec<(usize, &DevAlloc)> =
             dsts.iter().enumerate().filter_map(|(j, d)| d.as_deref().map(|d| (j, d))).collect();
         let event = place_parts(hub, inputs, &reached, part * size)?;
-        devs.iter()
-            .zip(dsts)
-            .enumerate()
-            .map(|(j, (dev, d))| match d {
-                Some(d) => Ok(Arc::new(device_buffer(out.dtype, out.len, d, event.clone(), &hub.compute))),
-                None => window(dev, join, inputs, (j, part), out.len).map(Arc::new),
-            })
-            .collect()
+        try_vec(devs.iter().zip(dsts).enumerate().map(|(j, (dev, d))| match d {
+            Some(d) => Ok(Arc::new(device_buffer(out.dtype, out.len, d, event.clone(), &hub.compute))),
+            None => window(dev, join, inputs, (j, part), out.len).map(Arc::new),
+        }))
     }
 
     /// Every member's device, and member `root`'s.
     fn with_root(&self, root: usize) -> Result<(Vec<Arc<CudaDevice>>, Arc<CudaDevice>)> {
-        let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
+        let devs = try_vec(self.devices.iter().map(|&d| member(d)))?;
         let hub = devs
             .get(root)
             .cloned()
@@ -270,7 +259,7 @@ impl CudaCall {
     /// stream waiting for every fold, on the device) gathers the others' parts.
     fn two_shot(&self, fold: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Vec<Arc<Buffer>>> {
         let n = self.devices.len();
-        let devs = self.devices.iter().map(|&d| member(d)).collect::<Result<Vec<_>>>()?;
+        let devs = try_vec(self.devices.iter().map(|&d| member(d)))?;
         let bounds = |i: usize| two_shot_part(out.len, out.dtype.size(), n, i);
         let mut folded = Vec::with_capacity(n);
         for (i, dev) in devs.iter().enumerate() {
@@ -388,7 +377,7 @@ fn written_by(
         true => output_for(hub, dev, bytes).map(Some),
         false => Ok(None),
     };
-    members.iter().map(|dev| reached(dev)).collect()
+    try_vec(members.iter().map(|dev| reached(dev)))
 }
 
 /// Memory for member `dev`'s output (`bytes`) that `hub`'s compute stream may write: allocated on
