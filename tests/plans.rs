@@ -496,6 +496,12 @@ fn a_host_star_collective_is_one_call_on_the_leader() {
     assert!(scatter.hops.is_empty(), "{scatter}");
     let ks: Vec<_> = scatter.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
     assert_eq!(ks, [(Device::Cpu(2), "collective host reduce_scatter", 4)], "{scatter}");
+    // The broadcast's one input is the root's tensor; the other three members read its one copy.
+    let bcast = g.plan(CollectiveKind::Broadcast, [16, 3], DType::F32).unwrap();
+    assert!(bcast.hops.is_empty(), "{bcast}");
+    let ks: Vec<_> = bcast.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+    assert_eq!(ks, [(Device::Cpu(2), "collective host broadcast", 1)], "{bcast}");
+    assert_eq!(bcast.algorithm, Some(Algorithm::Star), "{bcast}");
     // The other algorithms, and groups with a device member, stay graphs of hops and reduces.
     let one_shot = g.using(Algorithm::OneShot).plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
     assert_eq!(one_shot.kernels.len(), 4, "{one_shot}");

@@ -69,7 +69,8 @@ impl DeviceGroup {
     }
 
     /// `t` copied from its device (a member, the root) to every device; entry i is on device i
-    /// (the root's entry is `t` itself).
+    /// (the root's entry is `t` itself). On a group of host devices the other members read one
+    /// copy in place (they share one memory; a tensor never changes once realized).
     pub fn broadcast(&self, t: &Tensor) -> Result<Vec<Tensor>> {
         let root = self.check_member("broadcast", t)?;
         let mut hops = Hops::default();
@@ -80,6 +81,7 @@ impl DeviceGroup {
             algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot) if call::cuda_native(self) => {
                 Ok(call::cuda_broadcast(self, t, root, algo))
             }
+            _ if call::host_star(self) => Ok(call::host_broadcast(self, t, root)),
             _ => star::broadcast(&mut hops, t, self.devices()),
         }
     }

@@ -46,6 +46,12 @@ pub(crate) fn everywhere(group: &DeviceGroup, shape: &Shape) -> Vec<(Device, Sha
     group.devices().iter().map(|&d| (d, shape.clone())).collect()
 }
 
+/// One output of `shape` on every member of `group` but member `root` (a broadcast's others).
+pub(crate) fn all_but(group: &DeviceGroup, root: usize, shape: &Shape) -> Vec<(Device, Shape)> {
+    let others = group.devices().iter().enumerate().filter(|&(i, _)| i != root);
+    others.map(|(_, &d)| (d, shape.clone())).collect()
+}
+
 /// Whether the star collectives of `group` run as one host call: every member is a host device,
 /// and there are at least two (one member's result is its shard).
 pub(crate) fn host_star(group: &DeviceGroup) -> bool {
@@ -91,6 +97,18 @@ pub(crate) fn host_all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize
     Ok(host_call(group, "host all_gather", kernel, shards, &joined))
 }
 
+/// The broadcast of `t` from member `root` over host devices as one call: one copy of `t`, made
+/// by the first other member (reading `t` in place), which every other member then reads in
+/// place, as the members of a host all_reduce read its one result. Entry `root` is `t` itself.
+pub(crate) fn host_broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Vec<Tensor> {
+    let outs = all_but(group, root, t.shape());
+    let devices = outs.iter().map(|&(d, _)| d).collect();
+    let call = HostStar { name: "host broadcast", devices, root: 0, kernel: Kernel::Cast, len: t.numel() };
+    let mut got = nodes(group, Arc::new(call), std::slice::from_ref(t), &outs);
+    got.insert(root, t.clone());
+    got
+}
+
 /// The star reduce_scatter over host devices along `dim` as one call: part i (`part` long along
 /// `dim`) of the fold on device i.
 pub(crate) fn host_reduce_scatter(
@@ -132,7 +150,7 @@ pub(crate) fn host_all_to_all(
 mod cuda {
     use std::sync::Arc;
 
-    use super::{DeviceGroup, ReduceOp, everywhere, fold, join, nodes};
+    use super::{DeviceGroup, ReduceOp, all_but, everywhere, fold, join, nodes};
     use crate::backend::Kernel;
     use crate::backend::cuda::{CudaCall, Pull};
     use crate::collective::{Algorithm, CollectiveKind};
@@ -243,8 +261,7 @@ mod cuda {
     /// it into every other member's output in one launch), else the one-shot (every other member
     /// copies it). Entry `root` of the result is `t` itself.
     pub(crate) fn broadcast(group: &DeviceGroup, t: &Tensor, root: usize, algo: Algorithm) -> Vec<Tensor> {
-        let others = group.devices().iter().enumerate().filter(|&(i, _)| i != root);
-        let outs: Vec<_> = others.map(|(_, &d)| (d, t.shape().clone())).collect();
+        let outs = all_but(group, root, t.shape());
         let pull = match algo {
             Algorithm::Star => {
                 Pull::Star { of: CollectiveKind::Broadcast, kernel: Kernel::Cast, len: t.numel(), root }

@@ -1,8 +1,10 @@
 //! The star collectives of a group of host devices as one multi-device call: all_reduce,
-//! all_gather and reduce_scatter; and all_to_all, each member's output written in one pass.
+//! all_gather, broadcast and reduce_scatter; and all_to_all, each member's output written in one
+//! pass.
 //!
 //! Every member is host memory, so the star's work — one kernel on the leader over every shard
-//! (the fold of an all_reduce, the join of an all_gather), its result sent to every member — is
+//! (the fold of an all_reduce, the join of an all_gather; for a broadcast, one copy of the root's
+//! tensor), its result sent to every member — is
 //! one pass of that CPU kernel, whose result every member then reads in place (`view::share`:
 //! host devices share one memory, and a realized tensor never changes); a reduce_scatter's fold
 //! is cut into each member's part instead, a view where the part is one contiguous range. The
@@ -41,7 +43,8 @@ fn spec(call: &'static str, inputs: &[&Buffer], len: usize) -> Result<OutSpec> {
 }
 
 /// A star collective over host devices: `devices[root]` runs `kernel` over the inputs (one per
-/// device, in device order) into `len` elements, and every device gets the result.
+/// device, in device order; a broadcast's one tensor) into `len` elements, and every device gets
+/// the result.
 pub(crate) struct HostStar {
     /// What the call is, for plans and messages (`host all_reduce`).
     pub name: &'static str,
