@@ -512,7 +512,8 @@ fn a_host_star_collective_is_one_call_on_the_leader() {
 }
 
 /// gather, scatter and all_to_all have one form outside groups of CUDA devices: the plan reports
-/// the star whatever the group's setting; the all_to_all of host devices is one host call.
+/// the star whatever the group's setting; the all_to_all and the scatter of host devices are each
+/// one host call.
 #[test]
 fn collectives_of_one_form_report_the_star_whatever_the_setting() {
     let vk3 = DeviceGroup::new(vec![VK0, Device::Vulkan(1), Device::Vulkan(2)]).unwrap();
@@ -523,10 +524,15 @@ fn collectives_of_one_form_report_the_star_whatever_the_setting() {
                 let plan = g.using(algo).plan(kind, [g.size() * 4], DType::F32).unwrap();
                 assert_eq!(plan.algorithm, Some(Algorithm::Star), "{g} {algo} {kind:?}: {plan}");
                 assert!(plan.kernels.iter().all(|k| !k.op.starts_with("collective cuda")), "{plan}");
-                if kind == CollectiveKind::AllToAll && g.devices().iter().all(|d| d.is_host()) {
+                let host_call = match kind {
+                    CollectiveKind::AllToAll => "collective host all_to_all",
+                    CollectiveKind::Scatter => "collective host scatter",
+                    _ => "",
+                };
+                if !host_call.is_empty() && g.devices().iter().all(|d| d.is_host()) {
                     // Host devices: one call writing each member's output, no hop.
                     let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str())).collect();
-                    assert_eq!(ks, [(CPU0, "collective host all_to_all")], "{plan}");
+                    assert_eq!(ks, [(CPU0, host_call)], "{plan}");
                     assert!(plan.hops.is_empty(), "{plan}");
                 }
             }

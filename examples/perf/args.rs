@@ -9,7 +9,7 @@ use clap::Parser;
 #[command(name = "perf", about = "Bandwidth of collectives over a device group (nccl-tests columns)")]
 pub struct Args {
     /// Collectives to run, comma separated: all_reduce, all_gather, reduce_scatter, broadcast,
-    /// reduce, all_to_all; or local_reduce (the n-ary reduce kernel of the first device over n
+    /// reduce, all_to_all, gather, scatter; or local_reduce (the n-ary reduce kernel of the first device over n
     /// shards living there; busbw is then its memory bandwidth, bytes read + written).
     #[arg(long, default_value = "all_reduce")]
     pub op: String,

@@ -16,6 +16,11 @@ pub enum Coll {
     Broadcast,
     Reduce,
     AllToAll,
+    /// The shards joined on the leader (nccl-tests' gather; `size` is the joined output).
+    Gather,
+    /// The leader's tensor cut into one part per device (nccl-tests' scatter; `size` is the
+    /// leader's tensor).
+    Scatter,
     /// Not a collective: the n-ary reduce kernel on the first device, folding n shards that all
     /// live there (a device's local reduce bandwidth; "busbw" is bytes read + written per second).
     LocalReduce,
@@ -30,6 +35,8 @@ impl Coll {
             "broadcast" => Coll::Broadcast,
             "reduce" => Coll::Reduce,
             "all_to_all" => Coll::AllToAll,
+            "gather" => Coll::Gather,
+            "scatter" => Coll::Scatter,
             "local_reduce" => Coll::LocalReduce,
             _ => return Err(format!("unknown op {s:?}")),
         })
@@ -43,6 +50,8 @@ impl Coll {
             Coll::Broadcast => "broadcast",
             Coll::Reduce => "reduce",
             Coll::AllToAll => "all_to_all",
+            Coll::Gather => "gather",
+            Coll::Scatter => "scatter",
             Coll::LocalReduce => "local_reduce",
         }
     }
@@ -56,6 +65,8 @@ impl Coll {
             Coll::Broadcast => CollectiveKind::Broadcast,
             Coll::Reduce => CollectiveKind::Reduce,
             Coll::AllToAll => CollectiveKind::AllToAll,
+            Coll::Gather => CollectiveKind::Gather,
+            Coll::Scatter => CollectiveKind::Scatter,
             Coll::LocalReduce => CollectiveKind::Reduce,
         }
     }
@@ -65,19 +76,21 @@ impl Coll {
         let n = n as f64;
         match self {
             Coll::AllReduce => 2.0 * (n - 1.0) / n,
-            Coll::AllGather | Coll::ReduceScatter | Coll::AllToAll => (n - 1.0) / n,
+            Coll::AllGather | Coll::ReduceScatter | Coll::AllToAll | Coll::Gather | Coll::Scatter => {
+                (n - 1.0) / n
+            }
             Coll::Broadcast | Coll::Reduce => 1.0,
             Coll::LocalReduce => n + 1.0,
         }
     }
 
-    /// Elements per device input for nccl-tests' `size` (bytes): all_gather's size is its
-    /// output; reduce_scatter and all_to_all need a multiple of n.
+    /// Elements per device input for nccl-tests' `size` (bytes): all_gather's and gather's size
+    /// is their output; reduce_scatter, all_to_all and scatter need a multiple of n.
     pub fn input_count(self, size: usize, esize: usize, n: usize) -> usize {
         let count = size / esize;
         match self {
-            Coll::AllGather => count / n,
-            Coll::ReduceScatter | Coll::AllToAll => count / n * n,
+            Coll::AllGather | Coll::Gather => count / n,
+            Coll::ReduceScatter | Coll::AllToAll | Coll::Scatter => count / n * n,
             _ => count,
         }
     }
@@ -96,6 +109,8 @@ impl Coll {
             Coll::Broadcast => g.broadcast(&shards[g.leader_index()]),
             Coll::Reduce => g.reduce(shards, op).map(|t| vec![t]),
             Coll::AllToAll => g.all_to_all(shards, 0),
+            Coll::Gather => g.gather(shards, 0).map(|t| vec![t]),
+            Coll::Scatter => g.scatter(&shards[g.leader_index()], 0),
             Coll::LocalReduce => {
                 let (kind, scale) = match op {
                     ReduceOp::Sum => (ReduceKind::Sum, None),
@@ -207,13 +222,14 @@ pub fn count_wrong<T: Element>(
         wrong += match coll {
             Coll::AllReduce | Coll::Reduce | Coll::LocalReduce => check(count, &reduced),
             Coll::Broadcast => check(count, &|j| (x(root, j), 0.0)),
-            Coll::AllGather => check(n * count, &|k| (x(k / count, k % count), 0.0)),
+            Coll::AllGather | Coll::Gather => check(n * count, &|k| (x(k / count, k % count), 0.0)),
             Coll::ReduceScatter => check(part, &|j| reduced(d * part + j)),
             Coll::AllToAll => check(count, &|k| (x(k / part, d * part + k % part), 0.0)),
+            Coll::Scatter => check(part, &|j| (x(root, d * part + j), 0.0)),
         };
         let expect_len = match coll {
-            Coll::AllGather => n * count,
-            Coll::ReduceScatter => part,
+            Coll::AllGather | Coll::Gather => n * count,
+            Coll::ReduceScatter | Coll::Scatter => part,
             _ => count,
         };
         wrong += expect_len.abs_diff(out.len());

@@ -148,6 +148,11 @@ impl Buffer {
     }
 }
 
+/// The buffers behind `bufs`' handles, for the calls that only read them.
+pub(crate) fn refs(bufs: &[Arc<Buffer>]) -> Vec<&Buffer> {
+    bufs.iter().map(|b| b.as_ref()).collect()
+}
+
 /// [`Backend::compute`] on `be`, then a copy of the result to each device of `to`: what
 /// [`Backend::compute_fanout`] does unless a backend writes the copies itself.
 pub(crate) fn compute_then_copy<B: Backend + ?Sized>(

@@ -85,7 +85,7 @@ impl MultiKernel for NotBuilt {
         format!("nccl {:?}", self.call)
     }
 
-    fn run(&self, _inputs: &[&super::Buffer]) -> crate::Result<Vec<Arc<super::Buffer>>> {
+    fn run(&self, _inputs: &[Arc<super::Buffer>]) -> crate::Result<Vec<Arc<super::Buffer>>> {
         Err(crate::Error::BackendNotBuilt { device: self.members[0], feature: "cuda" })
     }
 }

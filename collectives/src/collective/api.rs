@@ -160,7 +160,7 @@ impl DeviceGroup {
         self.check_member("scatter", t)?;
         let hint = "use scatter_sizes to give each device its own length";
         let part = even_part("scatter", t.shape(), dim, self.size(), hint)?;
-        star::scatter(&mut Hops::default(), t, dim, &vec![part; self.size()], self.devices())
+        self.scatter_parts(t, dim, &vec![part; self.size()])
     }
 
     /// `t` (on a member device) cut along `dim` into parts of `sizes` (one per device, summing to
@@ -186,7 +186,16 @@ impl DeviceGroup {
         if sum != len {
             return Err(Error::SplitSizes { op: "scatter_sizes", sizes: sizes.to_vec(), sum, dim, len });
         }
-        star::scatter(&mut Hops::default(), t, dim, sizes, self.devices())
+        self.scatter_parts(t, dim, sizes)
+    }
+
+    /// The scatter of checked arguments: one call on a group of host devices, else the star's
+    /// views and hops.
+    fn scatter_parts(&self, t: &Tensor, dim: usize, sizes: &[usize]) -> Result<Vec<Tensor>> {
+        match call::host_star(self) {
+            true => Ok(call::host_scatter(self, t, dim, sizes)),
+            false => star::scatter(&mut Hops::default(), t, dim, sizes, self.devices()),
+        }
     }
 
     /// Each shard cut along `dim` into `size()` equal parts; device j receives part j of every

@@ -12,7 +12,7 @@ use smallvec::smallvec;
 
 use super::{DeviceGroup, ReduceOp};
 use crate::backend::Kernel;
-use crate::backend::cpu::{HostAllToAll, HostReduceScatter, HostStar};
+use crate::backend::cpu::{HostAllToAll, HostReduceScatter, HostScatter, HostStar};
 use crate::device::Device;
 use crate::error::Result;
 use crate::graph::{CollectiveCall, MultiKernel, Op, Shape, Tensor};
@@ -97,16 +97,38 @@ pub(crate) fn host_all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize
     Ok(host_call(group, "host all_gather", kernel, shards, &joined))
 }
 
-/// The broadcast of `t` from member `root` over host devices as one call: one copy of `t`, made
-/// by the first other member (reading `t` in place), which every other member then reads in
-/// place, as the members of a host all_reduce read its one result. Entry `root` is `t` itself.
+/// The broadcast of `t` from member `root` over host devices as one call: every other member
+/// reads `t` in place, as the members of a host all_reduce read its one result (host devices
+/// share one memory, and a realized tensor never changes). Entry `root` is `t` itself.
 pub(crate) fn host_broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Vec<Tensor> {
     let outs = all_but(group, root, t.shape());
-    let devices = outs.iter().map(|&(d, _)| d).collect();
-    let call = HostStar { name: "host broadcast", devices, root: 0, kernel: Kernel::Cast, len: t.numel() };
+    let n = t.numel();
+    let call = HostScatter {
+        name: "host broadcast",
+        devices: outs.iter().map(|&(d, _)| d).collect(),
+        parts: vec![Kernel::Slice { outer: 1, in_mid: 1, start: 0, len: 1, inner: n }; outs.len()],
+        lens: vec![n; outs.len()],
+    };
     let mut got = nodes(group, Arc::new(call), std::slice::from_ref(t), &outs);
     got.insert(root, t.clone());
     got
+}
+
+/// The scatter of `t` along `dim` over host devices as one call: member i gets part i
+/// (`sizes[i]` long along `dim`), read in place where it is one contiguous range of `t`, else
+/// copied by member i.
+pub(crate) fn host_scatter(group: &DeviceGroup, t: &Tensor, dim: usize, sizes: &[usize]) -> Vec<Tensor> {
+    let (whole, mut start) = (t.shape(), 0);
+    let mut parts = Vec::with_capacity(sizes.len());
+    for &len in sizes {
+        parts.push(Kernel::slice(whole, dim, start, len));
+        start += len;
+    }
+    let outs: Vec<(Device, Shape)> =
+        group.devices().iter().zip(sizes).map(|(&d, &len)| (d, whole.with_dim(dim, len))).collect();
+    let lens = outs.iter().map(|(_, s)| s.numel()).collect();
+    let call = HostScatter { name: "host scatter", devices: group.devices().to_vec(), parts, lens };
+    nodes(group, Arc::new(call), std::slice::from_ref(t), &outs)
 }
 
 /// The star reduce_scatter over host devices along `dim` as one call: part i (`part` long along

@@ -158,8 +158,7 @@ fn ready_inputs(call: &Tensor) -> Option<Vec<Arc<Buffer>>> {
 /// Issues `call`, waits for the targets' parts and caches them.
 fn run(call: &Tensor, inputs: &[Arc<Buffer>], targets: &[Tensor]) -> Result<()> {
     let Op::Collective(c) = call.op() else { unreachable!("shared_call checked the op") };
-    let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
-    let parts = c.0.run(&refs)?;
+    let parts = c.0.run(inputs)?;
     let bufs = try_vec(targets.iter().map(|t| match t.op() {
         Op::Part { index } => super::step::pick(&parts, *index, t),
         _ => unreachable!("shared_call checked the ops"),
@@ -193,7 +192,7 @@ mod tests {
             "sum".into()
         }
 
-        fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+        fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>> {
             self.runs.fetch_add(1, Ordering::SeqCst);
             if self.fail {
                 return Err(Error::driver(DEVS[0], "sum", "failed on purpose"));

@@ -45,8 +45,7 @@ fn call(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
     let Op::Collective(c) = t.op() else {
         return Err(Error::internal("collective", "a call step whose node is not a collective call"));
     };
-    let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
-    Ok(Arc::new(Buffer::parts(t.device(), t.dtype(), c.0.run(&refs)?)))
+    Ok(Arc::new(Buffer::parts(t.device(), t.dtype(), c.0.run(inputs)?)))
 }
 
 /// Compute node `t` on its device's backend, its result also delivered to each device of `to`

@@ -194,8 +194,10 @@ impl PartialEq for CollectiveCall {
 pub(crate) trait MultiKernel: Send + Sync {
     /// What the call does.
     fn name(&self) -> String;
-    /// Issues the call.
-    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>>;
+    /// Issues the call over `inputs`, whose handles an output may keep (a host call hands its
+    /// members views of an input: host devices share one memory, and a buffer never changes
+    /// once realized).
+    fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>>;
 }
 
 impl Op {

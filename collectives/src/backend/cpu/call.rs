@@ -1,10 +1,9 @@
 //! The star collectives of a group of host devices as one multi-device call: all_reduce,
-//! all_gather, broadcast and reduce_scatter; and all_to_all, each member's output written in one
-//! pass.
+//! all_gather and reduce_scatter; all_to_all, each member's output written in one pass; and
+//! broadcast and scatter, each member reading its part of the root's tensor in place.
 //!
 //! Every member is host memory, so the star's work — one kernel on the leader over every shard
-//! (the fold of an all_reduce, the join of an all_gather; for a broadcast, one copy of the root's
-//! tensor), its result sent to every member — is
+//! (the fold of an all_reduce, the join of an all_gather), its result sent to every member — is
 //! one pass of that CPU kernel, whose result every member then reads in place (`view::share`:
 //! host devices share one memory, and a realized tensor never changes); a reduce_scatter's fold
 //! is cut into each member's part instead, a view where the part is one contiguous range. The
@@ -29,7 +28,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::{CpuBackend, host_inputs, kernels, out_bytes};
-use crate::backend::{Backend, Buffer, Kernel, OutSpec, view};
+use crate::backend::{Backend, Buffer, Kernel, OutSpec, refs, view};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::graph::MultiKernel;
@@ -43,8 +42,7 @@ fn spec(call: &'static str, inputs: &[&Buffer], len: usize) -> Result<OutSpec> {
 }
 
 /// A star collective over host devices: `devices[root]` runs `kernel` over the inputs (one per
-/// device, in device order; a broadcast's one tensor) into `len` elements, and every device gets
-/// the result.
+/// device, in device order) into `len` elements, and every device gets the result.
 pub(crate) struct HostStar {
     /// What the call is, for plans and messages (`host all_reduce`).
     pub name: &'static str,
@@ -63,7 +61,8 @@ impl MultiKernel for HostStar {
         self.name.into()
     }
 
-    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+    fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>> {
+        let inputs = &refs(inputs)[..];
         let root = self.devices[self.root];
         let out = spec(self.name, inputs, self.len)?;
         self.kernel.check(root, inputs, out)?;
@@ -100,7 +99,8 @@ impl MultiKernel for HostReduceScatter {
         "host reduce_scatter".into()
     }
 
-    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+    fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>> {
+        let inputs = &refs(inputs)[..];
         let root = self.devices[self.root];
         let full = spec("host reduce_scatter", inputs, self.len)?;
         self.fold.check(root, inputs, full)?;
@@ -114,6 +114,41 @@ impl MultiKernel for HostReduceScatter {
             }
         };
         self.devices.iter().zip(&self.parts).map(cut).collect()
+    }
+}
+
+/// A scatter (or broadcast) over host devices: device i gets `parts[i]` of the one input (a
+/// slice kernel, `lens[i]` elements; for a broadcast, the whole), read in place where it is one
+/// contiguous range of the input (`view::view`), else copied by device i.
+pub(crate) struct HostScatter {
+    /// What the call is, for plans and messages (`host scatter`, `host broadcast`).
+    pub name: &'static str,
+    /// The members, in the order of the outputs.
+    pub devices: Vec<Device>,
+    /// Each member's part of the input: slice kernels.
+    pub parts: Vec<Kernel>,
+    /// Elements of each part.
+    pub lens: Vec<usize>,
+}
+
+impl MultiKernel for HostScatter {
+    fn name(&self) -> String {
+        self.name.into()
+    }
+
+    fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>> {
+        let [whole] = inputs else {
+            return Err(Error::internal(self.name, format!("{} inputs, not one", inputs.len())));
+        };
+        let cut = |((&d, k), &len): ((&Device, &Kernel), &usize)| {
+            let part = OutSpec { dtype: whole.dtype, len };
+            k.check(d, &[whole], part)?;
+            match view::view(k, whole, d)? {
+                Some(v) => Ok(Arc::new(v)),
+                None => Ok(Arc::new(CpuBackend::on(d)?.compute(k, &[whole], part)?)),
+            }
+        };
+        try_vec(self.devices.iter().zip(&self.parts).zip(&self.lens).map(cut))
     }
 }
 
@@ -142,7 +177,8 @@ impl MultiKernel for HostAllToAll {
         "host all_to_all".into()
     }
 
-    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+    fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>> {
+        let inputs = &refs(inputs)[..];
         const CALL: &str = "host all_to_all";
         let n = self.devices.len();
         let len = self.outer.checked_mul(self.part).and_then(|l| l.checked_mul(n));
@@ -168,5 +204,60 @@ impl MultiKernel for HostAllToAll {
             false => dsts.par_iter_mut().enumerate().for_each(fill),
         }
         Ok(outs.into_iter().map(Arc::new).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::Rng;
+
+    use super::*;
+    use crate::graph::Shape;
+
+    fn scatter(devices: usize, parts: Vec<Kernel>, lens: Vec<usize>) -> HostScatter {
+        HostScatter {
+            name: "host scatter",
+            devices: (0..devices as u32).map(Device::Cpu).collect(),
+            parts,
+            lens,
+        }
+    }
+
+    /// Whether `b`'s bytes lie within `of`'s (a view) rather than in memory of its own (a copy).
+    fn within(b: &Buffer, of: &Buffer) -> bool {
+        let (b, of) =
+            (b.host_bytes("test").unwrap().as_ptr_range(), of.host_bytes("test").unwrap().as_ptr_range());
+        of.start <= b.start && b.end <= of.end
+    }
+
+    /// Parts along dim 0 (one contiguous range each, the last empty) are views of the input; parts
+    /// along dim 1 are copies; every element of each against the input; not one input is an
+    /// error.
+    #[test]
+    fn parts_are_views_where_contiguous_and_copies_elsewhere() {
+        let vals: Vec<f32> = (0..24).map(|_| rand::rng().random_range(-10.0..10.0)).collect();
+        let input = Arc::new(Buffer::from_vec(Device::Cpu(0), vals.clone()));
+        let shape = Shape::from([4, 6]);
+        let read = |b: &Buffer| bytemuck::cast_slice::<u8, f32>(b.host_bytes("test").unwrap()).to_vec();
+
+        let rows = [(0, 1), (1, 3), (4, 0)].map(|(start, len)| Kernel::slice(&shape, 0, start, len));
+        let out = scatter(3, rows.to_vec(), vec![6, 18, 0]).run(std::slice::from_ref(&input)).unwrap();
+        assert!(out.iter().all(|b| within(b, &input)));
+        assert_eq!(
+            (read(&out[0]), read(&out[1]), read(&out[2])),
+            (vals[..6].to_vec(), vals[6..].to_vec(), vec![])
+        );
+        assert_eq!(out.iter().map(|b| b.device).collect::<Vec<_>>(), [0, 1, 2].map(Device::Cpu));
+
+        let cols = [(0, 2), (2, 4)].map(|(start, len)| Kernel::slice(&shape, 1, start, len));
+        let out = scatter(2, cols.to_vec(), vec![8, 16]).run(std::slice::from_ref(&input)).unwrap();
+        assert!(out.iter().all(|b| !within(b, &input)));
+        let want = |lo: usize, hi: usize| {
+            (0..4).flat_map(|r| vals[r * 6 + lo..r * 6 + hi].to_vec()).collect::<Vec<_>>()
+        };
+        assert_eq!((read(&out[0]), read(&out[1])), (want(0, 2), want(2, 6)));
+
+        let err = scatter(2, cols.to_vec(), vec![8, 16]).run(&[input.clone(), input]).err().unwrap();
+        assert!(err.to_string().contains("2 inputs, not one"), "{err}");
     }
 }

@@ -9,7 +9,7 @@ pub(crate) mod kernels;
 mod num;
 mod stream;
 
-pub(crate) use call::{HostAllToAll, HostReduceScatter, HostStar};
+pub(crate) use call::{HostAllToAll, HostReduceScatter, HostScatter, HostStar};
 
 use half::{bf16, f16};
 

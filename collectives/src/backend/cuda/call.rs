@@ -102,7 +102,8 @@ impl MultiKernel for CudaCall {
         format!("cuda {what}")
     }
 
-    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+    fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>> {
+        let inputs = &crate::backend::refs(inputs)[..];
         let dtype =
             inputs.first().ok_or_else(|| Error::internal(self.name(), "a call with no inputs"))?.dtype;
         match &self.pull {

@@ -263,7 +263,8 @@ impl MultiKernel for CliqueCall {
         format!("nccl {:?}", self.call)
     }
 
-    fn run(&self, inputs: &[&Buffer]) -> Result<Vec<Arc<Buffer>>> {
+    fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>> {
+        let inputs = &crate::backend::refs(inputs)[..];
         let clique = NcclClique::get(&self.members)?;
         let outs = match (self.call, inputs) {
             (NcclCall::Broadcast(root), [src]) => clique.broadcast(src, root)?,
