@@ -69,8 +69,8 @@ impl DeviceGroup {
     }
 
     /// `t` copied from its device (a member, the root) to every device; entry i is on device i
-    /// (the root's entry is `t` itself). On a group of host devices the other members read one
-    /// copy in place (they share one memory; a tensor never changes once realized).
+    /// (the root's entry is `t` itself). On a group of host devices the other members read `t`
+    /// in place: one call, no copy (they share one memory; a tensor never changes once realized).
     pub fn broadcast(&self, t: &Tensor) -> Result<Vec<Tensor>> {
         let root = self.check_member("broadcast", t)?;
         let mut hops = Hops::default();
@@ -155,7 +155,9 @@ impl DeviceGroup {
     }
 
     /// `t` (on a member device) cut along `dim` into `size()` equal parts, part i sent to device
-    /// i. `dim` must split evenly ([`Error::Uneven`]; see [`DeviceGroup::scatter_sizes`]).
+    /// i. `dim` must split evenly ([`Error::Uneven`]; see [`DeviceGroup::scatter_sizes`]). On a
+    /// group of host devices, one call: each member reads its part of `t` in place where the part
+    /// is one contiguous range (every dim before `dim` is 1), else copies it.
     pub fn scatter(&self, t: &Tensor, dim: usize) -> Result<Vec<Tensor>> {
         self.check_member("scatter", t)?;
         let hint = "use scatter_sizes to give each device its own length";
