@@ -3,7 +3,7 @@
 //! algorithm setting: uneven shards along any dim, zero-length parts, non-leader roots; exact
 //! values and the device of every result checked.
 
-use collectives::{DType, Device, DeviceGroup};
+use collectives::{DType, Device, DeviceGroup, Scale};
 use collectives_tests::collective::{
     ALGORITHMS, DTYPES, Shards, check_exact, cpu_group, ref_concat, ref_narrow, with_dim,
 };
@@ -71,6 +71,12 @@ fn broadcast_from_every_member() {
             assert!(got[root].same_node(&t), "{ctx}: the root's entry is the input itself");
             for (t, &d) in got.iter().zip(c.group.devices()) {
                 check_exact(t, d, &shape, &vals, &ctx);
+            }
+            // A root not yet realized: computed first, then read (in place on host groups).
+            let lazy = t.scale(Scale::Mul(1.0)).expect("scale");
+            assert!(!lazy.is_realized(), "{ctx}");
+            for (t, &d) in c.group.broadcast(&lazy).expect(&ctx).iter().zip(c.group.devices()) {
+                check_exact(t, d, &shape, &vals, &format!("{ctx}, lazy root"));
             }
         }
     });
@@ -185,6 +191,9 @@ fn scatter_evenly_from_any_member() {
         let ctx = format!("{} shape {shape:?} dim {dim} root {root}", c.ctx);
         let got = c.group.scatter(&t, dim).expect(&ctx);
         check_parts(&got, &c.group, &vals, &shape, dim, &vec![part; n], &ctx);
+        let lazy = t.scale(Scale::Mul(1.0)).expect("scale");
+        let got = c.group.scatter(&lazy, dim).expect(&ctx);
+        check_parts(&got, &c.group, &vals, &shape, dim, &vec![part; n], &format!("{ctx}, lazy root"));
     });
 }
 
