@@ -7,7 +7,9 @@
 # 8, the fault sweep. Added after 84d8306 (also not yet run on a GPU host): the host group's
 # calls on the H200 host's 16 cores (2967d25's broadcast as one call, df9b408's all_to_all and
 # its 16 MiB threshold for members side by side, set on 2 cores), and the 8-device 4 KiB star
-# all_reduce after fc30794 trimmed a call's allocations (run a profiled it at 21.1 us).
+# all_reduce after fc30794 trimmed a call's allocations (run a profiled it at 21.1 us), and
+# gather and scatter on four virtual devices (the perf tool measures them since 1c0960d; on CUDA
+# groups they are still graphs of hops and a concat: never measured).
 # Stage as the other runs of this folder (stripped test binaries and a release perf in
 # .gpu/, env.sh and anchors.py beside), then:
 # Invoked as: timeout -k 5 480 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
@@ -25,6 +27,7 @@ p lr perf --op local_reduce --devices cuda:0,cpu:0 --sizes 4K --iters 2000 --war
 COLLECTIVES_CUDA_DEVICES=0,0 p cc perf --op all_reduce --devices cuda:0,cuda:1 --sizes 4K --iters 2000 --warmup 100
 p c8 perf --op all_reduce --devices cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7 --sizes 4K --iters 2000 --warmup 100
 p h8 perf --op broadcast,all_to_all --devices cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7 --sizes 4K,1M,4M,16M,64M --iters 30 --warmup 3
+COLLECTIVES_CUDA_DEVICES=0,0,0,0 p gs4 perf --op gather,scatter --devices cuda:0,cuda:1,cuda:2,cuda:3 --sizes 4K,1M,16M --iters 50 --warmup 5
 COLLECTIVES_CUDA_DEVICES=0,0,0,0,0,0,0,0 p cc8 perf --op all_reduce --devices cuda:0,cuda:1,cuda:2,cuda:3,cuda:4,cuda:5,cuda:6,cuda:7 --sizes 4K --iters 2000 --warmup 100
 timeout 40 python3 $G/anchors.py --sizes 1M --iters 10 > $L/anchors.log 2>&1; tail -1 $L/anchors.log
 COLLECTIVES_CUDA_DEVICES=0,0,0 t plans3 plans 30
