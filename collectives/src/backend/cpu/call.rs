@@ -178,8 +178,8 @@ impl MultiKernel for HostAllToAll {
     }
 
     fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>> {
-        let inputs = &refs(inputs)[..];
         const CALL: &str = "host all_to_all";
+        let inputs = &refs(inputs)[..];
         let n = self.devices.len();
         let len = self.outer.checked_mul(self.part).and_then(|l| l.checked_mul(n));
         let out = spec(CALL, inputs, len.ok_or_else(|| Error::internal(CALL, "the size overflows"))?)?;
