@@ -496,7 +496,7 @@ fn a_host_star_collective_is_one_call_on_the_leader() {
     assert!(scatter.hops.is_empty(), "{scatter}");
     let ks: Vec<_> = scatter.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
     assert_eq!(ks, [(Device::Cpu(2), "collective host reduce_scatter", 4)], "{scatter}");
-    // The broadcast's one input is the root's tensor; the other three members read its one copy.
+    // The broadcast's one input is the root's tensor, which the other three members read in place.
     let bcast = g.plan(CollectiveKind::Broadcast, [16, 3], DType::F32).unwrap();
     assert!(bcast.hops.is_empty(), "{bcast}");
     let ks: Vec<_> = bcast.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
