@@ -107,7 +107,6 @@ pub(crate) fn host_broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Ve
         name: "host broadcast",
         devices: outs.iter().map(|&(d, _)| d).collect(),
         parts: vec![Kernel::Slice { outer: 1, in_mid: 1, start: 0, len: 1, inner: n }; outs.len()],
-        lens: vec![n; outs.len()],
     };
     let mut got = nodes(group, Arc::new(call), std::slice::from_ref(t), &outs);
     got.insert(root, t.clone());
@@ -126,8 +125,7 @@ pub(crate) fn host_scatter(group: &DeviceGroup, t: &Tensor, dim: usize, sizes: &
     }
     let outs: Vec<(Device, Shape)> =
         group.devices().iter().zip(sizes).map(|(&d, &len)| (d, whole.with_dim(dim, len))).collect();
-    let lens = outs.iter().map(|(_, s)| s.numel()).collect();
-    let call = HostScatter { name: "host scatter", devices: group.devices().to_vec(), parts, lens };
+    let call = HostScatter { name: "host scatter", devices: group.devices().to_vec(), parts };
     nodes(group, Arc::new(call), std::slice::from_ref(t), &outs)
 }
 

@@ -118,8 +118,8 @@ impl MultiKernel for HostReduceScatter {
 }
 
 /// A scatter (or broadcast) over host devices: device i gets `parts[i]` of the one input (a
-/// slice kernel, `lens[i]` elements; for a broadcast, the whole), read in place where it is one
-/// contiguous range of the input (`view::view`), else copied by device i.
+/// slice kernel; for a broadcast, the whole), read in place where it is one contiguous range of
+/// the input (`view::view`), else copied by device i.
 pub(crate) struct HostScatter {
     /// What the call is, for plans and messages (`host scatter`, `host broadcast`).
     pub name: &'static str,
@@ -127,8 +127,6 @@ pub(crate) struct HostScatter {
     pub devices: Vec<Device>,
     /// Each member's part of the input: slice kernels.
     pub parts: Vec<Kernel>,
-    /// Elements of each part.
-    pub lens: Vec<usize>,
 }
 
 impl MultiKernel for HostScatter {
@@ -140,15 +138,18 @@ impl MultiKernel for HostScatter {
         let [whole] = inputs else {
             return Err(Error::internal(self.name, format!("{} inputs, not one", inputs.len())));
         };
-        let cut = |((&d, k), &len): ((&Device, &Kernel), &usize)| {
-            let part = OutSpec { dtype: whole.dtype, len };
+        let cut = |(&d, k): (&Device, &Kernel)| {
+            let Kernel::Slice { outer, len, inner, .. } = *k else {
+                return Err(Error::internal(self.name, format!("a {} kernel for a part", k.name())));
+            };
+            let part = OutSpec { dtype: whole.dtype, len: outer * len * inner };
             k.check(d, &[whole], part)?;
             match view::view(k, whole, d)? {
                 Some(v) => Ok(Arc::new(v)),
                 None => Ok(Arc::new(CpuBackend::on(d)?.compute(k, &[whole], part)?)),
             }
         };
-        try_vec(self.devices.iter().zip(&self.parts).zip(&self.lens).map(cut))
+        try_vec(self.devices.iter().zip(&self.parts).map(cut))
     }
 }
 
@@ -214,13 +215,8 @@ mod tests {
     use super::*;
     use crate::graph::Shape;
 
-    fn scatter(devices: usize, parts: Vec<Kernel>, lens: Vec<usize>) -> HostScatter {
-        HostScatter {
-            name: "host scatter",
-            devices: (0..devices as u32).map(Device::Cpu).collect(),
-            parts,
-            lens,
-        }
+    fn scatter(devices: usize, parts: Vec<Kernel>) -> HostScatter {
+        HostScatter { name: "host scatter", devices: (0..devices as u32).map(Device::Cpu).collect(), parts }
     }
 
     /// Whether `b`'s bytes lie within `of`'s (a view) rather than in memory of its own (a copy).
@@ -231,8 +227,8 @@ mod tests {
     }
 
     /// Parts along dim 0 (one contiguous range each, the last empty) are views of the input; parts
-    /// along dim 1 are copies; every element of each against the input; not one input is an
-    /// error.
+    /// along dim 1 are copies; every element of each against the input; not one input, or a part
+    /// that is not a slice, is an internal error.
     #[test]
     fn parts_are_views_where_contiguous_and_copies_elsewhere() {
         let vals: Vec<f32> = (0..24).map(|_| rand::rng().random_range(-10.0..10.0)).collect();
@@ -241,7 +237,7 @@ mod tests {
         let read = |b: &Buffer| bytemuck::cast_slice::<u8, f32>(b.host_bytes("test").unwrap()).to_vec();
 
         let rows = [(0, 1), (1, 3), (4, 0)].map(|(start, len)| Kernel::slice(&shape, 0, start, len));
-        let out = scatter(3, rows.to_vec(), vec![6, 18, 0]).run(std::slice::from_ref(&input)).unwrap();
+        let out = scatter(3, rows.to_vec()).run(std::slice::from_ref(&input)).unwrap();
         assert!(out.iter().all(|b| within(b, &input)));
         assert_eq!(
             (read(&out[0]), read(&out[1]), read(&out[2])),
@@ -250,14 +246,16 @@ mod tests {
         assert_eq!(out.iter().map(|b| b.device).collect::<Vec<_>>(), [0, 1, 2].map(Device::Cpu));
 
         let cols = [(0, 2), (2, 4)].map(|(start, len)| Kernel::slice(&shape, 1, start, len));
-        let out = scatter(2, cols.to_vec(), vec![8, 16]).run(std::slice::from_ref(&input)).unwrap();
+        let out = scatter(2, cols.to_vec()).run(std::slice::from_ref(&input)).unwrap();
         assert!(out.iter().all(|b| !within(b, &input)));
         let want = |lo: usize, hi: usize| {
             (0..4).flat_map(|r| vals[r * 6 + lo..r * 6 + hi].to_vec()).collect::<Vec<_>>()
         };
         assert_eq!((read(&out[0]), read(&out[1])), (want(0, 2), want(2, 6)));
 
-        let err = scatter(2, cols.to_vec(), vec![8, 16]).run(&[input.clone(), input]).err().unwrap();
+        let err = scatter(2, cols.to_vec()).run(&[input.clone(), input.clone()]).err().unwrap();
         assert!(err.to_string().contains("2 inputs, not one"), "{err}");
+        let err = scatter(1, vec![Kernel::Cast]).run(std::slice::from_ref(&input)).err().unwrap();
+        assert!(err.to_string().contains("a cast kernel for a part"), "{err}");
     }
 }
