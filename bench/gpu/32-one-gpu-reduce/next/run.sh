@@ -11,16 +11,12 @@
 # gather and scatter on four virtual devices (the perf tool measures them since 1c0960d; on CUDA
 # groups they are still graphs of hops and a concat: never measured).
 # Stage as the other runs of this folder (stripped test binaries and a release perf in
-# .gpu/, env.sh and anchors.py beside), then:
+# .gpu/, env.sh, steps.sh and anchors.py beside), then:
 # Invoked as: timeout -k 5 480 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
-tar xJf $G/bins.tar.xz -C $G && source $G/env.sh
+tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
 export REQUIRE_CUDA=1 REQUIRE_VULKAN=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-t() { local tag=$1 name=$2 lim=$3; shift 3; local s=$(date +%s)
-  timeout $lim $G/$name "$@" > $L/t_$tag.log 2>&1; local rc=$?
-  printf "%-24s rc=%-3s %4ss  %s\n" $tag $rc $(( $(date +%s) - s )) "$(grep -E '^test result' $L/t_$tag.log | tail -1)"; }
-p() { local tag=$1 b=$2; shift 2; local s=$(date +%s); timeout 120 $G/$b "$@" --json $L/$tag.json > $L/$tag.log 2>&1; echo "$tag rc=$? $(( $(date +%s) - s ))s $(grep -E '^ +[a-z_]+ +[0-9]' $L/$tag.log | awk '{printf "%s %s %s %s #%s; ", $1, $2, $6, $7, $10}')"; grep -E '^error|panicked' $L/$tag.log; }
 COLLECTIVES_CUDA_DEVICES=0,0 p a2a_2 perf --op all_to_all --devices cuda:0,cuda:1 --sizes 4K,1M,4M,16M,256M --algo auto,star,oneshot --iters 20 --warmup 3
 COLLECTIVES_CUDA_DEVICES=0,0 p a2a_2r perf --op all_to_all --devices cuda:0,cuda:1 --sizes 4K,1M --algo star,oneshot,star,oneshot --iters 200 --warmup 20
 p lr perf --op local_reduce --devices cuda:0,cpu:0 --sizes 4K --iters 2000 --warmup 100
