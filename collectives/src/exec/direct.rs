@@ -1,13 +1,15 @@
 //! The direct path of [`super::realize`]: when every target is a part of one multi-device call
 //! (`Op::Collective`, an NCCL group call) and the call's inputs are already on their devices,
 //! the call is issued at once, without the graph pass, the schedule and the queues; likewise one
-//! target that is one kernel (an elementwise op, a slice or a concat) over inputs already on its
-//! device, and a kernel whose other targets are its copies to host devices, which its one step
-//! writes itself (a host kernel's, or a CUDA kernel's that the stream pass streams, which also
-//! reads host inputs: [`super::stream`]).
+//! target that is one kernel (an elementwise op, a slice or a concat) over inputs already where
+//! its device reads them in place (its own; a host device's from a host device; a CUDA device's
+//! from a CUDA device), and a kernel whose other targets are its copies to host devices, which
+//! its one step writes itself (a host kernel's, or a CUDA kernel's that the stream pass streams,
+//! which also reads host inputs: [`super::stream`]).
 //!
-//! That is the graph of every collective on an all-CUDA group, realized as soon as it is built,
-//! of a local reduce, and of a small all_reduce of one CUDA device and host devices. Its call is
+//! That is the graph of every collective on an all-CUDA group, realized as soon as it is built
+//! (a call, or for a gather or reduce the leader's one kernel), of a host group's gather and
+//! reduce, of a local reduce, and of a small all_reduce of one CUDA device and host devices. Its call is
 //! short (about 110 µs for 16 MiB per GPU on two H200s; a 4 KiB kernel and its wait about 10 µs),
 //! and the general path's bookkeeping before issuing it — a few microseconds — showed in the
 //! measured bandwidth (`bench/gpu/5-overhead`) and in a small kernel's time (`bench/gpu/23-star`,
@@ -21,6 +23,7 @@ use crate::backend::Buffer;
 use crate::device::{Device, DeviceKind};
 use crate::error::{Error, Result};
 use crate::graph::{Op, Tensor};
+use crate::route::readable;
 use crate::sized::try_vec;
 
 /// Realizes `pending` (none realized yet) directly if it has that shape; `None` when it does not,
@@ -40,8 +43,9 @@ pub(super) fn try_realize(pending: &[Tensor]) -> Option<Result<()>> {
 }
 
 /// The buffers of `t`'s inputs, if the schedule would run `t` as a kernel step and every input is
-/// realized on `t`'s device (so the graph pass would add no copy, and the schedule would be this
-/// one step).
+/// realized where `t`'s device reads it in place (so the graph pass would add no copy, and the
+/// schedule would be this one step): a local reduce, and the gather or reduce of a group of host
+/// devices or of CUDA devices, the leader's one kernel over every shard.
 fn lone_kernel(t: &Tensor) -> Option<Vec<Arc<Buffer>>> {
     if !is_kernel(t) {
         return None;
@@ -113,14 +117,16 @@ fn host_copy_of(t: &Tensor, k: &Tensor) -> Option<Device> {
     (of_k && to.is_host() && to != k.device()).then_some(to)
 }
 
-/// The buffer a kernel on `device` reads for input `i`: `i`'s own, realized on `device` (or, for
-/// a `streamed` kernel, on a host device), or, for a streamed kernel, the source of `i` when `i`
-/// is an unrealized copy to `device` of a tensor realized on a host device.
+/// The buffer a kernel on `device` reads for input `i`: `i`'s own, realized on a device whose
+/// buffers `device` reads in place ([`readable`]: its own, another host device's for a host
+/// kernel, another CUDA device's for a CUDA kernel — where the graph pass adds no copy either) or,
+/// for a `streamed` kernel, on a host device; or, for a streamed kernel, the source of `i` when
+/// `i` is an unrealized copy to `device` of a tensor realized on a host device.
 fn read_by(i: &Tensor, device: Device, streamed: bool) -> Option<Arc<Buffer>> {
     let ready = |t: &Tensor, ok: &dyn Fn(Device) -> bool| {
         t.value().filter(|b| b.device == t.device() && ok(b.device))
     };
-    if let Some(b) = ready(i, &|d| d == device || (streamed && d.is_host())) {
+    if let Some(b) = ready(i, &|d| readable(device, d) || (streamed && d.is_host())) {
         return Some(b);
     }
     match (i.op(), i.inputs()) {
@@ -297,21 +303,82 @@ mod tests {
         }
     }
 
-    /// A kernel with an input on another device, or one still to compute, and a target that is
-    /// no kernel take the general path, which gives the same values.
+    /// A kernel with an input still to compute, and a target that is no kernel, take the general
+    /// path, which gives the same values.
     #[test]
-    fn a_kernel_needing_copies_or_other_steps_takes_the_general_path() {
+    fn a_kernel_needing_other_steps_takes_the_general_path() {
         let ins = inputs(1.5, 2.5);
-        let across = ins[0].add(&ins[1]).unwrap();
         let after = ins[0].add(&ins[0]).unwrap().add(&ins[0]).unwrap();
         let copy = ins[0].copy_to_device(DEVS[1]).unwrap();
-        for t in [&across, &after, &copy] {
+        for t in [&after, &copy] {
             assert!(try_realize(std::slice::from_ref(t)).is_none(), "{}", t.op());
         }
-        crate::realize(&[across.clone(), after.clone(), copy.clone()]).unwrap();
-        assert_eq!(across.to_vec::<f32>().unwrap(), vec![4.0; 3]);
+        crate::realize(&[after.clone(), copy.clone()]).unwrap();
         assert_eq!(after.to_vec::<f32>().unwrap(), vec![4.5; 3]);
         assert_eq!(copy.to_vec::<f32>().unwrap(), vec![1.5; 3]);
+    }
+
+    /// A host kernel over shards realized on other host devices (read in place: the graph pass
+    /// adds no copy) is issued directly — a group's gather and reduce — with the general path's
+    /// values: fresh random data, every element against an f64 reference, the shards unchanged.
+    #[test]
+    fn a_host_kernel_over_other_host_devices_is_issued_directly() {
+        let devs: Vec<Device> = (0..5).map(Device::Cpu).collect();
+        let data: Vec<Vec<f32>> = devs.iter().map(|_| draw(41)).collect();
+        let shards: Vec<Tensor> =
+            devs.iter().zip(&data).map(|(&d, v)| Tensor::from_vec(v.clone(), [41], d).unwrap()).collect();
+        let mut sum = vec![0f32; 41];
+        for v in &data {
+            sum.iter_mut().zip(v).for_each(|(s, x)| *s += x);
+        }
+        let g = crate::DeviceGroup::new(devs.clone()).unwrap();
+        let cases = [
+            (g.reduce(&shards, crate::ReduceOp::Sum).unwrap(), f64s(&sum)),
+            (g.gather(&shards, 0).unwrap(), f64s(&data.concat())),
+            (
+                shards[1].mul(&shards[3]).unwrap(),
+                data[1].iter().zip(&data[3]).map(|(a, b)| f64::from(a * b)).collect(),
+            ),
+        ];
+        for (t, want) in cases {
+            assert!(lone_kernel(&t).is_some(), "{}: one kernel over ready inputs", t.op());
+            assert!(try_realize(std::slice::from_ref(&t)).expect("direct").is_ok(), "{}", t.op());
+            assert_eq!(t.value().expect("realized").device, t.device());
+            assert_eq!(f64s(&t.to_vec::<f32>().unwrap()), want, "{}", t.op());
+        }
+        for (s, v) in shards.iter().zip(&data) {
+            assert_eq!(&s.to_vec::<f32>().unwrap(), v, "shards unchanged");
+        }
+    }
+
+    /// Which inputs a lone kernel reads where they lie, by the devices of the kernel and of its
+    /// input (realized there by hand, matched only, so it runs without a GPU): a CUDA kernel reads
+    /// another CUDA device's shard, neither a host nor a Vulkan one; a host kernel reads no GPU's;
+    /// a Vulkan kernel reads only its own device's.
+    #[test]
+    fn a_lone_kernel_reads_in_place_only_what_its_device_reads_in_place() {
+        let (cu0, cu1, vk0, vk1) = (Device::Cuda(0), Device::Cuda(1), Device::Vulkan(0), Device::Vulkan(1));
+        let cases = [
+            (cu0, cu1, true),
+            (cu0, DEVS[0], false),
+            (cu0, vk0, false),
+            (DEVS[0], DEVS[1], true),
+            (DEVS[0], cu0, false),
+            (DEVS[0], vk0, false),
+            (vk0, vk0, true),
+            (vk0, vk1, false),
+            (vk0, DEVS[0], false),
+        ];
+        for (on, from, direct) in cases {
+            let shard = |d: Device| {
+                let t = Tensor::from_vec(draw(5), [5], d).unwrap();
+                *t.0.value.lock() = Some(Arc::new(Buffer::from_vec(d, draw(5))));
+                t
+            };
+            let (mine, theirs) = (shard(on), shard(from));
+            let k = Tensor::reduce_on(on, &[mine, theirs], ReduceKind::Sum, None).unwrap();
+            assert_eq!(lone_kernel(&k).is_some(), direct, "a kernel on {on} reading {from}");
+        }
     }
 
     fn draw(n: usize) -> Vec<f32> {
@@ -457,10 +524,6 @@ mod tests {
             ("two copies to one device", vec![k.clone(), copy.clone(), k.copy_to_device(DEVS[1]).unwrap()]),
             ("a copy of something else", vec![k.clone(), on0.copy_to_device(DEVS[1]).unwrap()]),
             ("a copy to a GPU", vec![k.clone(), k.copy_to_device(Device::Vulkan(0)).unwrap()]),
-            ("an input on another host device", {
-                let across = ins[0].add(&ins[1]).unwrap();
-                vec![across.clone(), across.copy_to_device(Device::Cpu(2)).unwrap()]
-            }),
             ("an input still to compute", {
                 let later = k.add(&k).unwrap();
                 vec![later.clone(), later.copy_to_device(DEVS[1]).unwrap()]
@@ -470,12 +533,18 @@ mod tests {
         for (what, targets) in cases {
             assert!(fanned_kernel(&targets).is_none(), "{what}");
         }
-        // The matched shape for contrast, then the general path's result is the same.
+        // The matched shape for contrast, also over an input on another host device (read in
+        // place), and the result of a case left to the general path is the same.
         assert!(fanned_kernel(&[k.clone(), copy.clone()]).is_some());
-        let other = ins[0].add(&ins[1]).unwrap();
-        let elsewhere = other.copy_to_device(Device::Cpu(2)).unwrap();
-        crate::realize(&[other.clone(), elsewhere.clone()]).unwrap();
+        let across = ins[0].add(&ins[1]).unwrap();
+        let elsewhere = across.copy_to_device(Device::Cpu(2)).unwrap();
+        assert!(fanned_kernel(&[across.clone(), elsewhere.clone()]).is_some(), "an input on cpu:1");
+        crate::realize(&[across.clone(), elsewhere.clone()]).unwrap();
         assert_eq!(elsewhere.to_vec::<f32>().unwrap(), vec![4.0; 3]);
+        let later = k.add(&k).unwrap();
+        let later_copy = later.copy_to_device(DEVS[1]).unwrap();
+        crate::realize(&[later.clone(), later_copy.clone()]).unwrap();
+        assert_eq!(later_copy.to_vec::<f32>().unwrap(), vec![4.0; 3]);
     }
 
     #[test]
