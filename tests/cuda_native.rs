@@ -8,8 +8,9 @@
 //! one-shot reduce_scatter, all_gather (uneven shards), broadcast (every root) and all_to_all,
 //! each one multi-device call, along outer and inner dims, and the same through the star (each
 //! one call of the leader or root; a reduce_scatter or all_to_all along a dim that does not cut
-//! contiguous parts goes through the graph); and the automatic choice taking them where NCCL
-//! cannot run. The one-shot
+//! contiguous parts goes through the graph); the scatter (one form: one call of the root where
+//! the parts are contiguous, uneven and empty parts too); and the automatic choice taking them
+//! where NCCL cannot run. The one-shot
 //! checks also run on virtual host devices.
 //!
 //! Skipped (and says so) without CUDA devices, and for group sizes the machine does not list;
@@ -132,6 +133,7 @@ fn others_on(groups: Vec<DeviceGroup>, algo: Algorithm) {
             all_gather(&g, dtype, &mut r, &ctx);
             broadcast(&g, dtype, &mut r, &ctx);
             all_to_all(&g, dtype, &mut r, &ctx);
+            scatter(&g, dtype, &mut r, &ctx);
         }
     }
 }
@@ -211,6 +213,41 @@ fn broadcast(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
                 check_exact(o, d, &[len], &vals, &format!("{ctx}: on {d}"));
             }
         }
+    }
+}
+
+/// From every root: parts of 1, 7 rows of 3 and 65537 elements along dim 0 (one call of the
+/// root: its part a view, the others copied by its launch), of 2 columns along dim 1 (no
+/// contiguous parts: the graph's views and hops); and uneven parts along dim 0
+/// (`scatter_sizes`), one of them empty.
+fn scatter(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
+    let n = g.size();
+    for (shape, dim) in [(vec![n], 0), (vec![n * 7, 3], 0), (vec![n * 65537], 0), (vec![3, n * 2], 1)] {
+        let part = shape[dim] / n;
+        for &from in g.devices() {
+            let ctx = format!("{ctx} scatter {shape:?} along {dim} from {from}");
+            let vals = random(dtype, shape.iter().product(), Range::General, r);
+            let t = tensor(dtype, &vals, &shape[..], from);
+            let out = g.scatter(&t, dim).expect(&ctx);
+            for (i, (o, &d)) in out.iter().zip(g.devices()).enumerate() {
+                let want = ref_narrow(&vals, &shape, dim, i * part, part);
+                check_exact(o, d, &with_dim(&shape, dim, part), &want, &format!("{ctx}: part {i}"));
+            }
+            assert_eq!(values(&t), vals, "{ctx}: the root's tensor unchanged");
+        }
+    }
+    // Member i gets 3i + 1 rows of 5, but member 1 none.
+    let sizes: Vec<usize> = (0..n).map(|i| if i == 1 { 0 } else { 3 * i + 1 }).collect();
+    let rows: usize = sizes.iter().sum();
+    let from = g.devices()[n - 1];
+    let ctx = format!("{ctx} scatter_sizes {sizes:?} from {from}");
+    let vals = random(dtype, rows * 5, Range::General, r);
+    let t = tensor(dtype, &vals, [rows, 5], from);
+    let out = g.scatter_sizes(&t, 0, &sizes).expect(&ctx);
+    let mut at = 0;
+    for ((o, &d), &len) in out.iter().zip(g.devices()).zip(&sizes) {
+        check_exact(o, d, &[len, 5], &vals[at * 5..(at + len) * 5], &format!("{ctx}: on {d}"));
+        at += len;
     }
 }
 

@@ -244,6 +244,31 @@ fn a_one_or_two_shot_collective_of_cuda_devices_is_one_call_and_no_hop() {
     assert_eq!(ks, [(CUDA0, "collective cuda two-shot all_reduce", 3)], "{plan}");
 }
 
+/// A scatter of CUDA devices into contiguous parts is one call of the root, whatever the setting
+/// (from any member, evenly or not): its part a view, the others copied by its launch, no hop.
+/// Into parts along a later dim (not contiguous) it is the star's slices and hops.
+#[test]
+fn a_cuda_scatter_into_contiguous_parts_is_one_call_of_the_root() {
+    let devices = [CUDA0, CUDA1, Device::Cuda(2)];
+    let g = DeviceGroup::new(devices.to_vec()).unwrap();
+    for algo in [Algorithm::Auto, Algorithm::Star, Algorithm::OneShot, Algorithm::Ring, Algorithm::Nccl] {
+        let plan = g.using(algo).plan(CollectiveKind::Scatter, [999], DType::BF16).unwrap();
+        assert_eq!(plan.algorithm, Some(Algorithm::Star), "{algo}: {plan}");
+        assert!(plan.hops.is_empty(), "{plan}");
+        let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+        assert_eq!(ks, [(CUDA0, "collective cuda scatter", 1)], "{algo}: {plan}");
+    }
+    let rows = Tensor::from_vec(vec![1.5f32; 6 * 4], [1, 6, 4], CUDA1).unwrap();
+    let uneven = Plan::of(&g.scatter_sizes(&rows, 1, &[0, 5, 1]).unwrap());
+    let ks: Vec<_> = uneven.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+    assert_eq!(ks, [(CUDA0, "collective cuda scatter", 1)], "{uneven}");
+    assert!(uneven.hops.is_empty(), "{uneven}");
+    let cols = Tensor::from_vec(vec![1.5f32; 2 * 6], [2, 6], CUDA1).unwrap();
+    let strided = Plan::of(&g.scatter(&cols, 1).unwrap());
+    assert_eq!(hops(&strided), [(CUDA1, CUDA0, 16), (CUDA1, Device::Cuda(2), 16)], "{strided}");
+    assert!(strided.kernels.iter().all(|k| k.op.starts_with("slice")), "{strided}");
+}
+
 #[test]
 fn a_vulkan_plan_goes_through_the_host() {
     // No Vulkan device reads another's memory: each member's hop is two copies through cpu:0.

@@ -64,7 +64,9 @@ impl CollectiveKind {
 /// `reduce_scatter` take it; `gather`, `scatter`, `scatter_sizes` and `all_to_all` have one form
 /// (each part sent straight to where it goes) and ignore it — except `all_to_all` on a group of
 /// CUDA devices, one call that takes `Star` or `OneShot` (any other setting runs the one-shot;
-/// [`DeviceGroup::algorithm_for`](crate::DeviceGroup::algorithm_for)).
+/// [`DeviceGroup::algorithm_for`](crate::DeviceGroup::algorithm_for)). On a group of CUDA
+/// devices the scatter into contiguous parts is one call of the root, and the gather and reduce
+/// are the leader's one kernel reading every shard in place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// Let [`choose`] decide from the group and the message size.

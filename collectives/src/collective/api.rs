@@ -157,18 +157,20 @@ impl DeviceGroup {
     /// `t` (on a member device) cut along `dim` into `size()` equal parts, part i sent to device
     /// i. `dim` must split evenly ([`Error::Uneven`]; see [`DeviceGroup::scatter_sizes`]). On a
     /// group of host devices, one call: each member reads its part of `t` in place where the part
-    /// is one contiguous range (every dim before `dim` is 1), else copies it.
+    /// is one contiguous range (every dim before `dim` is 1), else copies it. On a group of CUDA
+    /// devices, where the parts are contiguous, one call of the root: its part a view of `t`, its
+    /// launch copying every other part into the member's memory.
     pub fn scatter(&self, t: &Tensor, dim: usize) -> Result<Vec<Tensor>> {
-        self.check_member("scatter", t)?;
+        let root = self.check_member("scatter", t)?;
         let hint = "use scatter_sizes to give each device its own length";
         let part = even_part("scatter", t.shape(), dim, self.size(), hint)?;
-        self.scatter_parts(t, dim, &vec![part; self.size()])
+        self.scatter_parts(t, root, dim, &vec![part; self.size()])
     }
 
     /// `t` (on a member device) cut along `dim` into parts of `sizes` (one per device, summing to
     /// the dimension's length), part i sent to device i.
     pub fn scatter_sizes(&self, t: &Tensor, dim: usize, sizes: &[usize]) -> Result<Vec<Tensor>> {
-        self.check_member("scatter_sizes", t)?;
+        let root = self.check_member("scatter_sizes", t)?;
         check_dim("scatter_sizes", t.shape(), dim)?;
         if sizes.len() != self.size() {
             let (got, size) = (sizes.len(), self.size());
@@ -188,16 +190,22 @@ impl DeviceGroup {
         if sum != len {
             return Err(Error::SplitSizes { op: "scatter_sizes", sizes: sizes.to_vec(), sum, dim, len });
         }
-        self.scatter_parts(t, dim, sizes)
+        self.scatter_parts(t, root, dim, sizes)
     }
 
-    /// The scatter of checked arguments: one call on a group of host devices, else the star's
+    /// The scatter of checked arguments (`t` on member `root`): one call on a group of host
+    /// devices, and on a group of CUDA devices where the parts are contiguous; else the star's
     /// views and hops.
-    fn scatter_parts(&self, t: &Tensor, dim: usize, sizes: &[usize]) -> Result<Vec<Tensor>> {
-        match call::host_star(self) {
-            true => Ok(call::host_scatter(self, t, dim, sizes)),
-            false => star::scatter(&mut Hops::default(), t, dim, sizes, self.devices()),
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
+    fn scatter_parts(&self, t: &Tensor, root: usize, dim: usize, sizes: &[usize]) -> Result<Vec<Tensor>> {
+        if call::host_star(self) {
+            return Ok(call::host_scatter(self, t, dim, sizes));
         }
+        #[cfg(feature = "cuda")]
+        if call::cuda_native(self) && contiguous_along(t, dim) {
+            return Ok(call::cuda_scatter(self, t, root, (dim, sizes)));
+        }
+        star::scatter(&mut Hops::default(), t, dim, sizes, self.devices())
     }
 
     /// Each shard cut along `dim` into `size()` equal parts; device j receives part j of every

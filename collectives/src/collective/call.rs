@@ -117,16 +117,27 @@ pub(crate) fn host_broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Ve
 /// (`sizes[i]` long along `dim`), read in place where it is one contiguous range of `t`, else
 /// copied by member i.
 pub(crate) fn host_scatter(group: &DeviceGroup, t: &Tensor, dim: usize, sizes: &[usize]) -> Vec<Tensor> {
+    let (parts, outs) = scatter_parts(group, t, dim, sizes);
+    let call = HostScatter { name: "host scatter", devices: group.devices().to_vec(), parts };
+    nodes(group, Arc::new(call), std::slice::from_ref(t), &outs)
+}
+
+/// The parts of a scatter of `t` along `dim` into `sizes`, in member order: each part's slice
+/// kernel over `t`, and each member's output.
+fn scatter_parts(
+    group: &DeviceGroup,
+    t: &Tensor,
+    dim: usize,
+    sizes: &[usize],
+) -> (Vec<Kernel>, Vec<(Device, Shape)>) {
     let (whole, mut start) = (t.shape(), 0);
     let mut parts = Vec::with_capacity(sizes.len());
     for &len in sizes {
         parts.push(Kernel::slice(whole, dim, start, len));
         start += len;
     }
-    let outs: Vec<(Device, Shape)> =
-        group.devices().iter().zip(sizes).map(|(&d, &len)| (d, whole.with_dim(dim, len))).collect();
-    let call = HostScatter { name: "host scatter", devices: group.devices().to_vec(), parts };
-    nodes(group, Arc::new(call), std::slice::from_ref(t), &outs)
+    let outs = group.devices().iter().zip(sizes).map(|(&d, &len)| (d, whole.with_dim(dim, len))).collect();
+    (parts, outs)
 }
 
 /// The star reduce_scatter over host devices along `dim` as one call: part i (`part` long along
@@ -170,7 +181,7 @@ pub(crate) fn host_all_to_all(
 mod cuda {
     use std::sync::Arc;
 
-    use super::{DeviceGroup, ReduceOp, all_but, everywhere, fold, join, nodes};
+    use super::{DeviceGroup, ReduceOp, all_but, everywhere, fold, join, nodes, scatter_parts};
     use crate::backend::Kernel;
     use crate::backend::cuda::{CudaCall, Pull};
     use crate::collective::{Algorithm, CollectiveKind};
@@ -292,10 +303,24 @@ mod cuda {
         got.insert(root, t.clone());
         got
     }
+
+    /// The scatter of `t` (on member `root`) along `dim` into parts of `sizes` as one call: the
+    /// root's part a view of `t`, the others copied by the root's one launch into the members'
+    /// memory. `dim` must cut `t` into contiguous parts.
+    pub(crate) fn scatter(
+        group: &DeviceGroup,
+        t: &Tensor,
+        root: usize,
+        (dim, sizes): (usize, &[usize]),
+    ) -> Vec<Tensor> {
+        let (parts, outs) = scatter_parts(group, t, dim, sizes);
+        call(group, Pull::Scatter { root, parts }, std::slice::from_ref(t), &outs)
+    }
 }
 
 #[cfg(feature = "cuda")]
 pub(crate) use cuda::{
     all_gather as cuda_all_gather, all_reduce as cuda_all_reduce, all_to_all as cuda_all_to_all,
     broadcast as cuda_broadcast, native as cuda_native, reduce_scatter as cuda_reduce_scatter,
+    scatter as cuda_scatter,
 };

@@ -6,7 +6,9 @@
 //! - reduce_scatter: member i folds only its part of every shard (the same window of each input);
 //! - all_gather: member i copies every shard into its place in its own output (no concat after);
 //! - broadcast: every member but the root copies the root's tensor (a peer copy);
-//! - all_to_all: member i copies part i of every shard into its place in its own output.
+//! - all_to_all: member i copies part i of every shard into its place in its own output;
+//! - scatter (one form): the root keeps its part as a view of its tensor, and its launch copies
+//!   every other part into the member's output.
 //!
 //! The star is one call too, issued by one member (the leader, or a broadcast's root) for all:
 //! its launch reads every shard in place and writes every member's output in place — the fold
@@ -40,7 +42,7 @@
 use std::sync::Arc;
 
 use super::device::{self, CudaDevice};
-use super::event::{issue_flagged, wait_on};
+use super::event::wait_on;
 use super::launch;
 use super::memory::{DevAlloc, Event, device_buffer, record};
 use crate::backend::{Buffer, Kernel, OutSpec};
@@ -77,6 +79,11 @@ pub(crate) enum Pull {
     /// Every member but `root` copies the one input (the root's tensor, a peer copy on the
     /// member's copy stream); the root's output is not part of the call.
     Broadcast { root: usize },
+    /// The scatter of the one input (member `root`'s tensor): member i gets slice `parts[i]`,
+    /// one contiguous range of it — the root's a view of the input, every other part copied by
+    /// the root's one launch into the member's memory (a member the root cannot write, or an
+    /// empty part: a copy of its view).
+    Scatter { root: usize, parts: Vec<Kernel> },
 }
 
 /// A native collective of CUDA devices, one output per member (in device order; a broadcast
@@ -98,11 +105,15 @@ impl MultiKernel for CudaCall {
             Pull::AllGather { .. } => "all_gather",
             Pull::Broadcast { .. } => "broadcast",
             Pull::AllToAll { .. } => "all_to_all",
+            Pull::Scatter { .. } => "scatter",
         };
         format!("cuda {what}")
     }
 
     fn run(&self, inputs: &[Arc<Buffer>]) -> Result<Vec<Arc<Buffer>>> {
+        if let (Pull::Scatter { root, parts }, [input]) = (&self.pull, inputs) {
+            return self.scatter(input, parts, *root);
+        }
         let inputs = &crate::backend::refs(inputs)[..];
         let dtype =
             inputs.first().ok_or_else(|| Error::internal(self.name(), "a call with no inputs"))?.dtype;
@@ -132,6 +143,9 @@ impl MultiKernel for CudaCall {
                     window(&dev, join, inputs, (i, *part), *part * inputs.len())?
                 }
                 Pull::TwoShot { .. } | Pull::Star { .. } => unreachable!("issued above"),
+                Pull::Scatter { .. } => {
+                    return Err(Error::internal(self.name(), format!("{} inputs, not one", inputs.len())));
+                }
                 Pull::Broadcast { root } if i == *root => continue,
                 Pull::Broadcast { root } => super::copy::dtod(&*member(self.devices[*root])?, inputs[0], d)?,
             };
@@ -176,8 +190,8 @@ impl CudaCall {
     }
 
     /// The star reduce_scatter: member `root` folds every input whole into a buffer of its own
-    /// (one launch), then copies part i (`out.len` elements) into member i's output (one launch
-    /// per [`launch::MAXK`] members it reaches); a member it cannot reach copies its part.
+    /// (one launch), then copies part i (`out.len` elements) into member i's output
+    /// ([`place_ranges`]); a member it cannot reach copies its part.
     fn star_scatter(
         &self,
         fold: &Kernel,
@@ -189,35 +203,46 @@ impl CudaCall {
         let hub = &*hub;
         let whole = OutSpec { len: out.len * devs.len(), ..out };
         fold.check(hub.device, inputs, whole)?;
-        let part = out.len * out.dtype.size();
-        let folded = hub.alloc(part * devs.len(), &hub.compute)?;
-        launch::compute_to_all(hub, fold, inputs, 0, &[(&folded, 0)], whole)?;
-        let dsts = written_by(hub, &devs.iter().collect::<Vec<_>>(), part)?;
-        let segs: Vec<launch::Seg> = (dsts.iter().enumerate())
-            .filter_map(|(i, d)| d.as_ref().map(|d| (folded.ptr() + (i * part) as u64, d.ptr(), part as u64)))
-            .collect();
-        let l = launch::Launcher::new(hub, &hub.compute).writing(dsts.iter().flatten().map(|d| d.device()));
-        // SAFETY: part i of `folded` (written by the fold above, on this stream) and each output
-        // hold `part` bytes, on the root or a device it writes in place; the outputs are distinct
-        // allocations, and all note this stream's use below.
-        let issued = issue_flagged(hub, &hub.compute, |flag| unsafe {
-            launch::copy_segments_flagged(&l, &segs, flag)
-        });
-        let event = issued.inspect_err(|_| {
-            let _ = hub.compute.synchronize();
-        })?;
-        let result =
-            |d: Arc<DevAlloc>| Arc::new(device_buffer(out.dtype, out.len, d, event.clone(), &hub.compute));
-        try_vec(devs.iter().zip(dsts).enumerate().map(|(i, (dev, d))| match d {
-            Some(d) => {
-                d.note_use(&hub.compute, &event);
-                Ok(result(d))
+        let folded = hub.alloc(whole.len * out.dtype.size(), &hub.compute)?;
+        let done = launch::compute_to_all(hub, fold, inputs, 0, &[(&folded, 0)], whole)?;
+        let folded = Arc::new(device_buffer(out.dtype, whole.len, folded, done, &hub.compute));
+        let ranges: Vec<(usize, usize)> = (0..devs.len()).map(|i| (i * out.len, out.len)).collect();
+        let dsts = written_by(hub, &devs.iter().collect::<Vec<_>>(), out.len * out.dtype.size())?;
+        let event = place_ranges(hub, &folded, &dsts, &ranges)?;
+        try_vec(
+            devs.iter()
+                .zip(dsts)
+                .zip(ranges)
+                .map(|((dev, d), range)| part_for(hub, &folded, (dev, d), event.as_ref(), range, false)),
+        )
+    }
+
+    /// The scatter of `input` (on member `root`): member j gets slice `parts[j]` of it, one
+    /// contiguous range. The root's launches copy each part into memory of a member it writes in
+    /// place ([`place_ranges`]); the root's own part is a view of `input`, and a member the root
+    /// cannot write, or whose part is empty, gets a copy of its part's view.
+    fn scatter(&self, input: &Arc<Buffer>, parts: &[Kernel], root: usize) -> Result<Vec<Arc<Buffer>>> {
+        let (devs, hub) = self.with_root(root)?;
+        let hub = &*hub;
+        if parts.len() != devs.len() || input.device != hub.device {
+            let why =
+                format!("{} parts for {} members, the input on {}", parts.len(), devs.len(), input.device);
+            return Err(Error::internal(self.name(), why));
+        }
+        let ranges = try_vec(parts.iter().map(|p| range_of(p, input).ok_or(p)))
+            .map_err(|p| Error::internal(self.name(), format!("{p:?} is no contiguous part of the input")))?;
+        let dsts = try_vec(devs.iter().zip(&ranges).enumerate().map(|(j, (dev, &(_, len)))| {
+            match j != root && len > 0 && launch::reaches(hub, dev.device)? {
+                true => output_for(hub, dev, len * input.dtype.size()).map(Some),
+                false => Ok(None),
             }
-            None => {
-                let mine = result(Arc::new(DevAlloc::view(&folded, i * part, part)));
-                super::copy::dtod(hub, &mine, dev.device).map(Arc::new)
-            }
-        }))
+        }))?;
+        let event = place_ranges(hub, input, &dsts, &ranges)?;
+        try_vec(
+            devs.iter().zip(dsts).zip(ranges).enumerate().map(|(j, ((dev, d), range))| {
+                part_for(hub, input, (dev, d), event.as_ref(), range, j == root)
+            }),
+        )
     }
 
     /// The star all_to_all: member `root`'s launches copy part j (`part` elements from `j * part`)
@@ -365,6 +390,65 @@ fn place_parts(
         // stream writes; the outputs are distinct allocations, and all note the use.
         unsafe { launch::copy_segments_flagged(l, &segs, flag) }
     })
+}
+
+/// `hub`'s launches ([`launch::MAXK`] outputs each) copying, for each output of `dsts` (`None`:
+/// not written), the range of `input` at the same index of `ranges` (`(start, len)` in elements)
+/// into it. Returns the event that completes them, or `None` where no output is written.
+fn place_ranges(
+    hub: &CudaDevice,
+    input: &Buffer,
+    dsts: &[Option<Arc<DevAlloc>>],
+    ranges: &[(usize, usize)],
+) -> Result<Option<Arc<Event>>> {
+    let written: Vec<&DevAlloc> = dsts.iter().flatten().map(|d| &**d).collect();
+    if written.is_empty() {
+        return Ok(None);
+    }
+    let size = input.dtype.size() as u64;
+    let event = launch::issue_over(hub, &[input], &written, |l, ins, flag| {
+        let segs: Vec<launch::Seg> = (dsts.iter().zip(ranges))
+            .filter_map(|(d, &(at, len))| {
+                d.as_ref().map(|d| (ins[0] + at as u64 * size, d.ptr(), len as u64 * size))
+            })
+            .collect();
+        // SAFETY: each range lies within `input` (`range_of` checked it), read in place on this
+        // device; each output was allocated for its range's bytes, in memory this stream writes
+        // (`launch::reaches`); the outputs are distinct allocations, and all note the use.
+        unsafe { launch::copy_segments_flagged(l, &segs, flag) }
+    })?;
+    Ok(Some(event))
+}
+
+/// A member's part of a scatter from `src` (on `hub`): its output `d` where `hub`'s launch, which
+/// `event` completes, wrote it; else elements `at..at + len` of `src`, as a view where the member
+/// keeps its part in place (`own`: a scatter's root), else copied to the member.
+fn part_for(
+    hub: &CudaDevice,
+    src: &Arc<Buffer>,
+    (dev, d): (&Arc<CudaDevice>, Option<Arc<DevAlloc>>),
+    event: Option<&Arc<Event>>,
+    (at, len): (usize, usize),
+    own: bool,
+) -> Result<Arc<Buffer>> {
+    if let (Some(d), Some(e)) = (d, event) {
+        return Ok(Arc::new(device_buffer(src.dtype, len, d, e.clone(), &hub.compute)));
+    }
+    let slice = Kernel::Slice { outer: 1, in_mid: src.len, start: at, len, inner: 1 };
+    let view = crate::backend::view(&slice, src, hub.device)?
+        .ok_or_else(|| Error::internal("cuda scatter", format!("no view of a buffer on {}", hub.device)))?;
+    match own {
+        true => Ok(Arc::new(view)),
+        false => super::copy::dtod(hub, &view, dev.device).map(Arc::new),
+    }
+}
+
+/// Slice kernel `part`'s range of `input` as `(start, len)` in elements, if it is one contiguous
+/// range (`outer == 1`) lying within `input`.
+fn range_of(part: &Kernel, input: &Buffer) -> Option<(usize, usize)> {
+    let Kernel::Slice { outer: 1, in_mid, start, len, inner } = *part else { return None };
+    let (at, n) = (start.checked_mul(inner)?, len.checked_mul(inner)?);
+    (in_mid.checked_mul(inner)? == input.len && at.checked_add(n)? <= input.len).then_some((at, n))
 }
 
 /// For each of `members`, memory for its output (`bytes`) that `hub`'s compute stream may write,
