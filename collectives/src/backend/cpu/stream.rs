@@ -16,9 +16,16 @@ pub(crate) const STREAM_MIN_BYTES: usize = 32 << 20;
 /// ordinary ones elsewhere and for the unaligned head and tail. Ends with a store fence, so the
 /// bytes are visible to whichever thread is told next that the copy is done.
 pub(crate) fn copy(src: &[u8], dst: &mut [u8]) {
+    copy_unfenced(src, dst);
+    fence();
+}
+
+/// [`copy`] without its store fence: for a run of copies on one thread, which calls [`fence`]
+/// once after the last of them.
+pub(crate) fn copy_unfenced(src: &[u8], dst: &mut [u8]) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         let head = dst.as_ptr().align_offset(16).min(dst.len());
         let body = (dst.len() - head) / 16 * 16;
         dst[..head].copy_from_slice(&src[..head]);
@@ -31,11 +38,19 @@ pub(crate) fn copy(src: &[u8], dst: &mut [u8]) {
             };
         }
         dst[head + body..].copy_from_slice(&src[head + body..]);
-        // SAFETY: SSE2; orders the non-temporal stores above before any later store.
-        unsafe { _mm_sfence() };
     }
     #[cfg(not(target_arch = "x86_64"))]
     dst.copy_from_slice(src);
+}
+
+/// Orders this thread's non-temporal stores before any later store (a no-op where the target
+/// has none), so they are visible to whichever thread is told next that they are done.
+pub(crate) fn fence() {
+    // SAFETY: SSE2 is part of x86_64; a store fence has no other effect.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
 }
 
 #[cfg(test)]
