@@ -83,10 +83,32 @@ macro_rules! with_op {
 pub(crate) fn binary<T: Num>(op: BinaryOp, a: &[T], b: &[T], out: &mut [T], fan: &mut [&mut [u8]]) {
     with_op!(op, T::A, |f| for_chunks(out, fan, |off, o| {
         let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
+        if T::SLICES {
+            return by_blocks(o, a, Some(b), |x, y| x.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y)));
+        }
         for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
             *o = T::narrow(f(x.widen(), y.widen()));
         }
     }))
+}
+
+/// `o` computed a block at a time in the compute type, for types that convert faster by slices
+/// ([`Num::SLICES`]): each block of `x` (and of `y`, if given) widened into a buffer, `g` writing
+/// the result over `x`'s, which is narrowed into `o`.
+fn by_blocks<T: Num>(o: &mut [T], x: &[T], y: Option<&[T]>, g: impl Fn(&mut [T::A], &[T::A])) {
+    let Some(&seed) = x.first() else { return };
+    let block = BLOCK_BYTES / std::mem::size_of::<T>();
+    // A block of a type of two bytes or more.
+    let (mut wx, mut wy) = ([seed.widen(); BLOCK_BYTES / 2], [seed.widen(); BLOCK_BYTES / 2]);
+    for (b, ob) in o.chunks_mut(block).enumerate() {
+        let (at, n) = (b * block, ob.len());
+        T::widen_slice(&x[at..at + n], &mut wx[..n]);
+        if let Some(y) = y {
+            T::widen_slice(&y[at..at + n], &mut wy[..n]);
+        }
+        g(&mut wx[..n], &wy[..n]);
+        T::narrow_slice(&wx[..n], ob);
+    }
 }
 
 /// `out = scale(fold(inputs))`, one pass, folding in the compute type. An output of
@@ -120,26 +142,29 @@ fn reduce_chunk<T: Num>(
     let Some(&seed) = inputs[0].get(off) else { return };
     let block = BLOCK_BYTES / std::mem::size_of::<T>();
     let mut acc = [seed.widen(); BLOCK_BYTES]; // room for a block of any dtype (1 byte or more)
+    let mut wide = [seed.widen(); BLOCK_BYTES / 2]; // a block of a type converted by slices
     let mut staged = [seed; BLOCK_BYTES];
     for (b, ob) in o.chunks_mut(block).enumerate() {
-        let start = off + b * block;
-        let acc = &mut acc[..ob.len()];
-        for (a, &x) in acc.iter_mut().zip(&inputs[0][start..start + ob.len()]) {
-            *a = x.widen();
-        }
+        let (start, n) = (off + b * block, ob.len());
+        let acc = &mut acc[..n];
+        T::widen_slice(&inputs[0][start..start + n], acc);
         for inp in &inputs[1..] {
-            for (a, &x) in acc.iter_mut().zip(&inp[start..start + ob.len()]) {
-                *a = f(*a, x.widen());
+            let x = &inp[start..start + n];
+            if T::SLICES {
+                T::widen_slice(x, &mut wide[..n]);
+                acc.iter_mut().zip(&wide[..n]).for_each(|(a, &x)| *a = f(*a, x));
+            } else {
+                acc.iter_mut().zip(x).for_each(|(a, &x)| *a = f(*a, x.widen()));
             }
         }
+        if let Some(s) = scale {
+            acc.iter_mut().for_each(|a| *a = T::A::scale(s, *a));
+        }
         let dst = match streamed {
-            true => &mut staged[..ob.len()],
+            true => &mut staged[..n],
             false => &mut *ob,
         };
-        match scale {
-            Some(s) => dst.iter_mut().zip(acc.iter()).for_each(|(o, &a)| *o = T::narrow(T::A::scale(s, a))),
-            None => dst.iter_mut().zip(acc.iter()).for_each(|(o, &a)| *o = T::narrow(a)),
-        }
+        T::narrow_slice(acc, dst);
         if streamed {
             stream::copy_unfenced(bytemuck::cast_slice(&staged[..ob.len()]), bytemuck::cast_slice_mut(ob));
         }
@@ -153,6 +178,9 @@ fn reduce_chunk<T: Num>(
 pub(crate) fn scale<T: Num>(s: Scale, x: &[T], out: &mut [T], fan: &mut [&mut [u8]]) {
     for_chunks(out, fan, |off, o| {
         let x = &x[off..off + o.len()];
+        if T::SLICES {
+            return by_blocks(o, x, None, |x, _| x.iter_mut().for_each(|a| *a = T::A::scale(s, *a)));
+        }
         for (o, &v) in o.iter_mut().zip(x) {
             *o = T::narrow(T::A::scale(s, v.widen()));
         }
@@ -290,7 +318,7 @@ pub(crate) fn all_to_all_part(inputs: &[&[u8]], j: usize, out: &mut [u8], outer:
 
 #[cfg(test)]
 mod tests {
-    use half::bf16;
+    use half::{bf16, f16};
     use rand::Rng;
     use rand::rngs::ThreadRng;
 
@@ -300,7 +328,8 @@ mod tests {
     /// The streamed fold (non-temporal stores through a block in L1) writes the bits the cached
     /// one writes, and every element matches an f64 reference: fresh random data, three inputs,
     /// from offsets and at lengths that put the output's start off 16 bytes and cut blocks short,
-    /// for a 1-, 2-, 4- and 8-byte type (the floats also with a scale).
+    /// for a 1-, 2-, 4- and 8-byte type and f16 (converted by slices; the floats also with a
+    /// scale).
     #[test]
     fn the_streamed_fold_writes_every_element_as_the_cached_one() {
         let wrap = |s: f64, w: f64| s == w.rem_euclid(256.0);
@@ -313,6 +342,8 @@ mod tests {
             bf,
             &halves,
         );
+        let h = |s: f64, w: f64| (s - w).abs() <= 2e-3 * w.abs().max(1.0);
+        check::<f16>(|r| f16::from_f32(r.random_range(-8.0f32..8.0)), |v| f64::from(v.to_f32()), h, &halves);
         let f = |s: f64, w: f64| (s - w).abs() <= 1e-5 * w.abs().max(1.0);
         check::<f32>(|r| r.random_range(-100.0f32..100.0), f64::from, f, &halves);
         check::<i64>(|r| r.random_range(-1_000_000i64..1_000_000), |v| v as f64, |s, w| s == w, &[None]);
