@@ -1,6 +1,7 @@
 //! CPU kernels over typed slices: simple loops the compiler vectorizes, split across the rayon
 //! pool when a tensor is large enough to pay for it.
 
+use multiversion::multiversion;
 use rayon::prelude::*;
 
 use super::num::{Acc, Num};
@@ -83,18 +84,25 @@ macro_rules! with_op {
 pub(crate) fn binary<T: Num>(op: BinaryOp, a: &[T], b: &[T], out: &mut [T], fan: &mut [&mut [u8]]) {
     with_op!(op, T::A, |f| for_chunks(out, fan, |off, o| {
         let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
-        if T::SLICES {
-            return by_blocks(o, a, Some(b), |x, y| x.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y)));
-        }
-        for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
-            *o = T::narrow(f(x.widen(), y.widen()));
+        match T::SLICES {
+            true => by_blocks(o, a, Some(b), |x, y| x.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y))),
+            false => binary_chunk(f, a, b, o),
         }
     }))
+}
+
+/// One chunk of a binary op, element by element.
+#[multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+fn binary_chunk<T: Num>(f: impl Fn(T::A, T::A) -> T::A, a: &[T], b: &[T], o: &mut [T]) {
+    for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
+        *o = T::narrow(f(x.widen(), y.widen()));
+    }
 }
 
 /// `o` computed a block at a time in the compute type, for types that convert faster by slices
 /// ([`Num::SLICES`]): each block of `x` (and of `y`, if given) widened into a buffer, `g` writing
 /// the result over `x`'s, which is narrowed into `o`.
+#[multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
 fn by_blocks<T: Num>(o: &mut [T], x: &[T], y: Option<&[T]>, g: impl Fn(&mut [T::A], &[T::A])) {
     let Some(&seed) = x.first() else { return };
     let block = BLOCK_BYTES / std::mem::size_of::<T>();
@@ -130,7 +138,7 @@ pub(crate) fn reduce<T: Num>(
 /// One chunk of the n-ary reduce, folded block by block so the accumulator stays in L1; each
 /// block's result stored with non-temporal stores where `streamed` (through a block in L1, then
 /// one fence for the chunk).
-#[inline(always)]
+#[multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
 fn reduce_chunk<T: Num>(
     f: impl Fn(T::A, T::A) -> T::A,
     scale: Option<Scale>,
@@ -178,13 +186,19 @@ fn reduce_chunk<T: Num>(
 pub(crate) fn scale<T: Num>(s: Scale, x: &[T], out: &mut [T], fan: &mut [&mut [u8]]) {
     for_chunks(out, fan, |off, o| {
         let x = &x[off..off + o.len()];
-        if T::SLICES {
-            return by_blocks(o, x, None, |x, _| x.iter_mut().for_each(|a| *a = T::A::scale(s, *a)));
-        }
-        for (o, &v) in o.iter_mut().zip(x) {
-            *o = T::narrow(T::A::scale(s, v.widen()));
+        match T::SLICES {
+            true => by_blocks(o, x, None, |x, _| x.iter_mut().for_each(|a| *a = T::A::scale(s, *a))),
+            false => scale_chunk(s, x, o),
         }
     });
+}
+
+/// One chunk of a scale, element by element.
+#[multiversion(targets("x86_64+avx2+fma", "x86_64+sse4.1"))]
+fn scale_chunk<T: Num>(s: Scale, x: &[T], o: &mut [T]) {
+    for (o, &v) in o.iter_mut().zip(x) {
+        *o = T::narrow(T::A::scale(s, v.widen()));
+    }
 }
 
 /// `out = x as U`: integer to integer exactly as Rust's `as` (wrapping); anything involving a
