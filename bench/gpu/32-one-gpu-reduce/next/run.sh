@@ -17,7 +17,8 @@
 # same perf source), interleaved; device_groups' CUDA groups of 2, 3 and 4 (scatter from every
 # root, scatter_sizes, gather, reduce under every algorithm).
 # Stage as the other runs of this folder (stripped test binaries and a release perf in
-# .gpu/, env.sh, steps.sh and anchors.py beside; perf_base: the release perf of 4e2923c), then:
+# .gpu/, env.sh, steps.sh and anchors.py beside; perf_base: the release perf of 4e2923c;
+# perf_prof: the release perf built with --features profile, not stripped), then:
 # Invoked as: timeout -k 5 590 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
@@ -28,6 +29,9 @@ COLLECTIVES_CUDA_DEVICES=0,0 p a2a_2r perf --op all_to_all --devices cuda:0,cuda
 p lr perf --op local_reduce --devices cuda:0,cpu:0 --sizes 4K --iters 2000 --warmup 100
 COLLECTIVES_CUDA_DEVICES=0,0 p cc perf --op all_reduce --devices cuda:0,cuda:1 --sizes 4K --iters 2000 --warmup 100
 p c8 perf --op all_reduce --devices cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7 --sizes 4K --iters 2000 --warmup 100
+# Why the 4 KiB cpu:0..7 all_reduce reads 7-8 us here and 2.4 on the 2-core development machine:
+# a host profile (perf_prof: the tree built with --features profile, symbols kept).
+p c8prof perf_prof --op all_reduce --devices cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7 --sizes 4K --iters 200000 --warmup 1000 --profile $L/prof_c8
 p h8 perf --op broadcast,all_to_all --devices cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7 --sizes 4K,1M,4M,16M,64M --iters 30 --warmup 3
 for r in 1 2; do for b in perf_base perf; do
 COLLECTIVES_CUDA_DEVICES=0,0,0,0 p gs4_${b}_$r $b --op gather,scatter,reduce --devices cuda:0,cuda:1,cuda:2,cuda:3 --sizes 4K,1M,16M --iters 50 --warmup 5
