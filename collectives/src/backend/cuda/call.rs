@@ -510,7 +510,42 @@ fn window(
 
 #[cfg(test)]
 mod tests {
-    use super::two_shot_part;
+    use super::{range_of, two_shot_part};
+    use crate::backend::{Buffer, Kernel};
+    use crate::device::Device;
+    use crate::graph::Shape;
+
+    /// A scatter's parts as element ranges of the root's tensor: every contiguous part along dim
+    /// 0 or along a later dim whose outer extent is 1, uneven and empty ones included; a part
+    /// along a dim with rows before it, or one that does not lie within the tensor (another
+    /// length, past its end, overflowing), is none.
+    #[test]
+    fn a_scatter_part_is_its_range_only_where_contiguous_and_inside() {
+        let t = Buffer::from_vec(Device::Cpu(0), vec![0f32; 6 * 4]);
+        let rows = Shape::from([6, 4]);
+        let mut at = 0;
+        for len in [2usize, 0, 3, 1] {
+            assert_eq!(
+                range_of(&Kernel::slice(&rows, 0, at, len), &t),
+                Some((at * 4, len * 4)),
+                "rows {at}+{len}"
+            );
+            at += len;
+        }
+        let cols = Shape::from([1, 6, 4]);
+        assert_eq!(range_of(&Kernel::slice(&cols, 1, 5, 1), &t), Some((20, 4)), "outer extent 1");
+        assert_eq!(range_of(&Kernel::slice(&rows, 1, 1, 2), &t), None, "columns: not one range");
+        assert_eq!(
+            range_of(&Kernel::slice(&Shape::from([5, 4]), 0, 0, 5), &t),
+            None,
+            "another tensor's length"
+        );
+        let past = Kernel::Slice { outer: 1, in_mid: 6, start: 5, len: 2, inner: 4 };
+        assert_eq!(range_of(&past, &t), None, "past the end");
+        let huge = Kernel::Slice { outer: 1, in_mid: 6, start: usize::MAX / 2, len: 1, inner: 4 };
+        assert_eq!(range_of(&huge, &t), None, "an overflowing start");
+        assert_eq!(range_of(&Kernel::Cast, &t), None, "not a slice");
+    }
 
     /// The parts cover `[0, len)` in member order, without gaps or overlaps, and each starts on
     /// a 256-byte boundary (so every pointer a fold gets keeps the vector paths' alignment).
