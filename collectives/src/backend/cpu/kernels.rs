@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use super::num::{Acc, Num};
 use super::stream::{self, STREAM_MIN_BYTES};
+use crate::dtype::DType;
 use crate::graph::{BinaryOp, ReduceKind, Scale};
 
 /// Elements below which a kernel runs on the calling thread.
@@ -217,12 +218,31 @@ pub(crate) fn cast<T: Num, U: Num>(x: &[T], out: &mut [U], fan: &mut [&mut [u8]]
             for (o, &v) in o.iter_mut().zip(x) {
                 *o = U::from_i64(v.to_i64().unwrap_or(0));
             }
+        } else if T::SLICES {
+            cast_by_blocks(x, o);
+        } else if U::SLICES && T::DTYPE == DType::F32 {
+            U::from_f32_slice(bytemuck::cast_slice(x), o);
         } else {
+            // Widening is exact (f16 and bf16 to f32; the others are their compute type), and
+            // cheaper than the element's own conversion to f64.
             for (o, &v) in o.iter_mut().zip(x) {
-                *o = U::from_f64(v.to_f64());
+                *o = U::from_f64(v.widen().to_f64());
             }
         }
     });
+}
+
+/// [`cast`] from a type converted by slices ([`Num::SLICES`]): each block widened (exactly) by
+/// its slice conversion, then cast from there.
+fn cast_by_blocks<T: Num, U: Num>(x: &[T], o: &mut [U]) {
+    let Some(&seed) = x.first() else { return };
+    let block = BLOCK_BYTES / std::mem::size_of::<T>();
+    let mut wide = [seed.widen(); BLOCK_BYTES / 2]; // a block of a type of two bytes or more
+    for (xb, ob) in x.chunks(block).zip(o.chunks_mut(block)) {
+        let w = &mut wide[..xb.len()];
+        T::widen_slice(xb, w);
+        ob.iter_mut().zip(w.iter()).for_each(|(o, &a)| *o = U::from_f64(a.to_f64()));
+    }
 }
 
 /// Copies `src` into `dst` (equal lengths), in parallel when large, with non-temporal stores

@@ -13,6 +13,8 @@ pub(crate) trait Acc: Copy + Send + Sync {
     fn bin(op: BinaryOp, a: Self, b: Self) -> Self;
     /// `s` applied to `a`.
     fn scale(s: Scale, a: Self) -> Self;
+    /// The value as an f64 (exact for every compute type but i64 beyond 2^53).
+    fn to_f64(self) -> f64;
 }
 
 /// An element type with its compute type.
@@ -28,7 +30,8 @@ pub(crate) trait Num: Element {
     /// The integer `v` converted as Rust's `as` does (wrapping), for integer types.
     fn from_i64(v: i64) -> Self;
     /// Whether the kernels convert a block at a time ([`Num::widen_slice`],
-    /// [`Num::narrow_slice`]) rather than one element at a time inside their loops: for f16,
+    /// [`Num::narrow_slice`]; the widening exact) rather than one element at a time inside their
+    /// loops: for f16,
     /// whose slice conversions (`half`'s) run the F16C instructions eight elements at a time,
     /// checking for them once per slice, where one element's conversion checks each time and
     /// keeps the loop from vectorizing (a two-shard f16 fold ran 15 × slower than f32's).
@@ -42,6 +45,12 @@ pub(crate) trait Num: Element {
     #[inline(always)]
     fn narrow_slice(src: &[Self::A], dst: &mut [Self]) {
         dst.iter_mut().zip(src).for_each(|(d, &s)| *d = Self::narrow(s));
+    }
+    /// `dst[i]` = `src[i]` cast to this type, rounded once as [`Element::from_f64`] rounds, over
+    /// equal lengths: the cast from f32.
+    #[inline(always)]
+    fn from_f32_slice(src: &[f32], dst: &mut [Self]) {
+        dst.iter_mut().zip(src).for_each(|(d, &s)| *d = Self::from_f64(f64::from(s)));
     }
 }
 
@@ -81,6 +90,10 @@ macro_rules! float_acc {
                     Scale::Mul(f) => a * (f as $t),
                     Scale::Div(f) => a / (f as $t),
                 }
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
             }
         }
     };
@@ -125,6 +138,10 @@ macro_rules! int_acc {
                         Err(_) => (a as i128 / f as i128) as $t,
                     },
                 }
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
             }
         }
         impl Num for $t {
@@ -197,6 +214,9 @@ impl Num for f16 {
         src.convert_to_f32_slice(dst);
     }
     fn narrow_slice(src: &[f32], dst: &mut [f16]) {
+        dst.convert_from_f32_slice(src);
+    }
+    fn from_f32_slice(src: &[f32], dst: &mut [f16]) {
         dst.convert_from_f32_slice(src);
     }
 }
