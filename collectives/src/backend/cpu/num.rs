@@ -31,10 +31,10 @@ pub(crate) trait Num: Element {
     fn from_i64(v: i64) -> Self;
     /// Whether the kernels convert a block at a time ([`Num::widen_slice`],
     /// [`Num::narrow_slice`]; the widening exact) rather than one element at a time inside their
-    /// loops: for f16,
-    /// whose slice conversions (`half`'s) run the F16C instructions eight elements at a time,
-    /// checking for them once per slice, where one element's conversion checks each time and
-    /// keeps the loop from vectorizing (a two-shard f16 fold ran 15 × slower than f32's).
+    /// loops: for f16, whose slice conversions (`half`'s) run the F16C instructions eight
+    /// elements at a time, checking for them once per slice, where one element's conversion
+    /// checks each time and keeps the loop from vectorizing (a two-shard f16 fold ran 15 ×
+    /// slower than f32's).
     const SLICES: bool = false;
     /// `dst[i] = src[i].widen()`, over equal lengths.
     #[inline(always)]
@@ -168,7 +168,7 @@ int_acc!(i64);
 int_acc!(u8);
 
 macro_rules! float_num {
-    ($t:ty, $a:ty, |$x:ident| $widen:expr, |$y:ident| $narrow:expr) => {
+    ($t:ty, $a:ty, |$x:ident| $widen:expr, |$y:ident| $narrow:expr $(, { $($extra:tt)* })?) => {
         impl Num for $t {
             type A = $a;
             #[inline(always)]
@@ -186,6 +186,7 @@ macro_rules! float_num {
             fn from_i64(v: i64) -> Self {
                 <$t as Element>::from_f64(v as f64)
             }
+            $($($extra)*)?
         }
     };
 }
@@ -193,23 +194,9 @@ float_num!(f32, f32, |x| x, |y| y);
 float_num!(f64, f64, |x| x, |y| y);
 float_num!(bf16, f32, |x| x.to_f32(), |y| bf16::from_f32(y));
 
-impl Num for f16 {
-    type A = f32;
+// f16 converts by slices: `half`'s, F16C eight elements at a time (see `Num::SLICES`).
+float_num!(f16, f32, |x| x.to_f32(), |y| f16::from_f32(y), {
     const SLICES: bool = true;
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self.to_f32()
-    }
-    #[inline(always)]
-    fn narrow(a: f32) -> f16 {
-        f16::from_f32(a)
-    }
-    fn to_i64(self) -> Option<i64> {
-        None
-    }
-    fn from_i64(v: i64) -> Self {
-        <f16 as Element>::from_f64(v as f64)
-    }
     fn widen_slice(src: &[f16], dst: &mut [f32]) {
         src.convert_to_f32_slice(dst);
     }
@@ -217,6 +204,6 @@ impl Num for f16 {
         dst.convert_from_f32_slice(src);
     }
     fn from_f32_slice(src: &[f32], dst: &mut [f16]) {
-        dst.convert_from_f32_slice(src);
+        Self::narrow_slice(src, dst);
     }
-}
+});
