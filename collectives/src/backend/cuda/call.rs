@@ -436,7 +436,7 @@ fn part_for(
     }
     let slice = Kernel::Slice { outer: 1, in_mid: src.len, start: at, len, inner: 1 };
     let view = crate::backend::view(&slice, src, hub.device)?
-        .ok_or_else(|| Error::internal("cuda scatter", format!("no view of a buffer on {}", hub.device)))?;
+        .ok_or_else(|| Error::internal("cuda part", format!("no view of a buffer on {}", hub.device)))?;
     match own {
         true => Ok(Arc::new(view)),
         false => super::copy::dtod(hub, &view, dev.device).map(Arc::new),
