@@ -261,7 +261,11 @@ fn the_automatic_choice_takes_one_call_where_nccl_cannot_run() {
             // A small all_reduce takes the star, and so do the others on three or more devices
             // (`choose_without_nccl`); either is one call.
             // (all_to_all: on logical devices of one GPU; across GPUs each member pulls its parts.)
-            let star = kind == AllReduce || (g.size() > 2 && (kind != AllToAll || on_one_gpu(g.devices())));
+            let star = match kind {
+                AllReduce => true,
+                AllToAll => on_one_gpu(g.devices()),
+                _ => g.size() > 2,
+            };
             let want = if star { Algorithm::Star } else { Algorithm::OneShot };
             assert!(
                 nccl || plan.algorithm == Some(want),

@@ -331,7 +331,8 @@ fn choose_is_the_documented_expression() {
     }
     let all_to_all = if on_one_gpu(&cudas) { Algorithm::Star } else { Algorithm::OneShot };
     assert_eq!(choose(CollectiveKind::AllToAll, &cudas, big), all_to_all, "no NCCL form: one call");
-    assert_eq!(choose(CollectiveKind::AllToAll, &two, 1), Algorithm::OneShot, "no NCCL form: one call");
+    let two_a2a = if on_one_gpu(&two) { Algorithm::Star } else { Algorithm::OneShot };
+    assert_eq!(choose(CollectiveKind::AllToAll, &two, 1), two_a2a, "no NCCL form: one call");
     assert_eq!(choose(CollectiveKind::Broadcast, &two, big), Algorithm::OneShot, "one peer copy");
     if on_one_gpu(&cudas) {
         // Logical devices of one GPU (`COLLECTIVES_CUDA_DEVICES=0,0,0`): the star all_reduce and
@@ -395,6 +396,12 @@ fn across_gpus(cudas: &[Device], two: &[Device]) {
     }
     let two_shot = TWO_SHOT_MIN_BYTES;
     for devs in [cudas, two] {
+        if on_one_gpu(devs) {
+            // `two` as two logical devices of one GPU beside an absent third
+            // (`COLLECTIVES_CUDA_DEVICES=0,0`): the star all_reduce at every size.
+            assert_eq!(choose_without_nccl(AR, devs, two_shot), Algorithm::Star, "one GPU");
+            continue;
+        }
         assert_eq!(choose_without_nccl(AR, devs, two_shot), Algorithm::TwoShot, "large");
         assert_eq!(choose_without_nccl(AR, devs, two_shot - 1), Algorithm::OneShot, "middle");
         assert_eq!(choose_without_nccl(AR, devs, CUDA_STAR_MAX_BYTES), Algorithm::OneShot, "middle");

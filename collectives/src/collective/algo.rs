@@ -221,9 +221,12 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 /// through dependent steps in that same memory — on 3, 4 and 8 virtual devices of one H200
 /// (`bench/gpu/32-one-gpu-reduce`, run a) 1.5–5.5 × faster from 4 KiB to 256 MiB per shard (on
 /// eight, 571–581 µs against the ring's 1440 at 256 MiB). On three or more, the star
-/// reduce_scatter, broadcast, all_gather and all_to_all below [`ONE_GPU_STAR_MAX_BYTES`], the
-/// one-shot from it; on two, the one-shot, as below. (The star all_to_all's launches copy 16
-/// parts each, where the one-shot launches once per member.)
+/// reduce_scatter, broadcast and all_gather below [`ONE_GPU_STAR_MAX_BYTES`], the one-shot from
+/// it; on two, the one-shot, as below. The star all_to_all below [`ONE_GPU_STAR_MAX_BYTES`] on
+/// two or more (its launches copy 16 parts each, where the one-shot launches once per member:
+/// on two virtual devices of one H200 12.6–14.7 µs against 17.7–19.8 from 4 KiB to 4 MiB per
+/// shard, even at 16 MiB, 1 % slower at 256 MiB; `bench/gpu/33-no-lease-changes`, run a), the
+/// one-shot from it.
 ///
 /// On two or more CUDA devices of more than one GPU, one multi-device call where one is measured
 /// faster:
@@ -280,7 +283,7 @@ fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> O
         AllReduce | ReduceScatter | Broadcast => Algorithm::OneShot,
         AllGather if n > 2 && one_gpu && star => Algorithm::Star,
         AllGather if n == 2 || one_gpu || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
-        AllToAll if n > 2 && one_gpu && star => Algorithm::Star,
+        AllToAll if one_gpu && star => Algorithm::Star,
         AllToAll => Algorithm::OneShot,
         _ => return None,
     })
@@ -361,7 +364,7 @@ mod tests {
         assert_eq!(across(AllGather, 2, 1), Some(Algorithm::OneShot));
         for bytes in sizes {
             for n in [2, 3, 8] {
-                let want = if n > 2 && bytes < top { Algorithm::Star } else { Algorithm::OneShot };
+                let want = if bytes < top { Algorithm::Star } else { Algorithm::OneShot };
                 assert_eq!(cuda_choice(CollectiveKind::AllToAll, n, bytes, true), Some(want), "{n} {bytes}");
                 let across = cuda_choice(CollectiveKind::AllToAll, n, bytes, false);
                 assert_eq!(across, Some(Algorithm::OneShot), "{n} {bytes}");
