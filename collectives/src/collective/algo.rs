@@ -189,8 +189,9 @@ pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 /// no longer dominate, the one-shot stays until two-GPU runs compare them.
 pub const CUDA_STAR_MAX_BYTES: usize = 1 << 20;
 
-/// Bytes below which [`choose_without_nccl`] takes the star reduce_scatter, broadcast, all_gather
-/// and all_to_all on three or more logical CUDA devices of one GPU ([`on_one_gpu`]): per shard,
+/// Bytes below which [`choose_without_nccl`] takes the star reduce_scatter, broadcast and
+/// all_gather on three or more logical CUDA devices of one GPU ([`on_one_gpu`]), and the star
+/// all_to_all on two or more: per shard,
 /// and for an all_gather of the gathered result (the all_reduce and the reduce take the star there
 /// at every size). On 4 and 8 virtual devices of one H200 (`bench/gpu/31-block-flags`, run c) the
 /// star was 1.5–3.4 × faster up to 4 MiB (4 MiB per shard for reduce_scatter and broadcast,
@@ -200,7 +201,8 @@ pub const CUDA_STAR_MAX_BYTES: usize = 1 << 20;
 /// leader copies or folds it all. The all_to_all alike on 3, 4 and 8 devices
 /// (`bench/gpu/32-one-gpu-reduce`, run c): the star 1.0–2.4 × faster up to 4 MiB per shard (4 KiB
 /// on eight: 38.6–39.3 µs against 69.0); at 16 MiB the two within 3 % on three and four, the
-/// one-shot 1.2 × faster on eight (81.7–85.9 µs against 100.7); at 256 MiB the one-shot 1.03–1.07 ×.
+/// one-shot 1.2 × faster on eight (81.7–85.9 µs against 100.7); at 256 MiB the one-shot 1.03–1.07 ×;
+/// on two (`bench/gpu/33-no-lease-changes`, run a) the star 1.3–1.4 × faster up to 4 MiB.
 pub const ONE_GPU_STAR_MAX_BYTES: usize = 16 << 20;
 
 /// Bytes per shard from which [`choose_without_nccl`] takes the one-shot all_gather on a group
