@@ -148,8 +148,9 @@ impl Buffer {
     }
 }
 
-/// The buffers behind `bufs`' handles, for the calls that only read them.
-pub(crate) fn refs(bufs: &[Arc<Buffer>]) -> Vec<&Buffer> {
+/// The buffers behind `bufs`' handles, for the calls that only read them (up to eight held
+/// inline: a call over a group of eight allocates nothing for them).
+pub(crate) fn refs(bufs: &[Arc<Buffer>]) -> smallvec::SmallVec<[&Buffer; 8]> {
     bufs.iter().map(|b| b.as_ref()).collect()
 }
 

@@ -13,12 +13,12 @@ use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 
-/// A node of the graph: what it computes, from what, and where; plus its buffer once realized.
 /// A node's inputs, two of them held inline: most nodes have one or two (a copy, a part of a
 /// collective call, a binary op), and a collective call builds one node per member, so a `Vec`
 /// here cost a `malloc` and a `free` per member per call.
 pub(crate) type Inputs = SmallVec<[Tensor; 2]>;
 
+/// A node of the graph: what it computes, from what, and where; plus its buffer once realized.
 pub(crate) struct Node {
     pub id: u64,
     pub op: Op,
