@@ -153,11 +153,15 @@ impl MultiKernel for HostScatter {
     }
 }
 
-/// Bytes of all outputs together from which [`HostAllToAll`] writes its members' outputs in
-/// parallel. On the 2-core development machine (8 virtual devices) one thread was faster up to
-/// 8 MiB in all (1 MiB shards: 150–168 µs against 180), the pool from 32 MiB (1210–1255 against
-/// 1317–1727); a part of a megabyte or more is copied in parallel pieces either way.
-const PAR_MIN_BYTES: usize = 16 << 20;
+/// Bytes of all outputs together from which [`HostAllToAll`] writes its members' outputs side by
+/// side on the thread pool. Below it one thread writes them one after another: waking the pool
+/// costs more than it saves. On the H200 machine's 16 cores (`bench/gpu/34-host-parallel`, run a,
+/// µs, one thread / the pool) eight members of 64 KiB (512 KiB in all) took 37 / 100, of 256 KiB
+/// (2 MiB) 187 / 91, of 1 MiB 697–823 / 182–187; four of 256 KiB (1 MiB) 63–76 / 65–72. On the
+/// 2-core development machine the two are even from about 2 MiB and the pool ahead from 4 MiB
+/// (`bench/cpu-all-to-all/threshold-2026-12-05.txt`). A part of a megabyte or more is copied in
+/// parallel pieces either way.
+const PAR_MIN_BYTES: usize = 2 << 20;
 
 /// An all_to_all over host devices: device j gets part j of every input, in input order. The
 /// inputs (one per device, in device order) are `outer` rows of one part per device (`part`
