@@ -156,8 +156,9 @@ impl MultiKernel for HostScatter {
 /// Bytes of all outputs together from which [`HostAllToAll`] writes its members' outputs side by
 /// side on the thread pool. Below it one thread writes them one after another: waking the pool
 /// costs more than it saves. On the H200 machine's 16 cores (`bench/gpu/34-host-parallel`, run a,
-/// µs, one thread / the pool) eight members of 64 KiB (512 KiB in all) took 37 / 100, of 256 KiB
-/// (2 MiB) 187 / 91, of 1 MiB 697–823 / 182–187; four of 256 KiB (1 MiB) 63–76 / 65–72. On the
+/// µs, one thread / the pool) eight members of 64 KiB (512 KiB in all) took 36–38 / 98–102, of
+/// 256 KiB (2 MiB) 185–190 / 91–92, of 1 MiB 697–823 / 182–187; four of 256 KiB (1 MiB) 63–76 /
+/// 64–72; run b, with this threshold, 2.0–4.7 × faster than with 16 MiB from 2 MiB on. On the
 /// 2-core development machine the two are even from about 2 MiB and the pool ahead from 4 MiB
 /// (`bench/cpu-all-to-all/threshold-2026-12-05.txt`). A part of a megabyte or more is copied in
 /// parallel pieces either way.
