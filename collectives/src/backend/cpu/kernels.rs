@@ -235,9 +235,12 @@ pub(crate) fn cast<T: Num, U: Num>(x: &[T], out: &mut [U], fan: &mut [&mut [u8]]
 /// [`cast`] from a type converted by slices ([`Num::SLICES`]): each block widened (exactly) by
 /// its slice conversion, then cast from there.
 fn cast_by_blocks<T: Num, U: Num>(x: &[T], o: &mut [U]) {
+    // A block of `T` fits `wide` only for a type of two bytes or more (every `SLICES` type; the
+    // function is instantiated for the others too, but never called for them).
+    debug_assert!(T::SLICES && std::mem::size_of::<T>() >= 2);
     let Some(&seed) = x.first() else { return };
     let block = BLOCK_BYTES / std::mem::size_of::<T>();
-    let mut wide = [seed.widen(); BLOCK_BYTES / 2]; // a block of a type of two bytes or more
+    let mut wide = [seed.widen(); BLOCK_BYTES / 2];
     for (xb, ob) in x.chunks(block).zip(o.chunks_mut(block)) {
         let w = &mut wide[..xb.len()];
         T::widen_slice(xb, w);
