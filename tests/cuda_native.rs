@@ -139,7 +139,7 @@ fn others_on(groups: Vec<DeviceGroup>, algo: Algorithm) {
 }
 
 /// Parts of 1, 7 and 65537 elements along dim 0 (the call), and of 2 columns along dim 1 (no
-/// contiguous parts: the star).
+/// contiguous parts: the graph's star, or its one-shot, each member folding its own columns).
 fn reduce_scatter(g: &DeviceGroup, dtype: DType, op: collectives::ReduceOp, r: &mut StdRng, ctx: &str) {
     let n = g.size();
     for (shape, dim) in [(vec![n], 0), (vec![n * 7, 1], 0), (vec![n * 65537], 0), (vec![3, n * 2], 1)] {

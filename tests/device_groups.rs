@@ -167,7 +167,10 @@ fn coalesced(g: &DeviceGroup, dtype: DType, r: &mut StdRng, ctx: &str) {
     }
 }
 
-const NATIVE: [Algorithm; 3] = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring];
+/// The algorithms a group runs without NCCL: `Auto`'s choice and each forced (on groups that are
+/// not one call, the one-shot's all_reduce, all_gather and reduce_scatter are forms of their own;
+/// its other collectives run as the star).
+const NATIVE: [Algorithm; 4] = [Algorithm::Auto, Algorithm::Star, Algorithm::Ring, Algorithm::OneShot];
 
 /// Two CUDA devices: two GPUs where the machine has them; on a one-GPU machine the test runs
 /// itself again in a child process with `COLLECTIVES_CUDA_DEVICES=0,0` (two virtual devices of
@@ -243,8 +246,9 @@ fn cuda_vulkan_and_host() {
 
 /// Shards of at least `collectives::exec::STREAM_MIN_BYTES`, where a CUDA fold of a host
 /// member's shard streams its upload and its download (`exec/stream.rs`): all_reduce, reduce and
-/// reduce_scatter of every op on f32, bf16 and i32, every element against the f64 reference, the
-/// inputs untouched. `cuda:0+cpu:0` folds on CUDA with the host shard uploaded; the three-kind
+/// reduce_scatter (`Auto`'s and the one-shot, whose CUDA member folds its part of the host
+/// shard) of every op on f32, bf16 and i32, every element against the f64 reference, the inputs
+/// untouched. `cuda:0+cpu:0` folds on CUDA with the host shard uploaded; the three-kind
 /// group adds the Vulkan member's shard and result.
 fn streamed(name: &str, devices: &[Device]) {
     if !present(name, devices) {
@@ -270,11 +274,13 @@ fn streamed(name: &str, devices: &[Device]) {
                 &inputs,
                 &format!("{ctx} reduce"),
             );
-            for (i, (t, &d)) in
-                g.reduce_scatter(&s.tensors, op, 0).expect(&ctx).iter().zip(devices).enumerate()
-            {
-                let rows: Vec<&[f64]> = s.vals.iter().map(|v| &v[i * 3 * cols..(i + 1) * 3 * cols]).collect();
-                check_reduced(t, d, op, &rows, &format!("{ctx} reduce_scatter part {i}"));
+            for algo in [Algorithm::Auto, Algorithm::OneShot] {
+                let parts = g.using(algo).reduce_scatter(&s.tensors, op, 0).expect(&ctx);
+                for (i, (t, &d)) in parts.iter().zip(devices).enumerate() {
+                    let rows: Vec<&[f64]> =
+                        s.vals.iter().map(|v| &v[i * 3 * cols..(i + 1) * 3 * cols]).collect();
+                    check_reduced(t, d, op, &rows, &format!("{ctx} {algo} reduce_scatter part {i}"));
+                }
             }
             s.assert_untouched(&ctx);
         }

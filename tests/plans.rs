@@ -571,3 +571,41 @@ fn collectives_of_one_form_report_the_star_whatever_the_setting() {
         }
     }
 }
+
+/// The one-shot reduce_scatter of a group that is not one call: each member folds its part of
+/// every shard, so each other member's part crosses to it once (a CUDA ↔ Vulkan crossing as two
+/// copies through the host), where the star brings every shard to the hub and sends every other
+/// part back. CUDA devices cut along a later dim (no contiguous parts, so no one call) fold
+/// their parts so too, each reading the other's slice in place.
+#[test]
+fn a_one_shot_reduce_scatter_moves_each_part_once() {
+    let devices = [CUDA0, VK0, CPU0];
+    let g = DeviceGroup::new(devices.to_vec()).unwrap();
+    let one = g.using(Algorithm::OneShot).plan(CollectiveKind::ReduceScatter, [6, 2], DType::F32).unwrap();
+    let star = g.using(Algorithm::Star).plan(CollectiveKind::ReduceScatter, [6, 2], DType::F32).unwrap();
+    assert_eq!(one.algorithm, Some(Algorithm::OneShot), "{one}");
+    let mut want = vec![
+        (VK0, CPU0, 16),
+        (CPU0, CUDA0, 16),
+        (CPU0, CUDA0, 16),
+        (CUDA0, CPU0, 16),
+        (CPU0, VK0, 16),
+        (CPU0, VK0, 16),
+        (CUDA0, CPU0, 16),
+        (VK0, CPU0, 16),
+    ];
+    want.sort();
+    assert_eq!(hops(&one), want, "{one}");
+    let folds: Vec<_> = one.kernels.iter().filter(|k| k.op.starts_with("reduce")).collect();
+    let folds: Vec<_> = folds.iter().map(|k| (k.device, k.inputs, k.bytes)).collect();
+    assert_eq!(folds, [(CUDA0, 3, 16), (VK0, 3, 16), (CPU0, 3, 16)], "{one}");
+    assert_eq!((star.bytes_moved(), one.bytes_moved()), (192, 128), "{star}\n{one}");
+    let g = DeviceGroup::new(vec![CUDA0, CUDA1]).unwrap().with_algorithm(Algorithm::OneShot);
+    let cols: Vec<Tensor> =
+        [CUDA0, CUDA1].map(|d| Tensor::from_vec(vec![1.5f32; 12], [3, 4], d).unwrap()).to_vec();
+    let strided = Plan::of(&g.reduce_scatter(&cols, ReduceOp::Sum, 1).unwrap());
+    assert!(strided.hops.is_empty(), "CUDA members read each other's slices in place: {strided}");
+    let folds: Vec<_> = strided.kernels.iter().filter(|k| k.op.starts_with("reduce")).collect();
+    let folds: Vec<_> = folds.iter().map(|k| (k.device, k.inputs, k.bytes)).collect();
+    assert_eq!(folds, [(CUDA0, 2, 24), (CUDA1, 2, 24)], "{strided}");
+}

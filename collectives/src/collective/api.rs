@@ -129,6 +129,7 @@ impl DeviceGroup {
         let hint = "pad the dimension to a multiple of the group size";
         let part = even_part("reduce_scatter", shards[0].shape(), dim, self.size(), hint)?;
         let n = self.size();
+        let parts = || shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>();
         let mut hops = Hops::default();
         match self.pick(
             CollectiveKind::ReduceScatter,
@@ -136,10 +137,7 @@ impl DeviceGroup {
             contiguous_along(&shards[0], dim),
         )? {
             Algorithm::Nccl => super::nccl::reduce_scatter(self, shards, op, dim),
-            Algorithm::Ring => {
-                let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
-                ring::reduce_scatter(&mut hops, self.devices(), &parts, op)
-            }
+            Algorithm::Ring => ring::reduce_scatter(&mut hops, self.devices(), &parts()?, op),
             #[cfg(feature = "cuda")]
             algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot)
                 if call::cuda_native(self) && contiguous_along(&shards[0], dim) =>
@@ -147,6 +145,9 @@ impl DeviceGroup {
                 Ok(call::cuda_reduce_scatter(self, shards, (op, dim, part), algo))
             }
             _ if call::host_star(self) => Ok(call::host_reduce_scatter(self, shards, op, dim, part)),
+            Algorithm::OneShot | Algorithm::TwoShot => {
+                star::reduce_scatter_in_place(&mut hops, &parts()?, op, self.devices())
+            }
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.star_hub())?;
                 star::scatter(&mut hops, &r, dim, &vec![part; n], self.devices())

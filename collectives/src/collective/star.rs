@@ -57,6 +57,21 @@ pub(crate) fn all_gather_in_place(
     devices.iter().map(|&d| gather_to(hops, shards, dim, d)).collect()
 }
 
+/// The one-shot reduce_scatter of a group that is not one multi-device call: member j folds part
+/// j of every shard itself (`parts[i][j]`, part j of shard i), its own part in place, each other
+/// part brought to it (read in place where it can). Each part crosses once, to the member that
+/// folds it; through the hub every shard crosses to the hub, then every part but the hub's
+/// crosses back, one after the other.
+pub(crate) fn reduce_scatter_in_place(
+    hops: &mut Hops,
+    parts: &[Vec<Tensor>],
+    op: ReduceOp,
+    devices: &[Device],
+) -> Result<Vec<Tensor>> {
+    let column = |j: usize| -> Vec<Tensor> { parts.iter().map(|p| p[j].clone()).collect() };
+    devices.iter().enumerate().map(|(j, &d)| reduce_to(hops, &column(j), op, d)).collect()
+}
+
 /// `t` cut along `dim` into consecutive parts of `sizes`, part i hopped to `devices[i]`.
 pub(crate) fn scatter(
     hops: &mut Hops,

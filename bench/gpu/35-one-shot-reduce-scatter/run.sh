@@ -1,0 +1,30 @@
+#!/bin/bash
+# Run 35 (planned, not run yet: no GPU was lent on 2026-12-05): the one-shot reduce_scatter of
+# groups that are not one call, against the star, on the H200 (both APIs on the one GPU, and its
+# 16-core host), two interleaved rounds from 4 KiB to 256 MiB, anchors.py in the same command;
+# the all_to_all of cuda:0,vulkan:0 against vulkan:0,cuda:0 (which member leads, run 34c's guess
+# that the Vulkan concat waiting on a CUDA copy costs ~320 us); then the tests that cover the
+# change on the GPU: device_groups (every collective of the mixed groups with OneShot, the
+# streamed one-shot reduce_scatter of cuda:0,cpu:0), cuda_native on two and three virtual CUDA
+# devices (the one-shot reduce_scatter along dim 1 through the graph), plans.
+# Stage as in run 34 (CI worktree: dev test binaries --features slow,failpoints, release perf;
+# strip; tar cJf .gpu/bins.tar.xz; env.sh, steps.sh, anchors.py and this file in .gpu/).
+# Invoked as: timeout -k 5 590 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+G=.gpu
+tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+S=4K,64K,1M,16M,256M
+for r in 1 2; do for d in cuda:0,cpu:0 cpu:0,cuda:0 cuda:0,vulkan:0 vulkan:0,cpu:0 cuda:0,vulkan:0,cpu:0; do
+  for a in star oneshot; do p rs_${d//[:,]/_}_${a}_$r perf --op reduce_scatter --devices $d --algo $a --sizes $S --iters 10 --warmup 3; done
+done; done
+for r in 1 2; do for d in cuda:0,vulkan:0 vulkan:0,cuda:0; do
+  p a2a_${d//[:,]/_}_$r perf --op all_to_all,all_gather --devices $d --sizes 64K,1M,16M --iters 10 --warmup 3
+done; done
+timeout 60 python3 $G/anchors.py --sizes 1M,16M,256M --iters 10 > $L/anchors.log 2>&1; tail -3 $L/anchors.log
+export REQUIRE_CUDA=1 REQUIRE_VULKAN=1
+t groups device_groups 150 --test-threads 2
+t plans plans 40 --test-threads 2
+COLLECTIVES_CUDA_DEVICES=0,0 t native_2 cuda_native 90 --test-threads 2
+COLLECTIVES_CUDA_DEVICES=0,0,0 t native_3 cuda_native 90 --test-threads 2
+grep -h -E "panicked|FAILED" $L/t_*.log | head -20
+date
