@@ -3,7 +3,8 @@
 # groups that are not one call, against the star, on the H200 (both APIs on the one GPU, and its
 # 16-core host), two interleaved rounds from 4 KiB to 256 MiB, anchors.py in the same command;
 # the all_to_all of cuda:0,vulkan:0 against vulkan:0,cuda:0 (which member leads, run 34c's guess
-# that the Vulkan concat waiting on a CUDA copy costs ~320 us); then the tests that cover the
+# that the Vulkan concat waiting on a CUDA copy costs ~320 us), the probe of that guess and the
+# step logs of both orders; then the tests that cover the
 # change on the GPU: device_groups (every collective of the mixed groups with OneShot, the
 # streamed one-shot reduce_scatter of cuda:0,cpu:0), cuda_native on two and three virtual CUDA
 # devices (the one-shot reduce_scatter along dim 1 through the graph), plans.
@@ -20,6 +21,12 @@ done; done
 for r in 1 2; do for d in cuda:0,vulkan:0 vulkan:0,cuda:0; do
   p a2a_${d//[:,]/_}_$r perf --op all_to_all,all_gather --devices $d --sizes 64K,1M,16M --iters 10 --warmup 3
 done; done
+# The guess itself: a Vulkan add after a move from CUDA, waiting on the GPU vs on the host.
+t probe_wait lib 120 vulkan_kernel_waiting_on_cuda_probe --ignored --nocapture --exact backend::staged::one_gpu::vulkan_kernel_waiting_on_cuda_probe
+grep -E "^round" $L/t_probe_wait.log
+for d in cuda:0,vulkan:0 vulkan:0,cuda:0; do
+  COLLECTIVES_LOG=debug timeout 60 $G/perf --op all_to_all --devices $d --sizes 1M --iters 3 --warmup 3 > $L/a2a_debug_${d//[:,]/_}.log 2>&1
+done
 timeout 60 python3 $G/anchors.py --sizes 1M,16M,256M --iters 10 > $L/anchors.log 2>&1; tail -3 $L/anchors.log
 export REQUIRE_CUDA=1 REQUIRE_VULKAN=1
 t groups device_groups 150 --test-threads 2

@@ -323,6 +323,76 @@ pub(super) fn vulkan_kernel_after_a_move(
     }
 }
 
+/// What a Vulkan kernel pays for waiting on the GPU for a move from CUDA (run with `--ignored
+/// --nocapture` on the GPU machine): run 34c's guess for the ~320 µs a call that the all_to_all of
+/// `cuda:0,vulkan:0` spends beyond its all_gather, whose last step is the move itself. A 512 KiB
+/// f32 tensor (the all_to_all's part at 1 MiB) moved from CUDA, then a Vulkan add of it and a
+/// Vulkan tensor, waited for on the host, three ways in interleaved rounds: the add's submission
+/// waiting on the timeline CUDA signals (as the library issues it), the host waiting for the move
+/// before issuing the add, and the import refused (the move waits on the host); beside them the
+/// move alone and the add alone. Median µs of 50 each; every result checked against the f64 sum.
+#[test]
+#[ignore = "a latency probe for the GPU machine"]
+fn vulkan_kernel_waiting_on_cuda_probe() {
+    use crate::backend::cuda::timeline::FAIL_TIMELINE;
+    use crate::backend::{Kernel, OutSpec};
+    use crate::dtype::DType;
+    use crate::graph::BinaryOp;
+    use std::time::Instant;
+    let (cu, vk) = (Device::Cuda(0), Device::Vulkan(0));
+    let Some((cbe, vbe)) = one_gpu_pair() else { return };
+    let len = 128 << 10;
+    let (spec, add) = (OutSpec { dtype: DType::F32, len }, Kernel::Binary(BinaryOp::Add));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(34);
+    let (a, b): (Vec<f32>, Vec<f32>) =
+        (0..len).map(|_| (rng.random_range(-1.0f32..1.0), rng.random_range(-1.0f32..1.0))).unzip();
+    let src = cbe.htod(&Buffer::from_vec(Device::Cpu(0), a.clone())).unwrap();
+    let vb = vbe.htod(&Buffer::from_vec(Device::Cpu(0), b.clone())).unwrap();
+    src.wait().unwrap();
+    vb.wait().unwrap();
+    let moved = |refused: bool| {
+        FAIL_TIMELINE.with(|f| f.set(refused));
+        let out = direct::to_vulkan(&src, vk, cu).unwrap().expect("shared memory");
+        FAIL_TIMELINE.with(|f| f.set(false));
+        out
+    };
+    let check = |out: &Buffer, how: &str| {
+        let back = vbe.dtoh(out, Device::Cpu(0)).unwrap();
+        back.wait().unwrap();
+        let got: &[f32] = bytemuck::cast_slice(back.host_bytes("probe").unwrap());
+        let wrong = (0..len).filter(|&i| got[i] != (f64::from(a[i]) + f64::from(b[i])) as f32).count();
+        assert!(got.len() == len && wrong == 0, "{how}: {wrong} of {len} wrong");
+    };
+    let ways: [(&str, &dyn Fn() -> Buffer); 5] = [
+        ("add waits on the GPU", &|| vbe.compute(&add, &[&moved(false), &vb], spec).unwrap()),
+        ("host waits for the move, then add", &|| {
+            let m = moved(false);
+            m.wait().unwrap();
+            vbe.compute(&add, &[&m, &vb], spec).unwrap()
+        }),
+        ("import refused", &|| vbe.compute(&add, &[&moved(true), &vb], spec).unwrap()),
+        ("the move alone", &|| moved(false)),
+        ("the add alone", &|| vbe.compute(&add, &[&vb, &vb], spec).unwrap()),
+    ];
+    for round in 0..2 {
+        for (how, run) in &ways {
+            let mut us: Vec<f64> = (0..55)
+                .map(|_| {
+                    let t = Instant::now();
+                    run().wait().unwrap();
+                    t.elapsed().as_secs_f64() * 1e6
+                })
+                .skip(5)
+                .collect();
+            us.sort_by(f64::total_cmp);
+            println!("round {round}: {how}: {:.1} us (median of 50; {:.1}..{:.1})", us[25], us[0], us[49]);
+        }
+        for (how, run) in &ways[..3] {
+            check(&run(), how);
+        }
+    }
+}
+
 /// The device ring hands chunks over on the GPU, both ways: a move through it (four chunks
 /// through two slots, so slots are reused too) is issued while the source's writer may still run
 /// and reads every written value, the CUDA end's copies signalling the Vulkan end and the CUDA
