@@ -112,7 +112,7 @@ fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
 }
 
 #[test]
-fn a_vulkan_leader_of_a_mixed_group_leaves_the_all_reduce_fold_to_cuda() {
+fn a_vulkan_leader_of_a_mixed_group_leaves_the_all_reduce_fold_and_all_gather_join_to_cuda() {
     let g = DeviceGroup::new(vec![VK0, CPU0, CUDA1]).unwrap();
     assert_eq!((g.leader(), g.star_hub()), (VK0, CUDA1));
     for kind in [CollectiveKind::AllReduce, CollectiveKind::ReduceScatter] {
@@ -121,6 +121,10 @@ fn a_vulkan_leader_of_a_mixed_group_leaves_the_all_reduce_fold_to_cuda() {
         assert_eq!(reduce.len(), 1, "{plan}");
         assert_eq!((reduce[0].device, reduce[0].inputs), (CUDA1, 3), "{plan}");
     }
+    // The star all_gather joins there too: the one concat on CUDA1, its result hopped out.
+    let plan = g.using(Algorithm::Star).plan(CollectiveKind::AllGather, [96], DType::F32).unwrap();
+    let joins: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+    assert_eq!(joins, [(CUDA1, "concat dim 0", 3)], "{plan}");
     // `reduce` puts its result on the leader, and folds there.
     let r = g.using(Algorithm::Star).reduce(&shards(&g), ReduceOp::Sum).unwrap();
     assert!(matches!(r.op(), Op::Reduce { .. }) && r.device() == VK0);

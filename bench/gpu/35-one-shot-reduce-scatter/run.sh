@@ -2,13 +2,15 @@
 # Run 35 (planned, not run yet: no GPU was lent on 2026-12-05): the one-shot reduce_scatter of
 # groups that are not one call, against the star, on the H200 (both APIs on the one GPU, and its
 # 16-core host), two interleaved rounds from 4 KiB to 256 MiB, anchors.py in the same command;
-# the all_to_all of cuda:0,vulkan:0 against vulkan:0,cuda:0 (which member leads, run 34c's guess
+# the all_gather and all_to_all of cuda:0,vulkan:0 and vulkan:0,cuda:0, perf against perf_old
+# (the all_gather of a Vulkan-led mixed group now joins on the CUDA member; run 34c's guess
 # that the Vulkan concat waiting on a CUDA copy costs ~320 us), the probe of that guess and the
 # step logs of both orders; then the tests that cover the
 # change on the GPU: device_groups (every collective of the mixed groups with OneShot, the
 # streamed one-shot reduce_scatter of cuda:0,cpu:0), cuda_native on two and three virtual CUDA
 # devices (the one-shot reduce_scatter along dim 1 through the graph), plans.
-# Stage as in run 34 (CI worktree: dev test binaries --features slow,failpoints, release perf;
+# Stage as in run 34 (CI worktree: dev test binaries --features slow,failpoints, release perf,
+# and perf_old, the release perf of 7f4735c;
 # strip; tar cJf .gpu/bins.tar.xz; env.sh, steps.sh, anchors.py and this file in .gpu/).
 # Invoked as: timeout -k 5 590 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
@@ -18,9 +20,10 @@ S=4K,64K,1M,16M,256M
 for r in 1 2; do for d in cuda:0,cpu:0 cpu:0,cuda:0 cuda:0,vulkan:0 vulkan:0,cpu:0 cuda:0,vulkan:0,cpu:0; do
   for a in star oneshot; do p rs_${d//[:,]/_}_${a}_$r perf --op reduce_scatter --devices $d --algo $a --sizes $S --iters 10 --warmup 3; done
 done; done
-for r in 1 2; do for d in cuda:0,vulkan:0 vulkan:0,cuda:0; do
-  p a2a_${d//[:,]/_}_$r perf --op all_to_all,all_gather --devices $d --sizes 64K,1M,16M --iters 10 --warmup 3
-done; done
+# perf_old: 7f4735c (the all_gather of a Vulkan-led mixed group joined on the Vulkan leader).
+for r in 1 2; do for b in perf_old perf; do for d in cuda:0,vulkan:0 vulkan:0,cuda:0; do
+  p ag_${d//[:,]/_}_${b}_$r $b --op all_gather,all_to_all --devices $d --sizes 4K,64K,1M,16M --iters 20 --warmup 3
+done; done; done
 # The guess itself: a Vulkan add after a move from CUDA, waiting on the GPU vs on the host.
 t probe_wait lib 120 vulkan_kernel_waiting_on_cuda_probe --ignored --nocapture --exact backend::staged::one_gpu::vulkan_kernel_waiting_on_cuda_probe
 grep -E "^round" $L/t_probe_wait.log

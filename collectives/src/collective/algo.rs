@@ -73,8 +73,8 @@ pub enum Algorithm {
     Auto,
     /// Through the leader: every shard hops to the leader, which folds them in one n-ary pass and
     /// sends the result out. The simplest shape; the right one for mixed vendors and small messages.
-    /// An `all_reduce` or `reduce_scatter` of a group mixing CUDA and Vulkan folds on its first
-    /// CUDA device where the leader is a Vulkan device
+    /// An `all_reduce` or `reduce_scatter` of a group mixing CUDA and Vulkan folds (an
+    /// `all_gather` joins) on its first CUDA device where the leader is a Vulkan device
     /// ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)). On a group of CUDA devices
     /// (peers, or virtual devices of one GPU) `all_reduce`, `all_gather`, `broadcast`,
     /// `reduce_scatter` and `all_to_all` (along contiguous parts) are one multi-device call each:

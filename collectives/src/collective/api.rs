@@ -115,7 +115,7 @@ impl DeviceGroup {
                 star::all_gather_in_place(&mut hops, shards, dim, self.devices())
             }
             _ => {
-                let cat = star::gather_to(&mut hops, shards, dim, self.leader())?;
+                let cat = star::gather_to(&mut hops, shards, dim, self.star_hub())?;
                 star::broadcast(&mut hops, &cat, self.devices())
             }
         }

@@ -79,12 +79,14 @@ impl DeviceGroup {
         self.devices[self.leader]
     }
 
-    /// Where the star folds an `all_reduce` or `reduce_scatter`, whose result lands on every
-    /// member: the leader, except that a group mixing CUDA and Vulkan devices whose leader is a
-    /// Vulkan device folds on its first CUDA device. Where both are one GPU, a Vulkan kernel
-    /// issued after CUDA work waits for the GPU to switch between the two APIs (about 600 µs
-    /// for a 4 KiB all_reduce on an H200, `bench/gpu/16-vulkan-host`), while the CUDA fold of
-    /// the same shards does not; across two GPUs either fold moves the same bytes.
+    /// Where the star folds an `all_reduce` or `reduce_scatter`, and joins an `all_gather`, whose
+    /// result lands on every member: the leader, except that a group mixing CUDA and Vulkan
+    /// devices whose leader is a Vulkan device folds and joins on its first CUDA device. Where
+    /// both are one GPU, a Vulkan kernel issued after CUDA work waits for the GPU to switch
+    /// between the two APIs (about 600 µs for a 4 KiB all_reduce on an H200,
+    /// `bench/gpu/16-vulkan-host`), while the CUDA fold or join of the same shards does not;
+    /// across two GPUs either hub moves the same bytes (every other member's shard in, the
+    /// result out to every other member).
     pub fn star_hub(&self) -> Device {
         let leader = self.leader();
         match self.devices.iter().find(|d| matches!(d, Device::Cuda(_))) {
