@@ -64,7 +64,8 @@ enum Coll {
 }
 
 /// Every collective with each algorithm it takes (the one- and two-shot forms are one CUDA call
-/// on CUDA groups, the star or a host call elsewhere).
+/// on CUDA groups and a host call on host groups; elsewhere the graph's one-shot all_reduce,
+/// all_gather and reduce_scatter, and the star for the others).
 const CASES: &[(Coll, Algorithm)] = &[
     (Coll::AllReduce, Algorithm::Star),
     (Coll::AllReduce, Algorithm::Ring),
