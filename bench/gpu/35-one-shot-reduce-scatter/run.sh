@@ -25,7 +25,7 @@ for r in 1 2; do for b in perf_old perf; do for d in cuda:0,vulkan:0 vulkan:0,cu
   p ag_${d//[:,]/_}_${b}_$r $b --op all_gather,all_to_all --devices $d --sizes 4K,64K,1M,16M --iters 20 --warmup 3
 done; done; done
 # The guess itself: a Vulkan add after a move from CUDA, waiting on the GPU vs on the host.
-t probe_wait lib 120 vulkan_kernel_waiting_on_cuda_probe --ignored --nocapture --exact backend::staged::one_gpu::vulkan_kernel_waiting_on_cuda_probe
+t probe_wait lib 120 --ignored --nocapture --exact backend::staged::one_gpu::vulkan_kernel_waiting_on_cuda_probe
 grep -E "^round" $L/t_probe_wait.log
 for d in cuda:0,vulkan:0 vulkan:0,cuda:0; do
   COLLECTIVES_LOG=debug timeout 60 $G/perf --op all_to_all --devices $d --sizes 1M --iters 3 --warmup 3 > $L/a2a_debug_${d//[:,]/_}.log 2>&1
