@@ -600,16 +600,18 @@ fn a_one_shot_reduce_scatter_moves_each_part_once() {
     ];
     want.sort();
     assert_eq!(hops(&one), want, "{one}");
-    let folds: Vec<_> = one.kernels.iter().filter(|k| k.op.starts_with("reduce")).collect();
-    let folds: Vec<_> = folds.iter().map(|k| (k.device, k.inputs, k.bytes)).collect();
-    assert_eq!(folds, [(CUDA0, 3, 16), (VK0, 3, 16), (CPU0, 3, 16)], "{one}");
+    assert_eq!(folds(&one), [(CUDA0, 3, 16), (VK0, 3, 16), (CPU0, 3, 16)], "{one}");
     assert_eq!((star.bytes_moved(), one.bytes_moved()), (192, 128), "{star}\n{one}");
     let g = DeviceGroup::new(vec![CUDA0, CUDA1]).unwrap().with_algorithm(Algorithm::OneShot);
     let cols: Vec<Tensor> =
         [CUDA0, CUDA1].map(|d| Tensor::from_vec(vec![1.5f32; 12], [3, 4], d).unwrap()).to_vec();
     let strided = Plan::of(&g.reduce_scatter(&cols, ReduceOp::Sum, 1).unwrap());
     assert!(strided.hops.is_empty(), "CUDA members read each other's slices in place: {strided}");
-    let folds: Vec<_> = strided.kernels.iter().filter(|k| k.op.starts_with("reduce")).collect();
-    let folds: Vec<_> = folds.iter().map(|k| (k.device, k.inputs, k.bytes)).collect();
-    assert_eq!(folds, [(CUDA0, 2, 24), (CUDA1, 2, 24)], "{strided}");
+    assert_eq!(folds(&strided), [(CUDA0, 2, 24), (CUDA1, 2, 24)], "{strided}");
+}
+
+/// The folds of `plan`: each one's device, inputs and bytes out.
+fn folds(plan: &Plan) -> Vec<(Device, usize, usize)> {
+    let folds = plan.kernels.iter().filter(|k| k.op.starts_with("reduce"));
+    folds.map(|k| (k.device, k.inputs, k.bytes)).collect()
 }

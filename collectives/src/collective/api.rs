@@ -129,7 +129,6 @@ impl DeviceGroup {
         let hint = "pad the dimension to a multiple of the group size";
         let part = even_part("reduce_scatter", shards[0].shape(), dim, self.size(), hint)?;
         let n = self.size();
-        let parts = || shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>();
         let mut hops = Hops::default();
         match self.pick(
             CollectiveKind::ReduceScatter,
@@ -137,7 +136,9 @@ impl DeviceGroup {
             contiguous_along(&shards[0], dim),
         )? {
             Algorithm::Nccl => super::nccl::reduce_scatter(self, shards, op, dim),
-            Algorithm::Ring => ring::reduce_scatter(&mut hops, self.devices(), &parts()?, op),
+            Algorithm::Ring => {
+                ring::reduce_scatter(&mut hops, self.devices(), &split(shards, dim, part, n)?, op)
+            }
             #[cfg(feature = "cuda")]
             algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot)
                 if call::cuda_native(self) && contiguous_along(&shards[0], dim) =>
@@ -146,7 +147,7 @@ impl DeviceGroup {
             }
             _ if call::host_star(self) => Ok(call::host_reduce_scatter(self, shards, op, dim, part)),
             Algorithm::OneShot | Algorithm::TwoShot => {
-                star::reduce_scatter_in_place(&mut hops, &parts()?, op, self.devices())
+                star::reduce_scatter_in_place(&mut hops, &split(shards, dim, part, n)?, op, self.devices())
             }
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.star_hub())?;
@@ -227,7 +228,7 @@ impl DeviceGroup {
         if call::host_star(self) {
             return Ok(call::host_all_to_all(self, shards, dim, part));
         }
-        let parts = shards.iter().map(|s| split(s, dim, part, n)).collect::<Result<Vec<_>>>()?;
+        let parts = split(shards, dim, part, n)?;
         let mut hops = Hops::default();
         (0..n)
             .map(|j| {
@@ -283,12 +284,15 @@ fn contiguous_along(t: &Tensor, dim: usize) -> bool {
     t.shape().dims()[..dim.min(t.shape().rank())].iter().all(|&d| d == 1)
 }
 
-/// `t` cut along `dim` into `n` parts of `part`.
-fn split(t: &Tensor, dim: usize, part: usize, n: usize) -> Result<Vec<Tensor>> {
-    if n == 1 {
-        return Ok(vec![t.clone()]);
-    }
-    (0..n).map(|c| t.narrow(dim, c * part, part)).collect()
+/// Each of `shards` cut along `dim` into `n` parts of `part`: entry i holds shard i's parts.
+fn split(shards: &[Tensor], dim: usize, part: usize, n: usize) -> Result<Vec<Vec<Tensor>>> {
+    let cut = |t: &Tensor| -> Result<Vec<Tensor>> {
+        match n {
+            1 => Ok(vec![t.clone()]),
+            _ => (0..n).map(|c| t.narrow(dim, c * part, part)).collect(),
+        }
+    };
+    shards.iter().map(cut).collect()
 }
 
 /// `parts` joined along `dim` (one part is returned as is).
