@@ -12,11 +12,13 @@
 //! Those larger buffers are whole pages ([`HostPages`]), so that a GPU backend can page-lock
 //! exactly their memory and copy to and from it by DMA: the CUDA backend does so for a buffer
 //! uploaded again (`backend/cuda/register.rs`). The page-locking stays with the allocation through
-//! the cache, so a loop that uploads a buffer of the same size each step locks it once.
+//! the cache, so a loop that uploads a buffer of the same size each step locks it once. A view of
+//! a buffer's memory (`backend/view.rs`) says what it views ([`HostMem::viewed`]), so a slice is
+//! read by DMA from its owner's locking too.
 
 use std::any::Any;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -39,6 +41,12 @@ pub(crate) trait HostMem: Send + Sync {
     /// The whole pages behind the buffer, which a GPU backend may page-lock; `None` by default
     /// (small buffers, memory that is pinned already).
     fn pages(&self) -> Option<&HostPages> {
+        None
+    }
+    /// For a view of another buffer's host memory: that buffer, and the byte in it the view
+    /// starts at, so that a GPU backend can read the memory in place where it can read the other
+    /// buffer's. `None` by default (memory of its own).
+    fn viewed(&self) -> Option<(&super::Buffer, usize)> {
         None
     }
 }
@@ -77,8 +85,8 @@ unsafe impl bytemuck::Pod for Page {}
 pub(crate) struct HostPages {
     /// Dropped (unlocked) before `pages` is freed: fields drop in order.
     pin: OnceLock<Box<dyn HostPin>>,
-    /// How many times the allocation has been uploaded to a device (see [`HostPages::note_upload`]).
-    uploads: AtomicU32,
+    /// Bytes uploaded from the allocation to a device (see [`HostPages::note_upload`]).
+    uploaded: AtomicU64,
     /// Whether a device refused to lock the allocation: not asked again (see [`Declined`]).
     refused: AtomicBool,
     pages: Vec<Page>,
@@ -90,7 +98,12 @@ impl HostPages {
         // `vec![Page; n]` would write every page; zeroed memory from the allocator is mapped
         // lazily, as `vec![0u64; n]`'s is.
         let pages = bytemuck::allocation::zeroed_vec::<Page>(n);
-        HostPages { pin: OnceLock::new(), uploads: AtomicU32::new(0), refused: AtomicBool::new(false), pages }
+        HostPages {
+            pin: OnceLock::new(),
+            uploaded: AtomicU64::new(0),
+            refused: AtomicBool::new(false),
+            pages,
+        }
     }
 
     /// The first byte's address.
@@ -103,9 +116,11 @@ impl HostPages {
         self.pages.len() * PAGE
     }
 
-    /// Counts one upload of the allocation (by any buffer that has owned it); returns the count.
-    pub fn note_upload(&self) -> u32 {
-        self.uploads.fetch_add(1, Ordering::Relaxed).saturating_add(1)
+    /// Counts an upload of `bytes` from the allocation (by any buffer that has owned it, or a
+    /// view of one); returns the bytes uploaded from it so far, these included.
+    pub fn note_upload(&self, bytes: usize) -> u64 {
+        let bytes = bytes as u64;
+        self.uploaded.fetch_add(bytes, Ordering::Relaxed).saturating_add(bytes)
     }
 
     /// The page-locking attached to the allocation, if any.
@@ -246,7 +261,7 @@ impl HostMem for OwnedHost {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicU32, AtomicUsize};
 
     use super::*;
 
@@ -301,7 +316,7 @@ mod tests {
         assert_eq!(p.ptr() as usize % PAGE, 0, "page-aligned");
         assert_eq!(p.len(), bytes.div_ceil(PAGE) * PAGE);
         assert!(p.len() >= a.as_bytes().len());
-        assert_eq!((p.note_upload(), p.note_upload()), (1, 2));
+        assert_eq!((p.note_upload(bytes), p.note_upload(8)), (bytes as u64, bytes as u64 + 8));
         let probe =
             || Some(Box::new(Probe { waits: waits.clone(), released: released.clone() }) as Box<dyn HostPin>);
         assert!(p.pin().is_none());
@@ -316,7 +331,7 @@ mod tests {
         let b = OwnedHost::uninit(bytes);
         let q = b.pages().unwrap();
         assert!(q.pin().is_some(), "recycled with its locking");
-        assert_eq!(q.note_upload(), 3, "and its upload count");
+        assert_eq!(q.note_upload(1), bytes as u64 + 9, "and its upload count");
     }
 
     #[test]

@@ -44,6 +44,10 @@ impl HostMem for HostView {
     fn as_bytes_mut(&mut self) -> Option<&mut [u8]> {
         None
     }
+
+    fn viewed(&self) -> Option<(&Buffer, usize)> {
+        Some((&self.of, self.offset))
+    }
 }
 
 /// `kernel` on `input` for a result on `device` as a view of `input`, where it is a slice of one

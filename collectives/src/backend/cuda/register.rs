@@ -4,12 +4,16 @@
 //! Why: a pageable upload is two copies — the host copies each chunk into pinned staging, then
 //! the copy engine moves it — and on the H200 the first is the slower (about 36 GB/s against the
 //! bus's 55, `bench/gpu/17-streamed`); in a mixed group's streamed all_reduce it also competes
-//! with both DMA directions for host memory. A registered buffer is read by DMA directly. Locking
-//! pages costs more than one staged upload, so an allocation is locked on its second upload of at
-//! least [`REGISTER_MIN_BYTES`] (the host pool keeps the count and the locking with the
-//! allocation, so a loop that uploads a buffer of the same size each step locks it once), up to
-//! [`HOST_REGISTER_ENV`] bytes locked at a time. A locking the driver refuses leaves the buffer
-//! staged for good (it is not tried again on every upload); one over the bound is tried again later.
+//! with both DMA directions for host memory, and it holds the issuing thread, so a download issued
+//! after it waits for it (a mixed all_to_all's two directions ran one after the other, GPU run
+//! 34c). A registered buffer is read by DMA directly. Locking pages costs more than one staged
+//! upload, so an allocation is locked once twice its size has been uploaded from it, in uploads of
+//! at least [`REGISTER_MIN_BYTES`]: two of the whole buffer, or four of its halves, since a slice
+//! of it (a view, `backend/view.rs`) is read from the owner's memory too. The host pool keeps the
+//! count and the locking with the allocation, so a loop that uploads a buffer of the same size
+//! each step locks it once; up to [`HOST_REGISTER_ENV`] bytes are locked at a time. A locking the
+//! driver refuses leaves the buffer staged for good (it is not tried again on every upload); one
+//! over the bound is tried again later.
 //!
 //! ```no_run
 //! # fn main() -> collectives::Result<()> {
@@ -49,8 +53,9 @@ const DEFAULT_LIMIT: usize = 4 << 30;
 /// 20), locking 4 MiB 0.4 ms (`bench/gpu/18-locked`, runs f and a).
 pub(crate) const REGISTER_MIN_BYTES: usize = 1 << 20;
 
-/// The upload of an allocation that locks it (the second: one upload does not say it is reused).
-const LOCK_AT_UPLOAD: u32 = 2;
+/// How many times its size must have been uploaded from an allocation before it is locked (two:
+/// one upload does not say it is reused).
+const LOCK_AT_UPLOAD: u64 = 2;
 
 /// Bytes locked now, by every device.
 static LOCKED: AtomicUsize = AtomicUsize::new(0);
@@ -64,8 +69,17 @@ fn limit() -> usize {
     })
 }
 
-/// Host memory the copy engine reads in place.
-pub(crate) enum Direct<'a> {
+/// Host memory the copy engine reads in place: `offset` bytes into a pinned block or a locked
+/// buffer (more than 0 where the buffer uploaded is a view of another, `backend/view.rs`).
+pub(crate) struct Direct<'a> {
+    /// The memory.
+    held: Held<'a>,
+    /// Where in it the buffer uploaded starts.
+    offset: usize,
+}
+
+/// Memory the copy engine reads in place.
+pub(crate) enum Held<'a> {
     /// A pinned block (a download's result).
     Pinned(&'a PinnedBlock),
     /// An owned buffer this backend page-locked.
@@ -75,36 +89,41 @@ pub(crate) enum Direct<'a> {
 impl Direct<'_> {
     /// The first byte's address.
     pub fn ptr(&self) -> *mut u8 {
-        match self {
-            Direct::Pinned(b) => b.ptr(),
-            Direct::Locked(l) => l.reg.ptr(),
-        }
+        let base = match self.held {
+            Held::Pinned(b) => b.ptr(),
+            Held::Locked(l) => l.reg.ptr(),
+        };
+        // In the memory: a view lies within the buffer it views (checked when it was made).
+        base.wrapping_add(self.offset)
     }
 
     /// Records device work (complete when `event` is) that reads the memory.
     pub fn note_use(&self, event: &Arc<Event>) {
-        match self {
-            Direct::Pinned(b) => b.note_use(event),
-            Direct::Locked(l) => l.note_use(event),
+        match self.held {
+            Held::Pinned(b) => b.note_use(event),
+            Held::Locked(l) => l.note_use(event),
         }
     }
 }
 
-/// How `dev` reads host buffer `b` in an upload: in place ([`Direct`]) when it is pinned, or an
-/// owned buffer locked now or before; `None` when it is staged. Counts the upload.
+/// How `dev` reads host buffer `b` in an upload: in place ([`Direct`]) when its memory is pinned,
+/// or that of an owned buffer locked now or before; `None` when it is staged. A view reads its
+/// owner's memory; the owner is locked once [`LOCK_AT_UPLOAD`] times its size has been uploaded
+/// from it (two uploads of the whole buffer, or four of its halves). Counts the upload.
 pub(crate) fn direct<'a>(dev: &CudaDevice, b: &'a Buffer) -> Option<Direct<'a>> {
-    if let Some(p) = pinned::host_of(b) {
-        return p.block().map(Direct::Pinned);
+    let (owner, offset) = owner_of(b);
+    if let Some(p) = pinned::host_of(owner) {
+        return p.block().map(|block| Direct { held: Held::Pinned(block), offset });
     }
-    let Mem::Host(h) = &b.mem else { return None };
+    let Mem::Host(h) = &owner.mem else { return None };
     let pages = h.pages()?;
     if b.bytes() < REGISTER_MIN_BYTES {
         return None;
     }
-    let count = pages.note_upload();
+    let uploaded = pages.note_upload(b.bytes());
     let pin = match pages.pin() {
         Some(p) => p,
-        None if count >= LOCK_AT_UPLOAD => {
+        None if uploaded >= LOCK_AT_UPLOAD * owner.bytes() as u64 => {
             // One locking at a time: two uploads of one buffer racing would lock it twice.
             static LOCKING: Mutex<()> = Mutex::new(());
             let _one = LOCKING.lock();
@@ -112,7 +131,20 @@ pub(crate) fn direct<'a>(dev: &CudaDevice, b: &'a Buffer) -> Option<Direct<'a>> 
         }
         None => return None,
     };
-    pin.as_any().downcast_ref::<HostLock>().map(Direct::Locked)
+    let lock = pin.as_any().downcast_ref::<HostLock>()?;
+    Some(Direct { held: Held::Locked(lock), offset })
+}
+
+/// The buffer whose host memory `b` is, and the byte of it `b` starts at: `b` itself at 0, or
+/// for a view (of a view…) the buffer it views.
+fn owner_of(b: &Buffer) -> (&Buffer, usize) {
+    let (mut owner, mut offset) = (b, 0);
+    while let Mem::Host(h) = &owner.mem
+        && let Some((of, at)) = h.viewed()
+    {
+        (owner, offset) = (of, offset + at);
+    }
+    (owner, offset)
 }
 
 /// Locks the `len` bytes at `ptr` (a `HostPages` allocation) if the bound allows; with the reason
@@ -210,6 +242,7 @@ mod tests {
     use super::super::tests::{devices, download};
     use super::super::{copy, stream};
     use super::*;
+    use crate::backend::view;
     use crate::backend::{Kernel, OutSpec};
     use crate::device::Device;
     use crate::dtype::DType;
@@ -302,6 +335,55 @@ mod tests {
         drop(a_host);
     }
 
+    /// Views of a large host buffer — its two halves, the second starting off any page, and a view
+    /// of that view — are staged until twice the buffer's size has been uploaded from them, then
+    /// read in place at their offsets in the buffer's locking; a view of a pinned download is read
+    /// in place in its block. Every upload against the values viewed, every element.
+    #[test]
+    fn views_upload_from_their_owners_memory_at_their_offsets() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        // A size no other test uses (1284 pages); halves of more than REGISTER_MIN_BYTES.
+        let n = REGISTER_MIN_BYTES / 4 * 5 + 2 * 1931;
+        let (data, half) = (random_f32(n, &mut r), n / 2);
+        let owner = Arc::new(Buffer::from_vec(Device::Cpu(0), data.clone()));
+        let slice = |of: &Arc<Buffer>, start: usize, len: usize| {
+            let k = Kernel::Slice { outer: 1, in_mid: of.len, start, len, inner: 1 };
+            Arc::new(view::view(&k, of, Device::Cpu(0)).expect("in range").expect("a host view"))
+        };
+        let halves = [slice(&owner, 0, half), slice(&owner, half, half)];
+        for upload in 0..6 {
+            let k = upload % 2;
+            let up = copy::htod(&dev, &halves[k]).expect("upload of a view");
+            let want = &data[k * half..(k + 1) * half];
+            assert_eq!(download::<f32>(&dev, &up), want, "upload {upload}, seed {seed}");
+            assert_eq!(
+                pages(&owner).pin().is_some(),
+                upload >= 3,
+                "locked at twice its size, upload {upload}"
+            );
+        }
+        let base = pages(&owner).ptr() as usize;
+        let inner = slice(&halves[1], 7, half - 7);
+        for (v, at) in [(&halves[1], half), (&inner, half + 7)] {
+            let d = direct(&dev, v).expect("read in place");
+            assert!(
+                matches!(d.held, Held::Locked(_)) && d.ptr() as usize == base + at * 4,
+                "at element {at}"
+            );
+            let up = copy::htod(&dev, v).expect("upload of a locked view");
+            assert_eq!(download::<f32>(&dev, &up), data[at..at + v.len], "from {at}, seed {seed}");
+        }
+        let pinned = Arc::new(copy::dtoh(&dev, &copy::htod(&dev, &owner).unwrap(), Device::Cpu(0)).unwrap());
+        let tail = slice(&pinned, 5, n - 5);
+        let Some(Direct { held: Held::Pinned(block), .. }) = direct(&dev, &tail) else { panic!("pinned") };
+        assert_eq!(direct(&dev, &tail).unwrap().ptr() as usize, block.ptr() as usize + 20);
+        let up = copy::htod(&dev, &tail).expect("upload of a pinned view");
+        assert_eq!(download::<f32>(&dev, &up), data[5..], "pinned view, seed {seed}");
+        assert_eq!(host_f32(&owner), data, "the owner unchanged");
+    }
+
     #[test]
     fn small_and_pinned_buffers_are_never_locked() {
         let Some(dev) = devices().into_iter().next() else { return };
@@ -315,6 +397,6 @@ mod tests {
         }
         assert_eq!(h.pages().expect("paged").pin().is_some(), locked_before, "a small buffer is not locked");
         let pinned = copy::dtoh(&dev, &copy::htod(&dev, &small).unwrap(), Device::Cpu(0)).unwrap();
-        assert!(matches!(direct(&dev, &pinned), Some(Direct::Pinned(_))));
+        assert!(matches!(direct(&dev, &pinned), Some(Direct { held: Held::Pinned(_), .. })));
     }
 }
