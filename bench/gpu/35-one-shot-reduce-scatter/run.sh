@@ -8,7 +8,8 @@
 # step logs of both orders; then the tests that cover the
 # change on the GPU: device_groups (every collective of the mixed groups with OneShot, the
 # streamed one-shot reduce_scatter of cuda:0,cpu:0), cuda_native on two and three virtual CUDA
-# devices (the one-shot reduce_scatter along dim 1 through the graph), plans.
+# devices (the one-shot reduce_scatter along dim 1 through the graph), plans, the lib's
+# backend::cuda::register tests (host views uploaded from their owner's locking).
 # Stage as in run 34 (CI worktree: dev test binaries --features slow,failpoints, release perf,
 # and perf_old, the release perf of 7f4735c;
 # strip; tar cJf .gpu/bins.tar.xz; env.sh, steps.sh, anchors.py and this file in .gpu/).
@@ -24,6 +25,11 @@ done; done
 for r in 1 2; do for b in perf_old perf; do for d in cuda:0,vulkan:0 vulkan:0,cuda:0; do
   p ag_${d//[:,]/_}_${b}_$r $b --op all_gather,all_to_all --devices $d --sizes 4K,64K,1M,16M --iters 20 --warmup 3
 done; done; done
+# ab7a17d: a slice of a locked host shard uploads by DMA at its offset (was staged on the
+# issuing thread, serialising the all_to_all's two directions, run 34c); locked after 4 calls.
+for r in 1 2; do for b in perf_old perf; do
+  p a2a_cuda_0_cpu_0_${b}_$r $b --op all_to_all,reduce_scatter --devices cuda:0,cpu:0 --sizes 16M,256M --iters 10 --warmup 5
+done; done
 # The guess itself: a Vulkan add after a move from CUDA, waiting on the GPU vs on the host.
 t probe_wait lib 120 --ignored --nocapture --exact backend::staged::one_gpu::vulkan_kernel_waiting_on_cuda_probe
 grep -E "^round" $L/t_probe_wait.log
@@ -34,6 +40,7 @@ timeout 60 python3 $G/anchors.py --sizes 1M,16M,256M --iters 10 > $L/anchors.log
 export REQUIRE_CUDA=1 REQUIRE_VULKAN=1
 t groups device_groups 150 --test-threads 2
 t plans plans 40 --test-threads 2
+t register lib 60 backend::cuda::register
 COLLECTIVES_CUDA_DEVICES=0,0 t native_2 cuda_native 90 --test-threads 2
 COLLECTIVES_CUDA_DEVICES=0,0,0 t native_3 cuda_native 90 --test-threads 2
 grep -h -E "panicked|FAILED" $L/t_*.log | head -20
