@@ -10,13 +10,15 @@
 # streamed one-shot reduce_scatter of cuda:0,cpu:0), cuda_native on two and three virtual CUDA
 # devices (the one-shot reduce_scatter along dim 1 through the graph), plans, the lib's
 # backend::cuda::register tests (host views uploaded from their owner's locking).
-# Stage as in run 34 (CI worktree: dev test binaries --features slow,failpoints, release perf,
-# and perf_old, the release perf of 7f4735c;
-# strip; tar cJf .gpu/bins.tar.xz; env.sh, steps.sh, anchors.py and this file in .gpu/).
-# Invoked as: timeout -k 5 590 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+# Staged by: bash bench/gpu/stage.sh bench/gpu/35-one-shot-reduce-scatter 7f4735c (dev test
+# binaries --features slow,failpoints, release perf, perf_old the release perf of 7f4735c).
+# Two calls (each within 590 s), PART perf then tests, the folders a (perf) and b (tests):
+# Invoked as: timeout -k 5 590 bash .gpu/run.sh PART 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+PART=${1:?perf or tests}
 G=.gpu
 tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+if [ $PART = perf ]; then
 S=4K,64K,1M,16M,256M
 for r in 1 2; do for d in cuda:0,cpu:0 cpu:0,cuda:0 cuda:0,vulkan:0 vulkan:0,cpu:0 cuda:0,vulkan:0,cpu:0; do
   for a in star oneshot; do p rs_${d//[:,]/_}_${a}_$r perf --op reduce_scatter --devices $d --algo $a --sizes $S --iters 10 --warmup 3; done
@@ -37,6 +39,8 @@ for d in cuda:0,vulkan:0 vulkan:0,cuda:0; do
   COLLECTIVES_LOG=debug timeout 60 $G/perf --op all_to_all --devices $d --sizes 1M --iters 3 --warmup 3 > $L/a2a_debug_${d//[:,]/_}.log 2>&1
 done
 timeout 60 python3 $G/anchors.py --sizes 1M,16M,256M --iters 10 > $L/anchors.log 2>&1; tail -3 $L/anchors.log
+fi
+if [ $PART = tests ]; then
 export REQUIRE_CUDA=1 REQUIRE_VULKAN=1
 t groups device_groups 150 --test-threads 2
 t plans plans 40 --test-threads 2
@@ -44,4 +48,5 @@ t register lib 60 backend::cuda::register
 COLLECTIVES_CUDA_DEVICES=0,0 t native_2 cuda_native 90 --test-threads 2
 COLLECTIVES_CUDA_DEVICES=0,0,0 t native_3 cuda_native 90 --test-threads 2
 grep -h -E "panicked|FAILED" $L/t_*.log | head -20
+fi
 date
