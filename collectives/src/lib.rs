@@ -25,9 +25,9 @@ pub mod route;
 mod sized;
 pub mod typed;
 
-pub use backend::HOST_POOL_ENV;
 #[cfg(feature = "cuda")]
-pub use backend::{CUDA_DEVICES_ENV, CUDA_POOL_ENV, HOST_REGISTER_ENV};
+pub use backend::{CUDA_DEVICES_ENV, CUDA_POOL_ENV};
+pub use backend::{HOST_POOL_ENV, HOST_REGISTER_ENV};
 #[cfg(feature = "vulkan")]
 pub use backend::{
     VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_POOL_ENV, VULKAN_SPIN_ENV, VULKAN_SPIN_US,

@@ -9,7 +9,8 @@
 # change on the GPU: device_groups (every collective of the mixed groups with OneShot, the
 # streamed one-shot reduce_scatter of cuda:0,cpu:0), cuda_native on two and three virtual CUDA
 # devices (the one-shot reduce_scatter along dim 1 through the graph), plans, the lib's
-# backend::cuda::register tests (host views uploaded from their owner's locking).
+# backend::cuda::register and backend::vulkan::register tests (host views uploaded from their
+# owner's locking or import), the fault sweep (imports of host shards: no leaks).
 # Staged by: bash bench/gpu/stage.sh bench/gpu/35-one-shot-reduce-scatter 7f4735c (dev test
 # binaries --features slow,failpoints, release perf, perf_old the release perf of 7f4735c).
 # Two calls (each within 590 s), PART perf then tests, the folders a (perf) and b (tests):
@@ -32,6 +33,11 @@ done; done; done
 for r in 1 2; do for b in perf_old perf; do
   p a2a_cuda_0_cpu_0_${b}_$r $b --op all_to_all,reduce_scatter --devices cuda:0,cpu:0 --sizes 16M,256M --iters 10 --warmup 5
 done; done
+# A host tensor uploaded again to the Vulkan device is imported and copied from in place (was a
+# staging fill on the calling thread, then the device's copy).
+for r in 1 2; do for b in perf_old perf; do
+  p up_cpu_0_vulkan_0_${b}_$r $b --op broadcast,all_reduce --devices cpu:0,vulkan:0 --sizes 16M,256M --iters 10 --warmup 3
+done; done
 # The guess itself: a Vulkan add after a move from CUDA, waiting on the GPU vs on the host.
 t probe_wait lib 120 --ignored --nocapture --exact backend::staged::one_gpu::vulkan_kernel_waiting_on_cuda_probe
 grep -E "^round" $L/t_probe_wait.log
@@ -45,6 +51,10 @@ export REQUIRE_CUDA=1 REQUIRE_VULKAN=1
 t groups device_groups 150 --test-threads 2
 t plans plans 40 --test-threads 2
 t register lib 60 backend::cuda::register
+t vk_register lib 60 backend::vulkan::register
+# The sweep with a Vulkan member's 1.2 MB host shards uploaded again: imported (device memory is
+# not mapped here, as it is on lavapipe), the imports counted as a cache of the host pool.
+COLLECTIVES_CUDA_DEVICES=0,0 t faults faults 150
 COLLECTIVES_CUDA_DEVICES=0,0 t native_2 cuda_native 90 --test-threads 2
 COLLECTIVES_CUDA_DEVICES=0,0,0 t native_3 cuda_native 90 --test-threads 2
 grep -h -E "panicked|FAILED" $L/t_*.log | head -20

@@ -17,6 +17,7 @@ pub(crate) mod cuda;
 mod host;
 pub(crate) mod join;
 mod kernel;
+pub(crate) mod lock;
 pub(crate) mod nccl;
 mod registry;
 mod shelf;
@@ -36,12 +37,13 @@ use crate::error::{Error, Result};
 
 pub(crate) use copy::copy;
 #[cfg(feature = "cuda")]
-pub use cuda::{CUDA_DEVICES_ENV, register::HOST_REGISTER_ENV, reuse::CUDA_POOL_ENV};
+pub use cuda::{CUDA_DEVICES_ENV, reuse::CUDA_POOL_ENV};
 pub use host::HOST_POOL_ENV;
 #[cfg(feature = "cuda")]
 pub(crate) use host::{Declined, HostPin};
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use kernel::{Kernel, OutSpec};
+pub use lock::HOST_REGISTER_ENV;
 pub(crate) use registry::{
     device_count, device_name, get, nccl_available, nccl_usable, on_one_gpu, unavailable_reason,
 };

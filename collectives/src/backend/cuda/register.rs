@@ -1,35 +1,17 @@
 //! Host buffers the copy engine reads in place: pinned blocks, and owned pageable buffers
-//! page-locked (registered) once they are uploaded again.
+//! page-locked (registered) once they are uploaded again (when: `backend/lock.rs`).
 //!
 //! Why: a pageable upload is two copies — the host copies each chunk into pinned staging, then
 //! the copy engine moves it — and on the H200 the first is the slower (about 36 GB/s against the
 //! bus's 55, `bench/gpu/17-streamed`); in a mixed group's streamed all_reduce it also competes
 //! with both DMA directions for host memory, and it holds the issuing thread, so a download issued
 //! after it waits for it (a mixed all_to_all's two directions ran one after the other, GPU run
-//! 34c). A registered buffer is read by DMA directly. Locking pages costs more than one staged
-//! upload, so an allocation is locked once twice its size has been uploaded from it, in uploads of
-//! at least [`REGISTER_MIN_BYTES`]: two of the whole buffer, or four of its halves, since a slice
-//! of it (a view, `backend/view.rs`) is read from the owner's memory too. The host pool keeps the
-//! count and the locking with the allocation, so a loop that uploads a buffer of the same size
-//! each step locks it once; up to [`HOST_REGISTER_ENV`] bytes are locked at a time. A locking the
-//! driver refuses leaves the buffer staged for good (it is not tried again on every upload); one
-//! over the bound is tried again later.
-//!
-//! ```no_run
-//! # fn main() -> collectives::Result<()> {
-//! use collectives::{Device, Tensor};
-//! let host = Tensor::from_vec(vec![1.0f32; 1 << 22], [1 << 22], Device::Cpu(0))?;
-//! for _ in 0..3 {
-//!     // The first upload is staged; the second locks the buffer's pages, and reads them by DMA.
-//!     host.copy_to_device(Device::Cuda(0))?.realize()?;
-//! }
-//! # Ok(())
-//! # }
-//! ```
+//! 34c). A registered buffer, or a slice of one, is read by DMA directly. A locking the driver
+//! refuses leaves the buffer staged for good (it is not tried again on every upload); one over
+//! [`crate::HOST_REGISTER_ENV`]'s bound is tried again later.
 
 use std::any::Any;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -38,36 +20,9 @@ use super::device::CudaDevice;
 use super::event::Event;
 use super::pinned::{self, PinnedBlock};
 use super::staging::Registered;
-use crate::backend::{Buffer, Declined, HostPin, Mem};
+use crate::backend::lock::{self, LockedBytes};
+use crate::backend::{Buffer, Declined, HostPin};
 use crate::log::{LogLevel, log};
-
-/// Environment variable bounding the bytes of owned host buffers the CUDA backend keeps
-/// page-locked at a time (`0` turns locking off; 4 GiB unless set). Read once per process.
-pub const HOST_REGISTER_ENV: &str = "COLLECTIVES_HOST_REGISTER_BYTES";
-
-/// The bound where [`HOST_REGISTER_ENV`] is unset.
-const DEFAULT_LIMIT: usize = 4 << 30;
-
-/// Uploads smaller than this are always staged: the staging copy is cheap there. On the H200 a
-/// staged upload of 1 MiB took 120–290 µs (the host's fill of the staging slot; its DMA about
-/// 20), locking 4 MiB 0.4 ms (`bench/gpu/18-locked`, runs f and a).
-pub(crate) const REGISTER_MIN_BYTES: usize = 1 << 20;
-
-/// How many times its size must have been uploaded from an allocation before it is locked (two:
-/// one upload does not say it is reused).
-const LOCK_AT_UPLOAD: u64 = 2;
-
-/// Bytes locked now, by every device.
-static LOCKED: AtomicUsize = AtomicUsize::new(0);
-
-/// The bound on [`LOCKED`].
-fn limit() -> usize {
-    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        crate::knob::var(HOST_REGISTER_ENV, "a byte count (0 turns locking off)", |_: &usize| true)
-            .unwrap_or(DEFAULT_LIMIT)
-    })
-}
 
 /// Host memory the copy engine reads in place: `offset` bytes into a pinned block or a locked
 /// buffer (more than 0 where the buffer uploaded is a view of another, `backend/view.rs`).
@@ -107,44 +62,16 @@ impl Direct<'_> {
 }
 
 /// How `dev` reads host buffer `b` in an upload: in place ([`Direct`]) when its memory is pinned,
-/// or that of an owned buffer locked now or before; `None` when it is staged. A view reads its
-/// owner's memory; the owner is locked once [`LOCK_AT_UPLOAD`] times its size has been uploaded
-/// from it (two uploads of the whole buffer, or four of its halves). Counts the upload.
+/// or that of an owned buffer locked now or before ([`lock::pin_for_upload`]: a view reads the
+/// memory of the buffer it views); `None` when it is staged. Counts the upload.
 pub(crate) fn direct<'a>(dev: &CudaDevice, b: &'a Buffer) -> Option<Direct<'a>> {
-    let (owner, offset) = owner_of(b);
+    let (owner, offset) = lock::owner_of(b);
     if let Some(p) = pinned::host_of(owner) {
         return p.block().map(|block| Direct { held: Held::Pinned(block), offset });
     }
-    let Mem::Host(h) = &owner.mem else { return None };
-    let pages = h.pages()?;
-    if b.bytes() < REGISTER_MIN_BYTES {
-        return None;
-    }
-    let uploaded = pages.note_upload(b.bytes());
-    let pin = match pages.pin() {
-        Some(p) => p,
-        None if uploaded >= LOCK_AT_UPLOAD * owner.bytes() as u64 => {
-            // One locking at a time: two uploads of one buffer racing would lock it twice.
-            static LOCKING: Mutex<()> = Mutex::new(());
-            let _one = LOCKING.lock();
-            pages.pin_with(|ptr, len| lock(dev, ptr, len))?
-        }
-        None => return None,
-    };
-    let lock = pin.as_any().downcast_ref::<HostLock>()?;
-    Some(Direct { held: Held::Locked(lock), offset })
-}
-
-/// The buffer whose host memory `b` is, and the byte of it `b` starts at: `b` itself at 0, or
-/// for a view (of a view…) the buffer it views.
-fn owner_of(b: &Buffer) -> (&Buffer, usize) {
-    let (mut owner, mut offset) = (b, 0);
-    while let Mem::Host(h) = &owner.mem
-        && let Some((of, at)) = h.viewed()
-    {
-        (owner, offset) = (of, offset + at);
-    }
-    (owner, offset)
+    let pin = lock::pin_for_upload(b, |ptr, len| self::lock(dev, ptr, len))?;
+    let locked = pin.as_any().downcast_ref::<HostLock>()?;
+    Some(Direct { held: Held::Locked(locked), offset })
 }
 
 /// Locks the `len` bytes at `ptr` (a `HostPages` allocation) if the bound allows; with the reason
@@ -152,17 +79,7 @@ fn owner_of(b: &Buffer) -> (&Buffer, usize) {
 fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Result<Box<dyn HostPin>, Declined> {
     // A `HostPages` allocation is never empty, so never at a null address.
     let at = std::ptr::NonNull::new(ptr).ok_or(Declined::ForGood)?;
-    let held = LOCKED.fetch_add(len, Ordering::AcqRel);
-    if held + len > limit() {
-        LOCKED.fetch_sub(len, Ordering::AcqRel);
-        log!(
-            LogLevel::Info,
-            "{}: {len} host bytes left staged: {held} are locked, the bound is {} ({HOST_REGISTER_ENV})",
-            dev.device,
-            limit()
-        );
-        return Err(Declined::ForNow);
-    }
+    let bytes = LockedBytes::reserve(dev.device, len)?;
     let start = Instant::now();
     // SAFETY: a `HostPages` allocation is `len` bytes of its own pages at `at`, and it drops
     // its locking (this value) before it frees them; `HostLock::drop` waits for the copies that
@@ -175,10 +92,9 @@ fn lock(dev: &CudaDevice, ptr: *mut u8, len: usize) -> Result<Box<dyn HostPin>, 
                 dev.device,
                 start.elapsed().as_secs_f64() * 1e3
             );
-            Ok(Box::new(HostLock { reg, pending: Mutex::new(Vec::new()) }))
+            Ok(Box::new(HostLock { reg, pending: Mutex::new(Vec::new()), _bytes: bytes }))
         }
         Err(e) => {
-            LOCKED.fetch_sub(len, Ordering::AcqRel);
             log!(
                 LogLevel::Info,
                 "{}: {len} host bytes left staged for good: locking failed: {e}",
@@ -195,6 +111,8 @@ pub(crate) struct HostLock {
     reg: Registered,
     /// Copies that read the memory.
     pending: Mutex<Vec<Arc<Event>>>,
+    /// The bytes counted against the bound, released after `reg` has unlocked them.
+    _bytes: LockedBytes,
 }
 
 impl HostLock {
@@ -223,15 +141,8 @@ impl HostPin for HostLock {
 impl Drop for HostLock {
     fn drop(&mut self) {
         self.wait_idle();
-        LOCKED.fetch_sub(self.reg.len(), Ordering::AcqRel);
-        // `reg` unlocks the pages as it drops, after this.
+        // `reg` unlocks the pages as it drops, after this; then `_bytes` releases their count.
     }
-}
-
-/// Bytes locked now.
-#[cfg(test)]
-pub(crate) fn locked_bytes() -> usize {
-    LOCKED.load(Ordering::Acquire)
 }
 
 #[cfg(test)]
@@ -242,8 +153,9 @@ mod tests {
     use super::super::tests::{devices, download};
     use super::super::{copy, stream};
     use super::*;
+    use crate::backend::lock::{LOCK_MIN_UPLOAD, locked_bytes};
     use crate::backend::view;
-    use crate::backend::{Kernel, OutSpec};
+    use crate::backend::{Kernel, Mem, OutSpec};
     use crate::device::Device;
     use crate::dtype::DType;
     use crate::graph::ReduceKind;
@@ -271,7 +183,7 @@ mod tests {
         let seed: u64 = rand::rng().random();
         let mut r = StdRng::seed_from_u64(seed);
         // A size no other test uses (the host pool hands this allocation back below).
-        let n = REGISTER_MIN_BYTES / 4 * 6 + 1237;
+        let n = LOCK_MIN_UPLOAD / 4 * 6 + 1237;
         let data = random_f32(n, &mut r);
         let src = Buffer::from_vec(Device::Cpu(0), data.clone());
         let first = copy::htod(&dev, &src).expect("staged upload");
@@ -307,7 +219,7 @@ mod tests {
         let Some(dev) = devices().into_iter().next() else { return };
         let seed: u64 = rand::rng().random();
         let mut r = StdRng::seed_from_u64(seed);
-        let n = REGISTER_MIN_BYTES / 4 * 3 + 4099;
+        let n = LOCK_MIN_UPLOAD / 4 * 3 + 4099;
         let (a, b) = (random_f32(n, &mut r), random_f32(n, &mut r));
         // Kept alive, so that `host` gets another allocation (the pool would hand this one, and
         // its upload count, to a buffer of the same size).
@@ -344,8 +256,8 @@ mod tests {
         let Some(dev) = devices().into_iter().next() else { return };
         let seed: u64 = rand::rng().random();
         let mut r = StdRng::seed_from_u64(seed);
-        // A size no other test uses (1284 pages); halves of more than REGISTER_MIN_BYTES.
-        let n = REGISTER_MIN_BYTES / 4 * 5 + 2 * 1931;
+        // A size no other test uses (1284 pages); halves of more than LOCK_MIN_UPLOAD.
+        let n = LOCK_MIN_UPLOAD / 4 * 5 + 2 * 1931;
         let (data, half) = (random_f32(n, &mut r), n / 2);
         let owner = Arc::new(Buffer::from_vec(Device::Cpu(0), data.clone()));
         let slice = |of: &Arc<Buffer>, start: usize, len: usize| {
@@ -387,13 +299,13 @@ mod tests {
     #[test]
     fn small_and_pinned_buffers_are_never_locked() {
         let Some(dev) = devices().into_iter().next() else { return };
-        let small = Buffer::from_vec(Device::Cpu(0), vec![1.5f32; REGISTER_MIN_BYTES / 4 - 1]);
+        let small = Buffer::from_vec(Device::Cpu(0), vec![1.5f32; LOCK_MIN_UPLOAD / 4 - 1]);
         let Mem::Host(h) = &small.mem else { unreachable!() };
         // The host pool may hand out an allocation of the same pages that another test's large
         // buffer had locked (it keeps the locking): what matters is that staging adds none.
         let locked_before = h.pages().expect("paged").pin().is_some();
         for _ in 0..3 {
-            assert!(direct(&dev, &small).is_none(), "below REGISTER_MIN_BYTES: staged");
+            assert!(direct(&dev, &small).is_none(), "below LOCK_MIN_UPLOAD: staged");
         }
         assert_eq!(h.pages().expect("paged").pin().is_some(), locked_before, "a small buffer is not locked");
         let pinned = copy::dtoh(&dev, &copy::htod(&dev, &small).unwrap(), Device::Cpu(0)).unwrap();

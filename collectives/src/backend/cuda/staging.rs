@@ -170,11 +170,6 @@ impl Registered {
     pub fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
-
-    /// The length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
 }
 
 impl Drop for Registered {

@@ -71,6 +71,23 @@ pub(crate) unsafe fn import(
     keep: Arc<dyn Any + Send + Sync>,
 ) -> Result<RingView> {
     let gpu = gpu(device)?;
+    // SAFETY: as the caller guarantees.
+    let buf = unsafe { import_on(&gpu, ptr, len, keep)? };
+    Ok(RingView { buf, len })
+}
+
+/// [`import`] on `gpu`: the `len` bytes at `ptr` as one buffer of it (transfer source and
+/// destination), holding `keep` until it is freed.
+///
+/// # Safety
+/// As for [`import`].
+pub(super) unsafe fn import_on(
+    gpu: &Arc<Gpu>,
+    ptr: NonNull<u8>,
+    len: usize,
+    keep: Arc<dyn Any + Send + Sync>,
+) -> Result<Arc<DevBuf>> {
+    let device = gpu.device;
     let Some(host) = &gpu.host_import else {
         return Err(Error::driver(device, "import host memory", "VK_EXT_external_memory_host is missing"));
     };
@@ -108,7 +125,7 @@ pub(crate) unsafe fn import(
         return Err(raw::vk_error(device, "vkBindBufferMemory", e));
     }
     let imported = Imported { memory, _host: keep };
-    Ok(RingView { buf: DevBuf::from_import(&gpu, buffer, size, imported, Some(ptr)), len })
+    Ok(DevBuf::from_import(gpu, buffer, size, imported, Some(ptr)))
 }
 
 /// One Vulkan end of a staged chain: a device buffer and the ring's imported view.

@@ -18,7 +18,8 @@
 //! a [`submit::TimelineFence`]. Work on one device runs in queue order, each command buffer
 //! starting with a barrier on all earlier writes, so consumers on the device never wait on the
 //! host; host readers wait on the fence. Host ↔ device copies go through host-visible staging,
-//! or straight through the mapping when the device memory is host-visible (as on lavapipe);
+//! or straight through the mapping when the device memory is host-visible (as on lavapipe); an
+//! owned host buffer uploaded again is imported and copied from in place ([`register`]);
 //! copies within a device are buffer copies; copies between two Vulkan devices stage through
 //! the host.
 //!
@@ -42,6 +43,7 @@ mod pipelines;
 #[cfg(test)]
 mod probe;
 mod raw;
+mod register;
 mod submit;
 mod view;
 
@@ -306,6 +308,10 @@ impl Backend for VulkanBackend {
             copy_bytes(bytes, unsafe { dst.mapped_bytes_mut(bytes.len()) });
             return Ok(self.output(dst, src.dtype, src.len, None));
         }
+        if let Some((import, offset)) = register::direct(self, src) {
+            let fence = register::upload(&self.gpu, import, offset, &dst, bytes.len() as u64)?;
+            return Ok(self.output(dst, src.dtype, src.len, Some(fence)));
+        }
         let staging = DevBuf::new(&self.gpu, bytes.len() as u64, Usage::Upload)?;
         if !staging.is_mapped() {
             return Err(Error::driver(
@@ -380,7 +386,10 @@ impl Backend for VulkanBackend {
         use std::sync::atomic::Ordering;
         let d = self.gpu.device;
         let live = crate::failpoint::live::VULKAN.load(Ordering::Acquire);
-        out.insert("vulkan buffers live".into(), live as u64);
+        // Imports of host allocations stay with them in the host pool: counted as a cache.
+        let [held, held_bytes] = register::HELD.each_ref().map(|a| a.load(Ordering::Acquire));
+        out.insert("vulkan buffers live".into(), live as u64 - held);
+        out.insert("vulkan host import cache bytes".into(), held_bytes);
         out.insert(format!("{d} buffer cache bytes"), self.gpu.cache.lock().bytes());
         out.insert(format!("{d} pipelines"), self.gpu.pipelines.len() as u64);
         for (what, n) in self.gpu.state.lock().resources() {

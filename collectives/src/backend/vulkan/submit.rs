@@ -235,6 +235,22 @@ impl<'g> Recorder<'g> {
         unsafe { self.gpu.raw.cmd_copy_buffer(self.cmd, src.buffer, dst.buffer, regions) };
     }
 
+    /// Records a copy of `regions` from `src` into `dst` as [`Recorder::copy`] does, but without
+    /// keeping `src` alive: for memory that must be freed before what backs it is (a host
+    /// buffer's import, `register.rs`), whose owner waits for this submission by other means.
+    ///
+    /// # Safety
+    /// `src` stays alive until this submission has run (or is never submitted).
+    pub unsafe fn copy_borrowed(&mut self, src: &DevBuf, dst: &Arc<DevBuf>, regions: &[vk::BufferCopy]) {
+        if regions.is_empty() {
+            return;
+        }
+        self.keep(dst);
+        // SAFETY: `src` is live until the submission has run (the caller), `dst` is kept, and the
+        // regions lie within both (the caller's plan).
+        unsafe { self.gpu.raw.cmd_copy_buffer(self.cmd, src.buffer, dst.buffer, regions) };
+    }
+
     /// Runs `pipeline` over `invocations` (a 2D grid where one dimension is too small), with
     /// `bindings` at bindings `0..` and `push` as its push constants.
     pub fn dispatch(
