@@ -101,6 +101,14 @@ pub(crate) fn share(of: &Arc<Buffer>, device: Device) -> Option<Buffer> {
     Some(host_view(of, device, 0, of.len))
 }
 
+/// Elements `start..start + len` of host buffer `of` (one-dimensional) as a view on `Cpu(0)`:
+/// the slices GPU backends' upload tests read.
+#[cfg(test)]
+pub(crate) fn host_slice(of: &Arc<Buffer>, start: usize, len: usize) -> Arc<Buffer> {
+    let k = Kernel::Slice { outer: 1, in_mid: of.len, start, len, inner: 1 };
+    Arc::new(view(&k, of, Device::Cpu(0)).expect("in range").expect("a host view"))
+}
+
 /// A CUDA view (`cuda::view`); none without the CUDA backend.
 fn cuda_view(input: &Buffer, offset: usize, len: usize) -> Option<Buffer> {
     #[cfg(feature = "cuda")]

@@ -154,7 +154,7 @@ mod tests {
     use super::super::{copy, stream};
     use super::*;
     use crate::backend::lock::{LOCK_MIN_UPLOAD, locked_bytes};
-    use crate::backend::view;
+    use crate::backend::view::host_slice;
     use crate::backend::{Kernel, Mem, OutSpec};
     use crate::device::Device;
     use crate::dtype::DType;
@@ -260,11 +260,7 @@ mod tests {
         let n = LOCK_MIN_UPLOAD / 4 * 5 + 2 * 1931;
         let (data, half) = (random_f32(n, &mut r), n / 2);
         let owner = Arc::new(Buffer::from_vec(Device::Cpu(0), data.clone()));
-        let slice = |of: &Arc<Buffer>, start: usize, len: usize| {
-            let k = Kernel::Slice { outer: 1, in_mid: of.len, start, len, inner: 1 };
-            Arc::new(view::view(&k, of, Device::Cpu(0)).expect("in range").expect("a host view"))
-        };
-        let halves = [slice(&owner, 0, half), slice(&owner, half, half)];
+        let halves = [host_slice(&owner, 0, half), host_slice(&owner, half, half)];
         for upload in 0..6 {
             let k = upload % 2;
             let up = copy::htod(&dev, &halves[k]).expect("upload of a view");
@@ -277,7 +273,7 @@ mod tests {
             );
         }
         let base = pages(&owner).ptr() as usize;
-        let inner = slice(&halves[1], 7, half - 7);
+        let inner = host_slice(&halves[1], 7, half - 7);
         for (v, at) in [(&halves[1], half), (&inner, half + 7)] {
             let d = direct(&dev, v).expect("read in place");
             assert!(
@@ -288,7 +284,7 @@ mod tests {
             assert_eq!(download::<f32>(&dev, &up), data[at..at + v.len], "from {at}, seed {seed}");
         }
         let pinned = Arc::new(copy::dtoh(&dev, &copy::htod(&dev, &owner).unwrap(), Device::Cpu(0)).unwrap());
-        let tail = slice(&pinned, 5, n - 5);
+        let tail = host_slice(&pinned, 5, n - 5);
         let Some(Direct { held: Held::Pinned(block), .. }) = direct(&dev, &tail) else { panic!("pinned") };
         assert_eq!(direct(&dev, &tail).unwrap().ptr() as usize, block.ptr() as usize + 20);
         let up = copy::htod(&dev, &tail).expect("upload of a pinned view");

@@ -167,7 +167,8 @@ mod tests {
     use super::super::tests::backend;
     use super::*;
     use crate::backend::lock::LOCK_MIN_UPLOAD;
-    use crate::backend::{Backend, Kernel, Mem, view};
+    use crate::backend::view::host_slice;
+    use crate::backend::{Backend, Mem};
     use crate::device::Device;
     use crate::dtype::DType;
 
@@ -208,11 +209,7 @@ mod tests {
         let half = n / 2;
         let data: Vec<f32> = (0..n).map(|_| r.random_range(-1000.0f32..1000.0)).collect();
         let owner = Arc::new(Buffer::from_vec(Device::Cpu(0), data.clone()));
-        let slice = |of: &Arc<Buffer>, start: usize, len: usize| {
-            let k = Kernel::Slice { outer: 1, in_mid: of.len, start, len, inner: 1 };
-            Arc::new(view::view(&k, of, Device::Cpu(0)).expect("in range").expect("a host view"))
-        };
-        let halves = [slice(&owner, 0, half), slice(&owner, half, half)];
+        let halves = [host_slice(&owner, 0, half), host_slice(&owner, half, half)];
         for upload in 0..6 {
             let k = upload % 2;
             let got = direct(&vk, &halves[k]);
@@ -223,7 +220,7 @@ mod tests {
                 assert_eq!(through(&vk, import, offset, half), want, "half {k}, seed {seed}");
             }
         }
-        let inner = slice(&halves[1], 7, half - 7);
+        let inner = host_slice(&halves[1], 7, half - 7);
         let (import, offset) = direct(&vk, &inner).expect("a view of a view: imported");
         assert_eq!(offset, ((half + 7) * 4) as u64);
         assert_eq!(through(&vk, import, offset, half - 7), data[half + 7..], "seed {seed}");
