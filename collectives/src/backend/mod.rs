@@ -39,7 +39,7 @@ pub(crate) use copy::copy;
 #[cfg(feature = "cuda")]
 pub use cuda::{CUDA_DEVICES_ENV, reuse::CUDA_POOL_ENV};
 pub use host::HOST_POOL_ENV;
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "vulkan"))]
 pub(crate) use host::{Declined, HostPin};
 pub(crate) use host::{HostMem, OwnedHost};
 pub(crate) use kernel::{Kernel, OutSpec};

@@ -388,7 +388,7 @@ impl Backend for VulkanBackend {
         let live = crate::failpoint::live::VULKAN.load(Ordering::Acquire);
         // Imports of host allocations stay with them in the host pool: counted as a cache.
         let [held, held_bytes] = register::HELD.each_ref().map(|a| a.load(Ordering::Acquire));
-        out.insert("vulkan buffers live".into(), live as u64 - held);
+        out.insert("vulkan buffers live".into(), (live as u64).saturating_sub(held));
         out.insert("vulkan host import cache bytes".into(), held_bytes);
         out.insert(format!("{d} buffer cache bytes"), self.gpu.cache.lock().bytes());
         out.insert(format!("{d} pipelines"), self.gpu.pipelines.len() as u64);
