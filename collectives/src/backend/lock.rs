@@ -74,15 +74,15 @@ pub(crate) fn owner_of(b: &Buffer) -> (&Buffer, usize) {
     (owner, offset)
 }
 
-/// The locking to read host buffer `b` through in an upload, counting the upload: the one its
-/// allocation has, or the one `make` (given the allocation's address and length) attaches now
-/// where the allocation is due (see the module doc). `None` where `b` is staged: it is small, its
-/// memory is no owned allocation of pages, or it is not due.
-pub(crate) fn pin_for_upload(
+/// The locking to read host buffer `b` through in an upload, counting the upload: the one the
+/// allocation of `owner` (`b`'s [`owner_of`]) has, or the one `make` (given the allocation's
+/// address and length) attaches now where the allocation is due (see the module doc). `None`
+/// where `b` is staged: it is small, its memory is no owned allocation of pages, or it is not due.
+pub(crate) fn pin_for_upload<'a>(
     b: &Buffer,
+    owner: &'a Buffer,
     make: impl FnOnce(*mut u8, usize) -> Result<Box<dyn HostPin>, Declined>,
-) -> Option<&dyn HostPin> {
-    let (owner, _) = owner_of(b);
+) -> Option<&'a dyn HostPin> {
     let Mem::Host(h) = &owner.mem else { return None };
     let pages = h.pages()?;
     if b.bytes() < LOCK_MIN_UPLOAD {

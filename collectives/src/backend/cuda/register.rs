@@ -69,7 +69,7 @@ pub(crate) fn direct<'a>(dev: &CudaDevice, b: &'a Buffer) -> Option<Direct<'a>> 
     if let Some(p) = pinned::host_of(owner) {
         return p.block().map(|block| Direct { held: Held::Pinned(block), offset });
     }
-    let pin = lock::pin_for_upload(b, |ptr, len| self::lock(dev, ptr, len))?;
+    let pin = lock::pin_for_upload(b, owner, |ptr, len| self::lock(dev, ptr, len))?;
     let locked = pin.as_any().downcast_ref::<HostLock>()?;
     Some(Direct { held: Held::Locked(locked), offset })
 }

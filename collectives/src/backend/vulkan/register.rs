@@ -103,9 +103,9 @@ impl Drop for ImportedHost {
 /// now or before ([`lock::pin_for_upload`]); `None` where it is staged. Counts the upload.
 pub(super) fn direct<'a>(vk: &VulkanBackend, b: &'a Buffer) -> Option<(&'a ImportedHost, u64)> {
     vk.gpu.host_import.as_ref()?;
-    let pin = lock::pin_for_upload(b, |ptr, len| import(&vk.gpu, ptr, len))?;
+    let (owner, offset) = lock::owner_of(b);
+    let pin = lock::pin_for_upload(b, owner, |ptr, len| import(&vk.gpu, ptr, len))?;
     let import = pin.as_any().downcast_ref::<ImportedHost>()?;
-    let (_, offset) = lock::owner_of(b);
     Arc::ptr_eq(&import.buf.gpu, &vk.gpu).then_some((import, offset as u64))
 }
 
