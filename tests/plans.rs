@@ -125,9 +125,15 @@ fn a_vulkan_leader_of_a_mixed_group_leaves_the_all_reduce_fold_and_all_gather_jo
     let plan = g.using(Algorithm::Star).plan(CollectiveKind::AllGather, [96], DType::F32).unwrap();
     let joins: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
     assert_eq!(joins, [(CUDA1, "concat dim 0", 3)], "{plan}");
-    // `reduce` puts its result on the leader, and folds there.
+    // `reduce` puts its result on the leader, and folds there — unless cuda:1 shares its GPU
+    // (`COLLECTIVES_CUDA_DEVICES=0,0` on a GPU machine): then cuda:1 folds and copies it over.
     let r = g.using(Algorithm::Star).reduce(&shards(&g), ReduceOp::Sum).unwrap();
-    assert!(matches!(r.op(), Op::Reduce { .. }) && r.device() == VK0);
+    let folded = match collectives_tests::device_bridged(CUDA1, VK0) {
+        true => copy_to(&copy_to(&r, VK0), CPU0),
+        false => r.clone(),
+    };
+    assert!(matches!(folded.op(), Op::Reduce { .. }), "{folded:?}");
+    assert_eq!((r.device(), folded.device()), (VK0, if folded.same_node(&r) { VK0 } else { CUDA1 }));
     // Without CUDA, or with a CUDA leader, the hub is the leader.
     let vk_cpu = DeviceGroup::new(vec![VK0, CPU0]).unwrap();
     assert_eq!(vk_cpu.star_hub(), VK0);
@@ -588,6 +594,14 @@ fn a_one_shot_reduce_scatter_moves_each_part_once() {
     let one = g.using(Algorithm::OneShot).plan(CollectiveKind::ReduceScatter, [6, 2], DType::F32).unwrap();
     let star = g.using(Algorithm::Star).plan(CollectiveKind::ReduceScatter, [6, 2], DType::F32).unwrap();
     assert_eq!(one.algorithm, Some(Algorithm::OneShot), "{one}");
+    if collectives_tests::device_bridged(CUDA0, VK0) {
+        // Where both are one GPU, vulkan:0's part is folded by cuda:0 and copied over
+        // (`a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu`).
+        let mut got = folds(&one);
+        got.sort();
+        assert_eq!(got, [(CPU0, 3, 16), (CUDA0, 3, 16), (CUDA0, 3, 16)], "{one}");
+        return;
+    }
     let mut want = vec![
         (VK0, CPU0, 16),
         (CPU0, CUDA0, 16),
@@ -614,4 +628,41 @@ fn a_one_shot_reduce_scatter_moves_each_part_once() {
 fn folds(plan: &Plan) -> Vec<(Device, usize, usize)> {
     let folds = plan.kernels.iter().filter(|k| k.op.starts_with("reduce"));
     folds.map(|k| (k.device, k.inputs, k.bytes)).collect()
+}
+
+/// Where a CUDA device and a Vulkan device share one GPU (the device bridge), a result bound for
+/// the Vulkan device that is computed from CUDA inputs — each member's all_to_all join, a Vulkan
+/// leader's gather and reduce, the one-shot all_gather's and reduce_scatter's Vulkan member — is
+/// computed by the CUDA device and copied over, so that no Vulkan kernel follows the call's CUDA
+/// work (on one GPU it waits about 340 µs for the GPU to switch APIs). Elsewhere each is computed
+/// on the Vulkan device. Runs where both devices are present (the GPU machine).
+#[test]
+fn a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu() {
+    if !collectives_tests::device_bridged(CUDA0, VK0) {
+        let both = collectives_tests::cuda_required() && collectives_tests::vulkan_required();
+        assert!(!both, "REQUIRE_CUDA=1 and REQUIRE_VULKAN=1, but {CUDA0} and {VK0} share no GPU");
+        println!("skipped: needs {CUDA0} and {VK0} on one GPU");
+        return;
+    }
+    let computes_on = |plan: &Plan, d: Device| {
+        let work = plan.kernels.iter().filter(|k| k.op.starts_with("concat") || k.op.starts_with("reduce"));
+        work.filter(|k| k.device == d).count()
+    };
+    for order in [[CUDA0, VK0], [VK0, CUDA0]] {
+        let g = DeviceGroup::new(order.to_vec()).unwrap();
+        let kinds = [
+            (CollectiveKind::AllToAll, Algorithm::Auto, 2),
+            (CollectiveKind::Gather, Algorithm::Auto, 1),
+            (CollectiveKind::Reduce, Algorithm::Star, 1),
+            (CollectiveKind::AllGather, Algorithm::OneShot, 2),
+            (CollectiveKind::ReduceScatter, Algorithm::OneShot, 2),
+            (CollectiveKind::AllReduce, Algorithm::Star, 1),
+        ];
+        for (kind, algo, on_cuda) in kinds {
+            let plan = g.using(algo).plan(kind, [64 << 10, 4], DType::F32).unwrap();
+            let what = format!("{kind:?} {algo} of [{}, {}]: {plan}", order[0], order[1]);
+            assert_eq!(computes_on(&plan, VK0), 0, "{what}");
+            assert_eq!(computes_on(&plan, CUDA0), on_cuda, "{what}");
+        }
+    }
 }

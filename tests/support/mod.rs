@@ -312,6 +312,22 @@ pub fn cuda_required() -> bool {
     std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1")
 }
 
+/// Whether CUDA device `cu` and Vulkan device `vk` are both present and share one GPU through
+/// the device bridge (decided by validating the pair): where a Vulkan result computed from CUDA
+/// inputs is computed by the CUDA device and copied over. `false` on a machine lacking either.
+pub fn device_bridged(cu: Device, vk: Device) -> bool {
+    let present = collectives::available_devices();
+    if !present.contains(&cu) || !present.contains(&vk) {
+        return false;
+    }
+    let pair = collectives::DeviceGroup::new(vec![cu, vk]).expect("two distinct devices");
+    if pair.validate().is_err() {
+        return false;
+    }
+    let plan = pair.plan(collectives::CollectiveKind::Broadcast, [1], DType::F32).expect("a plan");
+    plan.bridges.iter().any(|b| b.bridge.as_deref().is_some_and(|x| x.starts_with("device")))
+}
+
 /// Helpers of the collective tests (groups, shards, references of every `ReduceOp`).
 pub mod collective;
 

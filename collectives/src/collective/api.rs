@@ -216,6 +216,10 @@ impl DeviceGroup {
     /// call: the star (the leader's launches copy every part into its place) or the one-shot
     /// (each member copies its part of every shard, read in place, into its output). On a group
     /// of host devices, one call too: each member's output written in one pass over its parts.
+    /// Where a Vulkan member shares its GPU with a CUDA member, that CUDA device joins the Vulkan
+    /// member's parts and copies the result over: on one GPU a Vulkan submission after CUDA work
+    /// waits for the GPU to switch APIs (about 320 µs; a Vulkan leader's `gather` and `reduce`
+    /// are computed so too).
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";
@@ -233,7 +237,11 @@ impl DeviceGroup {
         (0..n)
             .map(|j| {
                 let to = self.devices()[j];
-                let got: Vec<Tensor> = parts.iter().map(|p| hops.hop(&p[j], to)).collect();
+                let column: Vec<Tensor> = parts.iter().map(|p| p[j].clone()).collect();
+                if star::site(to, &column) != to {
+                    return star::gather_to(&mut hops, &column, dim, to);
+                }
+                let got: Vec<Tensor> = column.iter().map(|p| hops.hop(p, to)).collect();
                 join(&got, dim)
             })
             .collect()

@@ -7,14 +7,32 @@ use crate::graph::Tensor;
 use crate::route::Hops;
 
 /// Every shard brought to `root` (read in place where `root` can) and folded there in one
-/// n-ary pass.
+/// n-ary pass — folded on [`site`] and copied to `root` where that is another device.
 pub(crate) fn reduce_to(hops: &mut Hops, shards: &[Tensor], op: ReduceOp, root: Device) -> Result<Tensor> {
     let (kind, scale) = op.lower(shards.len());
     if let ([one], None) = (shards, scale) {
         return Ok(hops.hop(one, root));
     }
-    let on_root: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, root)).collect();
-    Tensor::reduce_on(root, &on_root, kind, scale)
+    let at = site(root, shards);
+    let on_site: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, at)).collect();
+    Ok(hops.hop(&Tensor::reduce_on(at, &on_site, kind, scale)?, root))
+}
+
+/// Where a result bound for `to` is computed from `inputs`: `to` itself, except a Vulkan device
+/// sharing its GPU with a CUDA device that holds one of the inputs (the device bridge): there,
+/// the CUDA device computes it and copies it over, so that no Vulkan work follows the CUDA work
+/// within the call. On one GPU, a Vulkan submission issued after CUDA work waits for the GPU to
+/// switch between the two APIs, whether it waits on the GPU or the host waits first: a 512 KiB
+/// Vulkan add after a CUDA move took 337–362 µs, the move alone 10 and the add alone 21 (H100,
+/// `bench/gpu/35-one-shot-reduce-scatter`, run a's probe). The CUDA copies into and out of the
+/// Vulkan device's memory on that bridge are CUDA work, as the star's CUDA hub does
+/// ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)).
+pub(crate) fn site(to: Device, inputs: &[Tensor]) -> Device {
+    if !matches!(to, Device::Vulkan(_)) {
+        return to;
+    }
+    let cuda = |d: &Device| matches!(d, Device::Cuda(_)) && crate::backend::staged::will_share_gpu(*d, to);
+    inputs.iter().map(Tensor::device).find(cuda).unwrap_or(to)
 }
 
 /// The one-shot all_reduce: every device folds every shard itself, read in place (the graph pass
@@ -34,13 +52,15 @@ pub(crate) fn broadcast(hops: &mut Hops, t: &Tensor, devices: &[Device]) -> Resu
     Ok(devices.iter().map(|&d| hops.hop(t, d)).collect())
 }
 
-/// Every shard brought to `root` (read in place where `root` can) and joined there along `dim`.
+/// Every shard brought to `root` (read in place where `root` can) and joined there along `dim`
+/// — joined on [`site`] and copied to `root` where that is another device.
 pub(crate) fn gather_to(hops: &mut Hops, shards: &[Tensor], dim: usize, root: Device) -> Result<Tensor> {
     if let [one] = shards {
         return Ok(hops.hop(one, root));
     }
-    let on_root: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, root)).collect();
-    Tensor::concat_on(root, &on_root, dim)
+    let at = site(root, shards);
+    let on_site: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, at)).collect();
+    Ok(hops.hop(&Tensor::concat_on(at, &on_site, dim)?, root))
 }
 
 /// The one-shot all_gather of a group that is not one multi-device call: every device joins every

@@ -140,6 +140,18 @@ pub(crate) fn on_one_gpu(from: Device, to: Device) -> bool {
     false
 }
 
+/// [`on_one_gpu`] without deciding the pair's bridge, for graph building (planning decides no
+/// bridge): whether the bridge of `from` and `to` (a CUDA and a Vulkan device) is, or will be,
+/// the device bridge. `false` for any other pair.
+pub(crate) fn will_share_gpu(from: Device, to: Device) -> bool {
+    #[cfg(all(feature = "cuda", feature = "vulkan"))]
+    if from.needs_staging(to) {
+        return ring::will_be_device(from, to);
+    }
+    let _ = (from, to);
+    false
+}
+
 /// How a fused chain from `from` to `to` moves its data in this process; makes the pair's ring
 /// if it is not made yet.
 pub(crate) fn transport(from: Device, to: Device) -> Result<StagedTransport> {
