@@ -4,8 +4,9 @@
 //! group or per call; `Display` of a group and of a plan names routes and algorithm.
 
 use collectives::collective::{
-    ALL_GATHER_IN_PLACE_MIN_BYTES, CUDA_STAR_MAX_BYTES, ONE_GPU_STAR_MAX_BYTES, PlannedHop, RING_MIN_BYTES,
-    TWO_SHOT_MIN_BYTES, choose, choose_without_nccl, nccl_available, on_one_gpu,
+    ALL_GATHER_IN_PLACE_MIN_BYTES, CUDA_STAR_MAX_BYTES, HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES,
+    ONE_GPU_STAR_MAX_BYTES, PlannedHop, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES, choose, choose_without_nccl,
+    nccl_available, on_one_gpu,
 };
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
@@ -128,12 +129,11 @@ fn a_vulkan_leader_of_a_mixed_group_leaves_the_all_reduce_fold_and_all_gather_jo
     // `reduce` puts its result on the leader, and folds there — unless cuda:1 shares its GPU
     // (`COLLECTIVES_CUDA_DEVICES=0,0` on a GPU machine): then cuda:1 folds and copies it over.
     let r = g.using(Algorithm::Star).reduce(&shards(&g), ReduceOp::Sum).unwrap();
-    let folded = match collectives_tests::device_bridged(CUDA1, VK0) {
-        true => copy_to(&copy_to(&r, VK0), CPU0),
-        false => r.clone(),
+    let (folded, on) = match collectives_tests::device_bridged(CUDA1, VK0) {
+        true => (copy_to(&copy_to(&r, VK0), CPU0), CUDA1),
+        false => (r.clone(), VK0),
     };
-    assert!(matches!(folded.op(), Op::Reduce { .. }), "{folded:?}");
-    assert_eq!((r.device(), folded.device()), (VK0, if folded.same_node(&r) { VK0 } else { CUDA1 }));
+    assert!(matches!(folded.op(), Op::Reduce { .. }) && folded.device() == on, "{folded:?}");
     // Without CUDA, or with a CUDA leader, the hub is the leader.
     let vk_cpu = DeviceGroup::new(vec![VK0, CPU0]).unwrap();
     assert_eq!(vk_cpu.star_hub(), VK0);
@@ -665,4 +665,36 @@ fn a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu() {
             assert_eq!(computes_on(&plan, CUDA0), on_cuda, "{what}");
         }
     }
+}
+
+/// The reduce_scatter of one host device leading and one CUDA device: the one-shot from
+/// `HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES` per shard, the star below it; led by the CUDA
+/// device, or with a third member, the star at every size (`choose`'s). A setting overrides it.
+#[test]
+fn a_host_led_cuda_pair_reduce_scatters_in_place_from_its_threshold() {
+    use CollectiveKind::{AllReduce, ReduceScatter};
+    let at = HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES;
+    let host_led = DeviceGroup::new(vec![CPU0, CUDA0]).unwrap();
+    let moved = DeviceGroup::new(vec![CUDA0, CPU0]).unwrap().with_leader(CPU0).unwrap();
+    for g in [&host_led, &moved] {
+        assert_eq!(g.algorithm_for(ReduceScatter, at), Algorithm::OneShot, "{g}");
+        assert_eq!(g.algorithm_for(ReduceScatter, at - 1), Algorithm::Star, "{g}");
+        assert_eq!(g.algorithm_for(AllReduce, at), Algorithm::Star, "{g}: the reduce_scatter alone");
+        assert_eq!(g.using(Algorithm::Star).algorithm_for(ReduceScatter, at), Algorithm::Star);
+        let plan = g.plan(ReduceScatter, [at / 4], DType::F32).unwrap();
+        assert_eq!(plan.algorithm, Some(Algorithm::OneShot), "{plan}");
+        let mut got = folds(&plan);
+        got.sort();
+        assert_eq!(got, [(CPU0, 2, at / 2), (CUDA0, 2, at / 2)], "each member folds its part: {plan}");
+    }
+    let cuda_led = DeviceGroup::new(vec![CUDA0, CPU0]).unwrap();
+    let three = DeviceGroup::new(vec![CPU0, CUDA0, Device::Cpu(1)]).unwrap();
+    let vulkan = DeviceGroup::new(vec![CPU0, VK0]).unwrap();
+    for g in [cuda_led, three, vulkan] {
+        for bytes in [at, at * 256] {
+            assert_eq!(g.algorithm_for(ReduceScatter, bytes), Algorithm::Star, "{g} {bytes}");
+        }
+    }
+    assert!(collectives::collective::host_led_cuda_pair(&[CUDA0, CPU0], CPU0));
+    assert!(!collectives::collective::host_led_cuda_pair(&[CUDA0, CPU0], CUDA0));
 }

@@ -215,6 +215,25 @@ pub const ONE_GPU_STAR_MAX_BYTES: usize = 16 << 20;
 /// members, or a Vulkan one, the star stayed ahead up to 8 MiB shards.
 pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 
+/// Bytes per shard from which [`DeviceGroup::algorithm_for`](crate::DeviceGroup::algorithm_for)
+/// takes the one-shot reduce_scatter, where [`choose`] takes the star, on a group of one CUDA
+/// device and one host device that the host device leads ([`host_led_cuda_pair`]): each member
+/// folds its own part, the other member's part brought to it, where the star brings the CUDA
+/// shard down whole, folds both on the host and sends the CUDA member's part back up. Measured
+/// on an H100 (`bench/gpu/35-one-shot-reduce-scatter`, run a, two rounds, `cpu:0,cuda:0`):
+/// 1 MiB 253–281 µs against the star's 423–434, 16 MiB 1564–1764 against 1557–2501, 256 MiB
+/// 8.8–9.2 ms against 14.2–15.3; at 4 and 64 KiB the star as fast or faster (19.7–35.9 against
+/// 26.9–34.1). Led by the CUDA device, the star (folding on the GPU) stayed ahead up to 16 MiB
+/// (1 MiB 60 µs against the one-shot's 265–310) and 1.1 × behind at 256 MiB; on groups with a
+/// Vulkan device the star was ahead at every size.
+pub const HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES: usize = 1 << 20;
+
+/// Whether `devices`, led by `leader`, are one host device leading and one CUDA device (see
+/// [`HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES`]).
+pub fn host_led_cuda_pair(devices: &[Device], leader: Device) -> bool {
+    leader.is_host() && cuda_and_host(devices)
+}
+
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call
 /// NCCL has no form for). On two or more logical CUDA devices of one GPU ([`on_one_gpu`]), the
 /// star all_reduce at every size: the leader's one pass moves the least of that one memory — on 2,

@@ -1,6 +1,9 @@
 //! `DeviceGroup`'s constructors and accessors.
 
-use super::{Algorithm, CollectiveKind, DeviceGroup, Route, choose};
+use super::{
+    Algorithm, CollectiveKind, DeviceGroup, HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES, Route, choose,
+    host_led_cuda_pair,
+};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -121,7 +124,9 @@ impl DeviceGroup {
     }
 
     /// The algorithm collective `kind` runs on this group for `bytes` per shard: the group's
-    /// setting, or [`choose`]. An all_to_all of two or more CUDA devices (one call, along
+    /// setting, or [`choose`] — except the reduce_scatter of one host device leading and one
+    /// CUDA device, the one-shot from [`HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES`] (the one
+    /// case of the choice that turns on the leader, which `choose` is not given). An all_to_all of two or more CUDA devices (one call, along
     /// contiguous parts) runs the star or the one-shot — any other setting the one-shot; the
     /// collectives with one form (gather, scatter, all_to_all elsewhere) always report
     /// [`Algorithm::Star`].
@@ -130,10 +135,20 @@ impl DeviceGroup {
             cfg!(feature = "cuda") && kind == CollectiveKind::AllToAll && self.size() >= 2 && self.all_cuda();
         match self.algorithm {
             _ if !kind.takes_algorithm() && !cuda_all_to_all => Algorithm::Star,
+            Algorithm::Auto if kind == CollectiveKind::ReduceScatter && self.host_led_in_place(bytes) => {
+                Algorithm::OneShot
+            }
             Algorithm::Auto => choose(kind, &self.devices, bytes),
             a if cuda_all_to_all && a != Algorithm::Star => Algorithm::OneShot,
             a => a,
         }
+    }
+
+    /// Whether the reduce_scatter of `bytes` per shard takes the one-shot as a group of one host
+    /// device leading and one CUDA device ([`host_led_cuda_pair`]).
+    fn host_led_in_place(&self, bytes: usize) -> bool {
+        host_led_cuda_pair(&self.devices, self.leader())
+            && bytes >= HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES
     }
 
     /// Whether every member is a CUDA device.
