@@ -32,6 +32,13 @@ pub(crate) fn uuid(device: Device) -> Result<[u8; 16]> {
     Ok(id.bytes.map(|b| b as u8))
 }
 
+/// The UUID of the GPU behind CUDA device `device`, asked by physical GPU: opens no device
+/// (unlike [`uuid`], which opens it), for questions asked while a graph is built.
+pub(crate) fn gpu_uuid(device: Device) -> std::result::Result<[u8; 16], String> {
+    let Device::Cuda(n) = device else { return Err(format!("{device} is not a CUDA device")) };
+    driver::gpu_uuid(super::virt::physical(n)?).map_err(driver::describe)
+}
+
 /// The CUDA device of this process on the GPU whose UUID is `uuid` (the first by ordinal; never
 /// `cu`'s own GPU) when `cu` and it reach each other as peers, or why there is none: the `via` of
 /// a peer bridge between `cu` and a Vulkan device of that GPU. Asks the driver for UUIDs and peer

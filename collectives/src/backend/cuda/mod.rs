@@ -54,7 +54,7 @@ use crate::error::{Error, Result};
 
 pub(crate) use call::{CudaCall, Pull};
 // The CUDA half of the staged CUDA ↔ Vulkan chain.
-pub(crate) use interop::{ImportedMem, peer_on, uuid};
+pub(crate) use interop::{ImportedMem, gpu_uuid, peer_on, uuid};
 #[cfg(feature = "vulkan")]
 pub(crate) use interop::{copy_from_mapped, copy_to_mapped};
 pub(crate) use staging::{Registered, RingMem, dest_end, source_end};

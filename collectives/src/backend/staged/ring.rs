@@ -216,23 +216,40 @@ pub(super) fn decided(cu: Device, vk: Device) -> Option<Bridge> {
 /// and for two GPUs on the CUDA devices of the Vulkan device's GPU), decided once per pair.
 pub(super) fn choice(cu: Device, vk: Device) -> Bridge {
     let mut made = CHOICES.get_or_init(Default::default).lock();
-    made.entry((cu, vk)).or_insert_with(|| asked(cu, vk)).clone()
+    made.entry((cu, vk))
+        .or_insert_with(|| {
+            let cuda = cuda::uuid(cu).map_err(|e| e.to_string());
+            asked(cu, cuda, crate::backend::vulkan::export::uuid(vk).map_err(|e| e.to_string()))
+        })
+        .clone()
 }
 
 /// Whether the pair's bridge is (or, once decided, will be) the device bridge: [`choice`]'s
-/// answer, recording nothing where it is not decided yet (planning decides no bridge).
+/// answer where it is decided, else the same question asked of the drivers' device lists, which
+/// opens no device and records nothing (planning touches no device and decides no bridge).
 pub(super) fn will_be_device(from: Device, to: Device) -> bool {
     let (cu, vk) = super::cuda_and_vulkan(from, to);
-    decided(cu, vk).unwrap_or_else(|| asked(cu, vk)) == Bridge::Device
+    decided(cu, vk).unwrap_or_else(|| listed(cu, vk)) == Bridge::Device
 }
 
-/// The bridge [`choice`] decides for the pair, from both drivers' answers.
-fn asked(cu: Device, vk: Device) -> Bridge {
-    let cuda = cuda::uuid(cu).map_err(|e| e.to_string()).and_then(|u| {
+/// The bridge [`choice`] would decide for the pair, asked of the drivers' device lists: opens no
+/// device, records nothing.
+pub(super) fn listed(cu: Device, vk: Device) -> Bridge {
+    let vulkan = crate::backend::vulkan::export::listed_uuid(vk).map_err(|e| e.to_string());
+    asked(cu, cuda::gpu_uuid(cu), vulkan)
+}
+
+/// The bridge [`choice`] decides for the pair from the GPUs' UUIDs (`cuda`, `vulkan`, or why
+/// either is unknown).
+fn asked(
+    cu: Device,
+    cuda: std::result::Result<[u8; 16], String>,
+    vulkan: std::result::Result<[u8; 16], String>,
+) -> Bridge {
+    let cuda = cuda.and_then(|u| {
         let import = cuda::driver::interop_status().clone();
         import.map(|()| u).map_err(|e| format!("CUDA cannot import memory: {e}"))
     });
-    let vulkan = crate::backend::vulkan::export::uuid(vk).map_err(|e| e.to_string());
     choose_bridge(bridge_forced_host(), cuda, vulkan, |uuid| cuda::peer_on(cu, uuid))
 }
 

@@ -348,4 +348,8 @@ fn validate_decides_the_bridge_of_a_present_pair() {
     {
         assert_eq!(b, Bridge::Device, "{g}");
     }
+    // What a graph is built with (the drivers' device lists, no device opened) agrees.
+    let device = b == Bridge::Device;
+    assert_eq!(super::ring::listed(cu, vk) == Bridge::Device, device, "{g}");
+    assert_eq!((will_share_gpu(cu, vk), will_share_gpu(vk, cu)), (device, device), "{g}");
 }

@@ -28,6 +28,12 @@ pub(crate) fn uuid(device: Device) -> Result<[u8; 16]> {
     Ok(gpu(device)?.uuid)
 }
 
+/// [`uuid`] from the instance's list of devices: opens no device, for questions asked while a
+/// graph is built.
+pub(crate) fn listed_uuid(device: Device) -> Result<[u8; 16]> {
+    Ok(super::instance::physical(device.ordinal())?.1.uuid)
+}
+
 /// A new descriptor of `device`'s timeline semaphore (submission n signals value n, see
 /// [`super::submit`]), for CUDA to import and wait on; an error when the timeline is not
 /// exportable (not an NVIDIA GPU, or no `VK_KHR_external_semaphore_fd`).
