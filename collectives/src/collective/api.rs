@@ -10,7 +10,9 @@ use crate::route::Hops;
 
 impl DeviceGroup {
     /// The shards folded with `op` onto the leader (NCCL's `reduce` with the leader as root). Takes
-    /// one to `size()` shards, shard i on device i; all of one shape and dtype.
+    /// one to `size()` shards, shard i on device i; all of one shape and dtype. A Vulkan leader
+    /// sharing its GPU with a CUDA member that holds a shard has that CUDA device fold them and
+    /// copy the result over (see [`DeviceGroup::all_to_all`]).
     pub fn reduce(&self, shards: &[Tensor], op: ReduceOp) -> Result<Tensor> {
         self.check_shards("reduce", shards, Count::UpToAll, Shapes::Equal)?;
         op.check("reduce", shards[0].dtype())?;
@@ -87,7 +89,9 @@ impl DeviceGroup {
     }
 
     /// The shards joined along `dim` on the leader (NCCL's `gather`, as a concatenation). Takes
-    /// one to `size()` shards, shard i on device i; they may differ in length along `dim`.
+    /// one to `size()` shards, shard i on device i; they may differ in length along `dim`. A
+    /// Vulkan leader sharing its GPU with a CUDA member that holds a shard has that CUDA device
+    /// join them and copy the result over (see [`DeviceGroup::all_to_all`]).
     pub fn gather(&self, shards: &[Tensor], dim: usize) -> Result<Tensor> {
         self.check_shards("gather", shards, Count::UpToAll, Shapes::ExceptDim(dim))?;
         star::gather_to(&mut Hops::default(), shards, dim, self.leader())

@@ -126,10 +126,10 @@ impl DeviceGroup {
     /// The algorithm collective `kind` runs on this group for `bytes` per shard: the group's
     /// setting, or [`choose`] — except the reduce_scatter of one host device leading and one
     /// CUDA device, the one-shot from [`HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES`] (the one
-    /// case of the choice that turns on the leader, which `choose` is not given). An all_to_all of two or more CUDA devices (one call, along
-    /// contiguous parts) runs the star or the one-shot — any other setting the one-shot; the
-    /// collectives with one form (gather, scatter, all_to_all elsewhere) always report
-    /// [`Algorithm::Star`].
+    /// case of the choice that turns on the leader, which `choose` is not given). An all_to_all
+    /// of two or more CUDA devices (one call, along contiguous parts) runs the star or the
+    /// one-shot — any other setting the one-shot; the collectives with one form (gather,
+    /// scatter, all_to_all elsewhere) always report [`Algorithm::Star`].
     pub fn algorithm_for(&self, kind: CollectiveKind, bytes: usize) -> Algorithm {
         let cuda_all_to_all =
             cfg!(feature = "cuda") && kind == CollectiveKind::AllToAll && self.size() >= 2 && self.all_cuda();
