@@ -12,7 +12,7 @@ impl DeviceGroup {
     /// The shards folded with `op` onto the leader (NCCL's `reduce` with the leader as root). Takes
     /// one to `size()` shards, shard i on device i; all of one shape and dtype. A Vulkan leader
     /// sharing its GPU with a CUDA member that holds a shard has that CUDA device fold them and
-    /// copy the result over (see [`DeviceGroup::all_to_all`]).
+    /// copy the result over, from 256 KiB (see [`DeviceGroup::all_to_all`]).
     pub fn reduce(&self, shards: &[Tensor], op: ReduceOp) -> Result<Tensor> {
         self.check_shards("reduce", shards, Count::UpToAll, Shapes::Equal)?;
         op.check("reduce", shards[0].dtype())?;
@@ -91,7 +91,7 @@ impl DeviceGroup {
     /// The shards joined along `dim` on the leader (NCCL's `gather`, as a concatenation). Takes
     /// one to `size()` shards, shard i on device i; they may differ in length along `dim`. A
     /// Vulkan leader sharing its GPU with a CUDA member that holds a shard has that CUDA device
-    /// join them and copy the result over (see [`DeviceGroup::all_to_all`]).
+    /// join them and copy the result over, from 256 KiB joined (see [`DeviceGroup::all_to_all`]).
     pub fn gather(&self, shards: &[Tensor], dim: usize) -> Result<Tensor> {
         self.check_shards("gather", shards, Count::UpToAll, Shapes::ExceptDim(dim))?;
         star::gather_to(&mut Hops::default(), shards, dim, self.leader())
@@ -221,9 +221,9 @@ impl DeviceGroup {
     /// (each member copies its part of every shard, read in place, into its output). On a group
     /// of host devices, one call too: each member's output written in one pass over its parts.
     /// Where a Vulkan member shares its GPU with a CUDA member, that CUDA device joins the Vulkan
-    /// member's parts and copies the result over: on one GPU a Vulkan submission after CUDA work
-    /// waits for the GPU to switch APIs (about 320 µs; a Vulkan leader's `gather` and `reduce`
-    /// are computed so too).
+    /// member's parts (from 256 KiB joined) and copies the result over: on one GPU a Vulkan
+    /// submission after CUDA work waits for the GPU to switch APIs (about 320 µs; a Vulkan
+    /// leader's `gather` and `reduce` are computed so too).
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";
@@ -242,7 +242,7 @@ impl DeviceGroup {
             .map(|j| {
                 let to = self.devices()[j];
                 let column: Vec<Tensor> = parts.iter().map(|p| p[j].clone()).collect();
-                if star::site(to, &column) != to {
+                if star::site(to, &column, column.iter().map(Tensor::nbytes).sum()) != to {
                     return star::gather_to(&mut hops, &column, dim, to);
                 }
                 let got: Vec<Tensor> = column.iter().map(|p| hops.hop(p, to)).collect();

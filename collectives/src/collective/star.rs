@@ -1,6 +1,7 @@
 //! The star: everything through one root. Written over the two primitives, hop and reduce.
 
 use super::ReduceOp;
+use crate::backend::chain::DEVICE_MIN_BYTES;
 use crate::device::Device;
 use crate::error::Result;
 use crate::graph::Tensor;
@@ -13,22 +14,26 @@ pub(crate) fn reduce_to(hops: &mut Hops, shards: &[Tensor], op: ReduceOp, root: 
     if let ([one], None) = (shards, scale) {
         return Ok(hops.hop(one, root));
     }
-    let at = site(root, shards);
+    let at = site(root, shards, shards[0].nbytes());
     let on_site: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, at)).collect();
     Ok(hops.hop(&Tensor::reduce_on(at, &on_site, kind, scale)?, root))
 }
 
-/// Where a result bound for `to` is computed from `inputs`: `to` itself, except a Vulkan device
-/// sharing its GPU with a CUDA device that holds one of the inputs (the device bridge): there,
-/// the CUDA device computes it and copies it over, so that no Vulkan work follows the CUDA work
-/// within the call. On one GPU, a Vulkan submission issued after CUDA work waits for the GPU to
-/// switch between the two APIs, whether it waits on the GPU or the host waits first: a 512 KiB
-/// Vulkan add after a CUDA move took 337–362 µs, the move alone 10 and the add alone 21 (H100,
-/// `bench/gpu/35-one-shot-reduce-scatter`, run a's probe). The CUDA copies into and out of the
-/// Vulkan device's memory on that bridge are CUDA work, as the star's CUDA hub does
-/// ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)).
-pub(crate) fn site(to: Device, inputs: &[Tensor]) -> Device {
-    if !matches!(to, Device::Vulkan(_)) {
+/// Where a result of `bytes` bound for `to` is computed from `inputs`: `to` itself, except a
+/// Vulkan device sharing its GPU with a CUDA device that holds one of the inputs (the device
+/// bridge), for a result of at least [`DEVICE_MIN_BYTES`]: there, the CUDA device computes it
+/// and copies it straight into the Vulkan device's memory, so that no Vulkan work follows the
+/// CUDA work within the call. On one GPU, a Vulkan submission issued after CUDA work waits for
+/// the GPU to switch between the two APIs, whether it waits on the GPU or the host waits first:
+/// a 512 KiB Vulkan add after a CUDA move took 337–362 µs, the move alone 10 and the add alone 21
+/// (H100, `bench/gpu/35-one-shot-reduce-scatter`, run a's probe). Moved so, on an H200
+/// (`bench/gpu/36-cuda-computes-for-vulkan`, run a, against the tree before): the all_to_all of
+/// `cuda:0,vulkan:0` 55.3 µs at 1 MiB (355.5), 563.0 at 256 MiB (1323.6); a Vulkan leader's
+/// gather 40.6 at 1 MiB (375.7), its reduce 45.3 (381.2). A smaller result lives in host memory
+/// and crosses through the host, where the Vulkan device computing it was faster (its gather at
+/// 4 KiB 14.2 µs against 34.5 computed on CUDA, 16.6 against 43.9 at 64 KiB).
+pub(crate) fn site(to: Device, inputs: &[Tensor], bytes: usize) -> Device {
+    if !matches!(to, Device::Vulkan(_)) || bytes < DEVICE_MIN_BYTES {
         return to;
     }
     let cuda = |d: &Device| matches!(d, Device::Cuda(_)) && crate::backend::staged::will_share_gpu(*d, to);
@@ -58,7 +63,7 @@ pub(crate) fn gather_to(hops: &mut Hops, shards: &[Tensor], dim: usize, root: De
     if let [one] = shards {
         return Ok(hops.hop(one, root));
     }
-    let at = site(root, shards);
+    let at = site(root, shards, shards.iter().map(Tensor::nbytes).sum());
     let on_site: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, at)).collect();
     Ok(hops.hop(&Tensor::concat_on(at, &on_site, dim)?, root))
 }
