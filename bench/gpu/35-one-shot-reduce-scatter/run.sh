@@ -1,5 +1,5 @@
 #!/bin/bash
-# Run 35 (planned, not run yet: no GPU was lent on 2026-12-05): the one-shot reduce_scatter of
+# Run 35 (run on 2026-12-05 on one H100, runs a and b; figures in README.md): the one-shot reduce_scatter of
 # groups that are not one call, against the star, on the H200 (both APIs on the one GPU, and its
 # 16-core host), two interleaved rounds from 4 KiB to 256 MiB, anchors.py in the same command;
 # the all_gather and all_to_all of cuda:0,vulkan:0 and vulkan:0,cuda:0, perf against perf_old
