@@ -11,6 +11,7 @@
 # test that the graph's question (the drivers' device lists, no device opened) agrees with the
 # pair's decided bridge.
 # Staged by: bash bench/gpu/stage.sh bench/gpu/36-cuda-computes-for-vulkan 80fec91 plans device_groups joins vulkan_collectives faults lib
+# (as run: staged with "-" after 8583a14, 80fec91's perf_old from the first staging added).
 # Invoked as: ROUNDS=1 timeout -k 5 150 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 # ROUNDS (default 2) perf rounds; with 1, the anchors at two sizes and no fault sweep, for a
 # call with little device time left (as it ran: `ROUNDS=1`, inner timeout 150).
