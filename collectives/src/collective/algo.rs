@@ -160,7 +160,10 @@ pub const RING_MIN_BYTES: usize = 1 << 20;
 /// - otherwise [`choose_without_nccl`].
 ///
 /// Where NCCL can run, it is kept until the native kernels are measured faster against it on
-/// two GPUs.
+/// two GPUs. A group's `Auto` is this choice but for one case that turns on the leader, which
+/// this function is not given: the reduce_scatter of a host device leading a CUDA device
+/// ([`HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES`], made by
+/// [`DeviceGroup::algorithm_for`](crate::DeviceGroup::algorithm_for)).
 pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorithm {
     let n = devices.len();
     let nccl_form = kind.has_nccl_form() && !(kind == CollectiveKind::Broadcast && n == 2);
