@@ -43,7 +43,9 @@ impl DeviceGroup {
             algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot) if call::cuda_native(self) => {
                 Ok(call::cuda_all_reduce(self, shards, op, algo))
             }
-            Algorithm::OneShot | Algorithm::TwoShot => star::all_reduce_in_place(shards, op, self.devices()),
+            Algorithm::OneShot | Algorithm::TwoShot => {
+                star::all_reduce_in_place(&mut hops, shards, op, self.devices())
+            }
             _ if call::host_star(self) => Ok(call::host_all_reduce(self, shards, op)),
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.star_hub())?;

@@ -42,14 +42,26 @@ pub(crate) fn site(to: Device, inputs: &[Tensor], bytes: usize) -> Device {
 
 /// The one-shot all_reduce: every device folds every shard itself, read in place (the graph pass
 /// copies what a device cannot read), in one fixed order, so every device's result is bitwise
-/// identical.
+/// identical — except where [`site`] puts a device's fold on another member: that member's
+/// fold is copied to it (bitwise the same too).
 pub(crate) fn all_reduce_in_place(
+    hops: &mut Hops,
     shards: &[Tensor],
     op: ReduceOp,
     devices: &[Device],
 ) -> Result<Vec<Tensor>> {
     let (kind, scale) = op.lower(shards.len());
-    devices.iter().map(|&d| Tensor::reduce_on(d, shards, kind, scale)).collect()
+    let bytes = shards[0].nbytes();
+    let mut folds: Vec<Tensor> = Vec::with_capacity(devices.len());
+    let mut fold_on = |at: Device| -> Result<Tensor> {
+        if let Some(t) = folds.iter().find(|t| t.device() == at) {
+            return Ok(t.clone());
+        }
+        let t = Tensor::reduce_on(at, shards, kind, scale)?;
+        folds.push(t.clone());
+        Ok(t)
+    };
+    devices.iter().map(|&d| Ok(hops.hop(&fold_on(site(d, shards, bytes))?, d))).collect()
 }
 
 /// `t` hopped from its device to each of `devices`.
