@@ -467,8 +467,9 @@ fn folds(plan: &Plan) -> Vec<(Device, usize, usize)> {
 /// all_to_all join, a Vulkan leader's gather and reduce, the Vulkan member's part of a one-shot
 /// all_gather, reduce_scatter or all_reduce — is computed by the CUDA device and copied over, so
 /// that no Vulkan kernel follows the call's CUDA work (on one GPU it waits about 340 µs for the
-/// GPU to switch APIs). Smaller results, and elsewhere, are computed on the Vulkan device. Runs
-/// where both devices are present (the GPU machine).
+/// GPU to switch APIs); a fold so at every size. Smaller joins, parts that leave the Vulkan
+/// device by a Vulkan copy, and elsewhere, are computed on the Vulkan device. Runs where both
+/// devices are present (the GPU machine).
 #[test]
 fn a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu() {
     if !collectives_tests::device_bridged(CUDA0, VK0) {
@@ -499,11 +500,22 @@ fn a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu() {
             assert_eq!(computes_on(&plan, CUDA0), on_cuda, "{what}");
         }
     }
-    // A result below the device bridge's 256 KiB lives in host memory: the Vulkan leader
-    // computes it itself.
+    // A join below the device bridge's 256 KiB lives in host memory, where the Vulkan leader
+    // joins it without a kernel; a fold is a kernel, computed by CUDA at every size.
     let g = DeviceGroup::new(vec![VK0, CUDA0]).unwrap();
-    for kind in [CollectiveKind::Gather, CollectiveKind::Reduce, CollectiveKind::AllToAll] {
+    for (kind, on_vulkan) in
+        [(CollectiveKind::Gather, 1), (CollectiveKind::AllToAll, 1), (CollectiveKind::Reduce, 0)]
+    {
         let plan = g.plan(kind, [1 << 10, 4], DType::F32).unwrap();
+        assert_eq!(computes_on(&plan, VK0), on_vulkan, "{kind:?}: {plan}");
+    }
+    // 256 KiB shards cut into 128 KiB parts: the Vulkan shard is in device memory and its part
+    // too small for the device bridge, so it leaves by a Vulkan copy; the Vulkan member's join
+    // and fold stay on the Vulkan device, not after the CUDA work.
+    for (kind, algo) in
+        [(CollectiveKind::AllToAll, Algorithm::Auto), (CollectiveKind::ReduceScatter, Algorithm::OneShot)]
+    {
+        let plan = g.using(algo).plan(kind, [16 << 10, 4], DType::F32).unwrap();
         assert_eq!(computes_on(&plan, VK0), 1, "{kind:?}: {plan}");
     }
 }

@@ -4,7 +4,7 @@ use super::ReduceOp;
 use crate::backend::chain::DEVICE_MIN_BYTES;
 use crate::device::Device;
 use crate::error::Result;
-use crate::graph::Tensor;
+use crate::graph::{Op, Tensor};
 use crate::route::Hops;
 
 /// Every shard brought to `root` (read in place where `root` can) and folded there in one
@@ -14,30 +14,60 @@ pub(crate) fn reduce_to(hops: &mut Hops, shards: &[Tensor], op: ReduceOp, root: 
     if let ([one], None) = (shards, scale) {
         return Ok(hops.hop(one, root));
     }
-    let at = site(root, shards, shards[0].nbytes());
+    let at = site(root, shards, Work::Fold);
     let on_site: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, at)).collect();
     Ok(hops.hop(&Tensor::reduce_on(at, &on_site, kind, scale)?, root))
 }
 
-/// Where a result of `bytes` bound for `to` is computed from `inputs`: `to` itself, except a
-/// Vulkan device sharing its GPU with a CUDA device that holds one of the inputs (the device
-/// bridge), for a result of at least [`DEVICE_MIN_BYTES`]: there, the CUDA device computes it
-/// and copies it straight into the Vulkan device's memory, so that no Vulkan work follows the
-/// CUDA work within the call. On one GPU, a Vulkan submission issued after CUDA work waits for
-/// the GPU to switch between the two APIs, whether it waits on the GPU or the host waits first:
-/// a 512 KiB Vulkan add after a CUDA move took 337–362 µs, the move alone 10 and the add alone 21
-/// (H100, `bench/gpu/35-one-shot-reduce-scatter`, run a's probe). Moved so, on an H200
-/// (`bench/gpu/36-cuda-computes-for-vulkan`, run a, against the tree before): the all_to_all of
-/// `cuda:0,vulkan:0` 55.3 µs at 1 MiB (355.5), 563.0 at 256 MiB (1323.6); a Vulkan leader's
-/// gather 40.6 at 1 MiB (375.7), its reduce 45.3 (381.2). A smaller result lives in host memory
-/// and crosses through the host, where the Vulkan device computing it was faster (its gather at
-/// 4 KiB 14.2 µs against 34.5 computed on CUDA, 16.6 against 43.9 at 64 KiB).
-pub(crate) fn site(to: Device, inputs: &[Tensor], bytes: usize) -> Device {
-    if !matches!(to, Device::Vulkan(_)) || bytes < DEVICE_MIN_BYTES {
+/// What [`site`] is asked to place.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Work {
+    /// A fold of the inputs (a reduce).
+    Fold,
+    /// A join of the inputs, of this many bytes in all.
+    Join(usize),
+}
+
+/// Where `work` bound for `to` is computed from `inputs`: `to` itself, except a Vulkan device
+/// sharing its GPU with a CUDA device that holds one of the inputs (the device bridge). There,
+/// the CUDA device computes it and copies it into the Vulkan device's memory, so that no Vulkan
+/// kernel follows the call's CUDA work: on one GPU a Vulkan submission issued after CUDA work
+/// waits for the GPU to switch between the two APIs (a 512 KiB Vulkan add after a CUDA move
+/// 337–362 µs, the move alone 10 and the add alone 21: H100, `bench/gpu/35-one-shot-reduce-scatter`,
+/// run a's probe). Moved so on an H200 (`bench/gpu/36-cuda-computes-for-vulkan`, run a): the
+/// all_to_all of `cuda:0,vulkan:0` 55.3 µs at 1 MiB (355.5 before), a Vulkan leader's gather
+/// 40.6 (375.7) and reduce 45.3 (381.2). Two exceptions keep the work on `to`:
+/// - a join of less than [`DEVICE_MIN_BYTES`]: its inputs and result live in host memory, which
+///   the Vulkan device joins without a kernel (a Vulkan leader's gather at 4 KiB 14.2 µs, 34.5
+///   computed by CUDA). A fold there is a Vulkan kernel, so it moves at every size (the same
+///   run's reduce at 4 KiB 24.3 µs on CUDA, 45.1 on Vulkan; on an H100,
+///   `bench/gpu/37-small-sites`, the one-shot all_reduce whose Vulkan member folded for itself
+///   360–460 µs from 4 to 128 KiB, the star's CUDA fold copied over 20–57);
+/// - an input on `to` that leaves it by a Vulkan submission ([`copied_out_by_vulkan`]): the
+///   CUDA work would follow it (the all_to_all of `cuda:0,vulkan:0` at 256 KiB, whose 128 KiB
+///   parts are so, took 695–764 µs computed by CUDA and 360–420 by Vulkan, run 37).
+pub(crate) fn site(to: Device, inputs: &[Tensor], work: Work) -> Device {
+    let small_join = matches!(work, Work::Join(bytes) if bytes < DEVICE_MIN_BYTES);
+    let submits = |x: &Tensor| x.device() == to && copied_out_by_vulkan(x);
+    if !matches!(to, Device::Vulkan(_)) || small_join || inputs.iter().any(submits) {
         return to;
     }
     let cuda = |d: &Device| matches!(d, Device::Cuda(_)) && crate::backend::staged::will_share_gpu(*d, to);
     inputs.iter().map(Tensor::device).find(cuda).unwrap_or(to)
+}
+
+/// Whether Vulkan tensor `x` reaches a CUDA device of its GPU by a Vulkan submission: a part
+/// (slice) of less than [`DEVICE_MIN_BYTES`] of a tensor of at least that size. The whole is in
+/// the Vulkan device's memory (the Vulkan backend gives tensors of that size memory of their
+/// own, which the CUDA device reads), the part is too small for the device bridge, so it is
+/// copied out to the host by the Vulkan device. A smaller whole lives in host memory, which the
+/// host reads without a submission.
+fn copied_out_by_vulkan(x: &Tensor) -> bool {
+    let mut whole = x;
+    while let (Op::Slice { .. } | Op::Reshape, [of]) = (whole.op(), whole.inputs()) {
+        whole = of;
+    }
+    x.nbytes() < DEVICE_MIN_BYTES && whole.nbytes() >= DEVICE_MIN_BYTES
 }
 
 /// The one-shot all_reduce: every device folds every shard itself, read in place (the graph pass
@@ -51,7 +81,6 @@ pub(crate) fn all_reduce_in_place(
     devices: &[Device],
 ) -> Result<Vec<Tensor>> {
     let (kind, scale) = op.lower(shards.len());
-    let bytes = shards[0].nbytes();
     let mut folds: Vec<Tensor> = Vec::with_capacity(devices.len());
     let mut fold_on = |at: Device| -> Result<Tensor> {
         if let Some(t) = folds.iter().find(|t| t.device() == at) {
@@ -61,7 +90,7 @@ pub(crate) fn all_reduce_in_place(
         folds.push(t.clone());
         Ok(t)
     };
-    devices.iter().map(|&d| Ok(hops.hop(&fold_on(site(d, shards, bytes))?, d))).collect()
+    devices.iter().map(|&d| Ok(hops.hop(&fold_on(site(d, shards, Work::Fold))?, d))).collect()
 }
 
 /// `t` hopped from its device to each of `devices`.
@@ -75,7 +104,7 @@ pub(crate) fn gather_to(hops: &mut Hops, shards: &[Tensor], dim: usize, root: De
     if let [one] = shards {
         return Ok(hops.hop(one, root));
     }
-    let at = site(root, shards, shards.iter().map(Tensor::nbytes).sum());
+    let at = site(root, shards, Work::Join(shards.iter().map(Tensor::nbytes).sum()));
     let on_site: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, at)).collect();
     Ok(hops.hop(&Tensor::concat_on(at, &on_site, dim)?, root))
 }

@@ -34,8 +34,9 @@ pub(super) const POOL_MIN_BYTES: u64 = 1 << 20;
 /// 59–82; what it costs is a download of such a tensor to the host, 47–54 µs instead of 9.5–21
 /// (a submission instead of a read of mapped memory). Below 256 KiB the moves gain less (1–17 µs)
 /// than a download loses (38–54), so smaller tensors stay in host memory
-/// (`bench/gpu/20-signals`, run d).
-pub(super) const SHARE_MIN_BYTES: u64 = 256 << 10;
+/// (`bench/gpu/20-signals`, run d). It is the device bridge's own bound (`DEVICE_MIN_BYTES`): a
+/// tensor the bridge moves whole has such memory, and the graph relies on it (`collective::star`).
+pub(super) const SHARE_MIN_BYTES: u64 = crate::backend::chain::DEVICE_MIN_BYTES as u64;
 
 /// Environment variable bounding each Vulkan device's cache of freed buffers, in bytes (`0`
 /// turns the cache off). Read when the device is opened.
