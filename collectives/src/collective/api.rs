@@ -12,7 +12,7 @@ impl DeviceGroup {
     /// The shards folded with `op` onto the leader (NCCL's `reduce` with the leader as root). Takes
     /// one to `size()` shards, shard i on device i; all of one shape and dtype. A Vulkan leader
     /// sharing its GPU with a CUDA member that holds a shard has that CUDA device fold them and
-    /// copy the result over, from 256 KiB (see [`DeviceGroup::all_to_all`]).
+    /// copy the result over, at every size (see [`DeviceGroup::all_to_all`]).
     pub fn reduce(&self, shards: &[Tensor], op: ReduceOp) -> Result<Tensor> {
         self.check_shards("reduce", shards, Count::UpToAll, Shapes::Equal)?;
         op.check("reduce", shards[0].dtype())?;
@@ -223,9 +223,10 @@ impl DeviceGroup {
     /// (each member copies its part of every shard, read in place, into its output). On a group
     /// of host devices, one call too: each member's output written in one pass over its parts.
     /// Where a Vulkan member shares its GPU with a CUDA member, that CUDA device joins the Vulkan
-    /// member's parts (from 256 KiB joined) and copies the result over: on one GPU a Vulkan
-    /// submission after CUDA work waits for the GPU to switch APIs (about 320 µs; a Vulkan
-    /// leader's `gather` and `reduce` are computed so too).
+    /// member's parts (from 256 KiB joined, and parts of 256 KiB or more: a smaller part of a
+    /// Vulkan shard in device memory leaves it by a Vulkan copy) and copies the result over: on
+    /// one GPU a Vulkan submission after CUDA work waits for the GPU to switch APIs (about
+    /// 320 µs; a Vulkan leader's `gather` and `reduce` are computed so too).
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";
