@@ -92,9 +92,8 @@ pub enum Algorithm {
     /// One step: every member pulls what it needs from its peers' memory in place. `all_reduce`:
     /// every member folds every shard itself, in one fixed order, so every member's result is
     /// bitwise identical and nothing hops — except a Vulkan member sharing its GPU with a CUDA
-    /// member, which from [`DEVICE_MIN_BYTES`](crate::exec::DEVICE_MIN_BYTES) takes a copy of
-    /// that member's fold (on one GPU a Vulkan kernel after CUDA work waits for the GPU to switch
-    /// APIs). On a group of CUDA devices (peers, or virtual devices of one GPU) it is one
+    /// member, which takes a copy of that member's fold (on one GPU a Vulkan kernel after CUDA
+    /// work waits for the GPU to switch APIs). On a group of CUDA devices (peers, or virtual devices of one GPU) it is one
     /// multi-device call, and `reduce_scatter` (each member folds its part of every shard, along
     /// an outermost `dim`), `all_gather` (each member places every shard in its output),
     /// `broadcast` (each member copies the root's tensor) and `all_to_all` (each
