@@ -155,3 +155,52 @@ pub(crate) fn scatter(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::graph::Shape;
+
+    const VK: Device = Device::Vulkan(0);
+    const AT: usize = DEVICE_MIN_BYTES;
+
+    /// A graph-only f32 tensor of `bytes` on `device` (no device is touched).
+    fn tensor(bytes: usize, device: Device) -> Tensor {
+        Tensor::placeholder(Shape::from(vec![bytes / 4]), DType::F32, device)
+    }
+
+    /// A part under `DEVICE_MIN_BYTES` of a whole of at least that size leaves by a Vulkan copy,
+    /// through reshapes too; the whole itself, a part of a smaller whole and a part of that size
+    /// do not.
+    #[test]
+    fn only_a_small_part_of_a_large_vulkan_tensor_is_copied_out_by_vulkan() {
+        let whole = tensor(AT, VK);
+        assert!(!copied_out_by_vulkan(&whole));
+        assert!(copied_out_by_vulkan(&whole.narrow(0, 0, AT / 8).unwrap()), "half of it");
+        let row = whole.reshape([2, AT / 8]).unwrap().narrow(0, 1, 1).unwrap();
+        assert!(copied_out_by_vulkan(&row), "a row of it reshaped");
+        assert!(copied_out_by_vulkan(&row.flatten().unwrap()), "that row flattened");
+        let small = tensor(AT - 16, VK);
+        assert!(!copied_out_by_vulkan(&small.narrow(0, 0, 4).unwrap()), "a part of a whole in host memory");
+        let big = tensor(AT * 4, VK);
+        assert!(!copied_out_by_vulkan(&big.narrow(0, 0, AT / 4).unwrap()), "a part the bridge moves");
+        assert!(copied_out_by_vulkan(&big.narrow(0, 0, AT / 4 - 1).unwrap()));
+    }
+
+    /// Whatever the machine has, `site` keeps on its device work bound for a device that is not
+    /// Vulkan, a join under `DEVICE_MIN_BYTES`, and work one of whose inputs on that Vulkan
+    /// device leaves it by a Vulkan copy.
+    #[test]
+    fn site_keeps_what_must_stay() {
+        let cuda = tensor(AT, Device::Cuda(0));
+        let part = tensor(AT, VK).narrow(0, 0, AT / 8).unwrap();
+        assert_eq!(
+            site(Device::Cpu(0), &[cuda.clone(), tensor(AT, Device::Cpu(0))], Work::Fold),
+            Device::Cpu(0)
+        );
+        assert_eq!(site(VK, &[cuda.clone(), tensor(4096, VK)], Work::Join(AT - 1)), VK);
+        assert_eq!(site(VK, &[cuda.clone(), part.clone()], Work::Fold), VK);
+        assert_eq!(site(VK, &[part, cuda], Work::Join(AT)), VK);
+    }
+}

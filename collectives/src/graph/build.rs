@@ -115,9 +115,10 @@ impl Tensor {
 
     /// The sub-tensor `start..start + len` along `dim`. Where the sub-tensor is one contiguous
     /// range of the source (every dimension before `dim` has size 1) on a host or a CUDA device,
-    /// it reads the source's buffer in place and keeps that whole buffer alive while it lives;
-    /// otherwise, and on Vulkan, it is a copy. The values are the same either way: tensors are
-    /// immutable.
+    /// or on a Vulkan device where the range starts on the buffer's alignment (the driver's, and
+    /// at least 16 bytes), it reads the source's buffer in place and keeps that whole buffer
+    /// alive while it lives; otherwise it is a copy. The values are the same either way: tensors
+    /// are immutable.
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
         let rank = self.shape().rank();
         if dim >= rank {
