@@ -245,8 +245,9 @@ impl DeviceGroup {
             .map(|j| {
                 let to = self.devices()[j];
                 let column: Vec<Tensor> = parts.iter().map(|p| p[j].clone()).collect();
-                if star::site(to, &column, star::Work::Join(column.iter().map(Tensor::nbytes).sum())) != to {
-                    return star::gather_to(&mut hops, &column, dim, to);
+                let at = star::site(to, &column, star::Work::Join(column.iter().map(Tensor::nbytes).sum()));
+                if at != to {
+                    return star::join_on(&mut hops, &column, dim, at, to);
                 }
                 let got: Vec<Tensor> = column.iter().map(|p| hops.hop(p, to)).collect();
                 join(&got, dim)

@@ -105,6 +105,18 @@ pub(crate) fn gather_to(hops: &mut Hops, shards: &[Tensor], dim: usize, root: De
         return Ok(hops.hop(one, root));
     }
     let at = site(root, shards, Work::Join(shards.iter().map(Tensor::nbytes).sum()));
+    join_on(hops, shards, dim, at, root)
+}
+
+/// `shards` joined along `dim` on device `at` (each read in place where `at` can), the result
+/// hopped to `root`: [`gather_to`] once its [`site`] is known.
+pub(crate) fn join_on(
+    hops: &mut Hops,
+    shards: &[Tensor],
+    dim: usize,
+    at: Device,
+    root: Device,
+) -> Result<Tensor> {
     let on_site: Vec<Tensor> = shards.iter().map(|s| hops.reach(s, at)).collect();
     Ok(hops.hop(&Tensor::concat_on(at, &on_site, dim)?, root))
 }
