@@ -93,11 +93,11 @@ pub enum Algorithm {
     /// every member folds every shard itself, in one fixed order, so every member's result is
     /// bitwise identical and nothing hops — except a Vulkan member sharing its GPU with a CUDA
     /// member, which takes a copy of that member's fold (on one GPU a Vulkan kernel after CUDA
-    /// work waits for the GPU to switch APIs). On a group of CUDA devices (peers, or virtual devices of one GPU) it is one
-    /// multi-device call, and `reduce_scatter` (each member folds its part of every shard, along
-    /// an outermost `dim`), `all_gather` (each member places every shard in its output),
-    /// `broadcast` (each member copies the root's tensor) and `all_to_all` (each
-    /// member copies its part of every shard) take it too. Members that cannot read each other's
+    /// work waits for the GPU to switch APIs). On a group of CUDA devices (peers, or virtual
+    /// devices of one GPU) it is one multi-device call, and `reduce_scatter` (each member folds
+    /// its part of every shard, along an outermost `dim`), `all_gather` (each member places every
+    /// shard in its output), `broadcast` (each member copies the root's tensor) and `all_to_all`
+    /// (each member copies its part of every shard) take it too. Members that cannot read each other's
     /// memory get copies first. On other groups with a GPU, `all_gather` and `reduce_scatter`
     /// take it too: each member joins every shard itself, each copied straight into its place
     /// where the pair allows, and each member folds its part of every shard itself, each other
