@@ -84,7 +84,8 @@ struct Fanned {
 /// ([`super::stream::streams`]), which also reads host inputs in place — each one realized on a
 /// host device, or an unrealized copy of such a tensor to the kernel's device, which only this
 /// kernel reads (the pass folds it). The graph of a small all_reduce of one CUDA device and host
-/// devices: the leader's fold, its copies to the host members.
+/// devices: the leader's fold, its copies to the host members; of their small all_gather: the
+/// leader's concat, its copies.
 fn fanned_kernel(pending: &[Tensor]) -> Option<Fanned> {
     let k = pending.iter().find(|t| is_kernel(t))?;
     let device = k.device();
@@ -506,6 +507,43 @@ mod tests {
                         };
                         assert_eq!(got, want, "{kind:?} of {:?}, {n} elements, on {}", t.dtype(), t.device());
                     }
+                }
+            }
+        }
+    }
+
+    /// On a GPU: the star all_gather of a CUDA shard and a host shard — their concat on CUDA
+    /// and its copies to two host devices — issued directly as one streamed step, at 1, 7 and
+    /// 65 537 elements a shard, either order of parts; every output element against the inputs.
+    /// (Skipped without a CUDA device, failing instead under `REQUIRE_CUDA=1`.)
+    #[test]
+    fn a_small_cuda_concat_of_host_shards_is_issued_directly() {
+        let cu = Device::Cuda(0);
+        if !crate::available_devices().contains(&cu) || !super::super::stream::enabled() {
+            let required = std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1");
+            assert!(!required, "REQUIRE_CUDA=1 but cuda:0 is absent (or COLLECTIVES_STREAM=0)");
+            println!("skipped: no CUDA device, or the stream pass is off");
+            return;
+        }
+        for n in [1usize, 7, 65_537] {
+            let (x, y) = (draw(n), draw(n + 1));
+            let mine = Tensor::from_vec(x.clone(), [n], cu).unwrap();
+            let host = Tensor::from_vec(y.clone(), [n + 1], DEVS[0]).unwrap();
+            crate::realize(&[mine.clone(), host.clone()]).unwrap();
+            for host_first in [true, false] {
+                let up = host.copy_to_device(cu).unwrap();
+                let (parts, want) = match host_first {
+                    true => ([up, mine.clone()], [y.clone(), x.clone()].concat()),
+                    false => ([mine.clone(), up], [x.clone(), y.clone()].concat()),
+                };
+                let joined = Tensor::concat_on(cu, &parts, 0).unwrap();
+                let copies =
+                    [joined.copy_to_device(DEVS[0]).unwrap(), joined.copy_to_device(DEVS[1]).unwrap()];
+                let targets = [joined.clone(), copies[0].clone(), copies[1].clone()];
+                assert!(fanned_kernel(&targets).is_some_and(|f| f.streamed), "{n}: one streamed step");
+                assert!(try_realize(&targets).expect("direct").is_ok(), "{n}");
+                for t in targets {
+                    assert_eq!(t.to_vec::<f32>().unwrap(), want, "{n} elements, on {}", t.device());
                 }
             }
         }

@@ -1,6 +1,6 @@
-//! The schedule pass that streams an elementwise CUDA kernel's host traffic: its uploads from host
-//! devices and its downloads to them run in chunks beside the kernel, instead of whole before and
-//! after it.
+//! The schedule pass that streams a CUDA kernel's host traffic: its uploads from host devices and
+//! its downloads to them run beside the kernel (in chunks where it is elementwise and large),
+//! instead of whole before and after it.
 //!
 //! A mixed group's star folds a host member's shard on a CUDA device and sends the result back:
 //! issued whole, the upload, the fold and the download run one after another, and the bus
@@ -14,11 +14,15 @@
 //! around a transfer cost more than the transfer, and a streamed kernel is one stream's work —
 //! the kernel reads the host inputs from pinned memory in place and the result is downloaded
 //! behind it on the same stream, one event for the step (`backend/cuda/mapped.rs`), where the
-//! steps unstreamed take three streams ordered by events.
+//! steps unstreamed take three streams ordered by events. That holds for a small concat as much
+//! as for a fold: the star all_gather of a CUDA device and host devices is one concat on the
+//! leader reading the host shards in place, which writes the host members' results too (a join
+//! would upload each host shard, place it, and download the whole).
 //!
-//! The pass marks a CUDA kernel step smaller than [`STREAM_SMALL_BYTES`] or of at least
-//! [`STREAM_MIN_BYTES`] whose op is elementwise (`out[i]` reads only element i of each input:
-//! binary, reduce, scale, cast) as streamed, and folds into it
+//! The pass marks as streamed a CUDA kernel step smaller than [`STREAM_SMALL_BYTES`] or of at
+//! least [`STREAM_MIN_BYTES`] whose op is elementwise (`out[i]` reads only element i of each
+//! input: binary, reduce, scale, cast), or smaller than [`STREAM_SMALL_BYTES`] that is a concat
+//! (one pass only), and folds into it
 //! - each input that is a copy from a host device read by this kernel alone (the kernel reads the
 //!   host buffer; the copy is never issued, and its whole device buffer is never needed), and
 //! - each copy of its result to a host device (written by the kernel as a fanout copy).
@@ -127,11 +131,19 @@ fn streamable(s: &Step, sizes: Sizes) -> bool {
         && streams(&s.tensor, sizes)
 }
 
-/// Whether node `t` is one the pass streams: an elementwise op on a CUDA device with an output of
-/// one of the `sizes` that stream.
+/// Whether node `t` is one the pass streams: an op on a CUDA device with an output of one of the
+/// `sizes` that stream — elementwise, or a concat, which runs in one pass only (below
+/// `sizes.small`). A slice does not: a contiguous one is a view, and its copy to a host device
+/// is one the host's join places (`bench/gpu/39-one-pass-joins`: streamed, the slices of the
+/// reduce_scatter and all_to_all of `cuda:0,cpu:0` cost 1–18 µs more a call).
 pub(super) fn streams(t: &Tensor, sizes: Sizes) -> bool {
-    let elementwise = matches!(t.op(), Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_));
-    t.device().kind() == DeviceKind::Cuda && elementwise && sizes.streams(t.nbytes())
+    let bytes = t.nbytes();
+    let fits = match t.op() {
+        Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_) => sizes.streams(bytes),
+        Op::Concat { .. } => bytes < sizes.small,
+        _ => false,
+    };
+    t.device().kind() == DeviceKind::Cuda && fits
 }
 
 /// For every step, the steps that read it (each once).
@@ -237,6 +249,39 @@ mod tests {
                 streams,
                 "{numel} elements"
             );
+        }
+    }
+
+    /// A small concat (the mixed star's all_gather: the host shard uploaded, joined on CUDA, the
+    /// whole sent back) streams in one pass; from the small bound on it does not. A slice does
+    /// not stream at any size (a view, its copy to the host left to the host's join).
+    #[test]
+    fn a_small_concat_streams_in_one_pass_and_a_slice_never() {
+        let small = Sizes::DEFAULT.small / 4;
+        for (numel, streams) in [(1, true), (1024, true), (small / 2 - 1, true), (small / 2, false)] {
+            let (host, dev) = (input(HOST, numel), input(CU, numel));
+            let up = host.copy_to_device(CU).unwrap();
+            let joined = Tensor::concat_on(CU, &[up.clone(), dev], 0).unwrap();
+            let down = joined.copy_to_device(Device::Cpu(1)).unwrap();
+            let mut s = super::super::schedule::unfused(&[joined.clone(), down.clone()]);
+            fuse(&mut s.steps, Sizes::DEFAULT);
+            let (k, d) = (index(&s.steps, &joined), index(&s.steps, &down));
+            let fanned =
+                matches!(&s.steps[k].action, Action::Kernel { fanout, streamed: true } if fanout == &vec![d]);
+            assert_eq!(fanned, streams, "concat of {numel} + {numel}: {}", s.describe(k));
+            assert_eq!(matches!(s.steps[index(&s.steps, &up)].action, Action::Fused), streams);
+            assert_eq!(s.steps[k].inputs[0] == index(&s.steps, &host), streams, "reads the host shard");
+        }
+        for numel in [7, small - 1, small] {
+            let up = input(HOST, numel).copy_to_device(CU).unwrap();
+            let part = up.narrow(0, 1, 3.min(numel - 1)).unwrap();
+            let down = part.copy_to_device(HOST).unwrap();
+            let mut s = super::super::schedule::unfused(std::slice::from_ref(&down));
+            fuse(&mut s.steps, Sizes::DEFAULT);
+            let k = index(&s.steps, &part);
+            let fanned =
+                matches!(&s.steps[k].action, Action::Kernel { fanout, streamed: true } if fanout.len() == 1);
+            assert!(!fanned, "a slice of {numel}: {}", s.describe(k));
         }
     }
 

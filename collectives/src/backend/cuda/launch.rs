@@ -210,16 +210,9 @@ pub(super) fn run(
         Kernel::Reduce { kind, scale } => unsafe {
             reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n, flag)
         },
-        Kernel::Concat { outer: 1, mids, inner } => {
+        Kernel::Concat { outer: 1, .. } => {
             // One row each: every input is one contiguous placement, all in one launch.
-            let sz = (inner * d.size()) as u64;
-            let mut at = o;
-            let mut segs: Vec<Seg> = Vec::with_capacity(ins.len());
-            for (&src, &m) in ins.iter().zip(mids) {
-                let w = m as u64 * sz;
-                segs.push((src, at, w));
-                at += w;
-            }
+            let segs = placements(kernel, ins, o, d).unwrap_or_default();
             unsafe { copy_segments_flagged(l, &segs, flag) }
         }
         Kernel::Binary(op) => unsafe { binary(l, d, op_code(*op), (ins[0], ins[1]), o, n, flag) },
@@ -255,12 +248,32 @@ pub(super) fn run(
     }
 }
 
+/// The contiguous copies that are kernel `kernel`'s result in `o`: a concat of one row (each
+/// input one range of the output); `None` for any other kernel.
+fn placements(kernel: &Kernel, ins: &[CUdeviceptr], o: CUdeviceptr, d: DType) -> Option<Vec<Seg>> {
+    match kernel {
+        Kernel::Concat { outer: 1, mids, inner } => {
+            let sz = (inner * d.size()) as u64;
+            let mut at = o;
+            let segs = ins.iter().zip(mids).map(|(&src, &m)| {
+                let w = m as u64 * sz;
+                at += w;
+                (src, at - w, w)
+            });
+            Some(segs.collect())
+        }
+        _ => None,
+    }
+}
+
 /// [`run`] with the result written to each of `outs` (at least one): a reduce writes every one in
 /// its one pass (up to [`MAXK`]), a copy (a cast to the same dtype) copies the input to every one
-/// ([`MAXK`] a launch); any other kernel, or a reduce's outputs past [`MAXK`], are copied from
-/// `outs[0]` by one more launch. Each pointer holds `out.len` elements of `out.dtype` on this
-/// device or a peer's that this device writes in place, as the caller has checked. The last
-/// launch stores `flag` when done where it can ([`Launcher::done`]); returns whether it does.
+/// ([`MAXK`] a launch), a concat of one row places its inputs in every one where that is one
+/// launch ([`placements`], at most [`MAXK`] in all); any other kernel, or a reduce's outputs past
+/// [`MAXK`], are copied from `outs[0]` by one more launch. Each pointer holds `out.len` elements
+/// of `out.dtype` on this device or a peer's that this device writes in place, as the caller has
+/// checked. The last launch stores `flag` when done where it can ([`Launcher::done`]); returns
+/// whether it does.
 pub(super) fn run_to_all(
     l: &Launcher,
     kernel: &Kernel,
@@ -278,6 +291,12 @@ pub(super) fn run_to_all(
             // A copy: every output straight from the input, MAXK a launch.
             let segs: Vec<Seg> = outs.iter().map(|&o| (ins[0], o, bytes)).collect();
             // SAFETY: as `run` guarantees for the input and every output; outputs are distinct.
+            return unsafe { copy_segments_flagged(l, &segs, flag) };
+        }
+        Kernel::Concat { outer: 1, .. } if ins.len() * outs.len() <= MAXK => {
+            let each = outs.iter().filter_map(|&o| placements(kernel, ins, o, out.dtype));
+            let segs: Vec<Seg> = each.flatten().collect();
+            // SAFETY: as `run` guarantees for the inputs and every output; outputs are distinct.
             return unsafe { copy_segments_flagged(l, &segs, flag) };
         }
         Kernel::Reduce { kind, scale } => {

@@ -8,8 +8,9 @@
 //! pageable input is copied by the host into a pinned block, which the kernel reads across the
 //! bus (pinned memory is mapped into every device's address space under unified addressing), the
 //! result goes into each host copy's pinned block across the bus too — a reduce writes them in its
-//! own pass, another kernel's result is copied by one more launch (either starts sooner than the
-//! copy engine) — and the one stream orders them: one event completes the whole step. The
+//! own pass, a small concat of one row places its inputs in each in its one launch, another
+//! kernel's result is copied by one more launch (either starts sooner than the copy engine) —
+//! and the one stream orders them: one event completes the whole step. The
 //! schedule streams kernels below [`crate::exec::STREAM_SMALL_BYTES`] this way
 //! (`exec/stream.rs`). On the H200 a 4 KiB all_reduce of `cuda:0, cpu:0` took 19–26 µs against
 //! 24–36 unstreamed, and of `cuda:0, vulkan:0, cpu:0` 25–37 against 49–58 (`bench/gpu/18-locked`,
@@ -29,7 +30,7 @@ use crate::backend::{Buffer, Kernel, Mem, OutSpec};
 use crate::device::Device;
 use crate::error::Result;
 
-/// Runs elementwise `kernel` over `inputs` (on `dev`, on peers it reads in place, or on host
+/// Runs `kernel` over `inputs` (on `dev`, on peers it reads in place, or on host
 /// devices) into a new buffer on `dev`, and copies the result into a new buffer on each host
 /// device of `to`, all on `dev`'s compute stream; returns the device result and the host copies.
 /// The caller has checked the kernel contract (`Kernel::check_streamed`) and that `dev` has
@@ -116,9 +117,13 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::super::copy;
-    use super::super::tests::{as_dtype, devices, to_f64s};
+    use super::super::tests::{as_dtype, devices, to_buffer, to_f64s};
     use super::*;
+    use half::{bf16, f16};
+
+    use crate::backend::cpu::with_type;
     use crate::dtype::DType;
+    use crate::dtype::Element;
     use crate::error::Error;
     use crate::graph::BinaryOp;
 
@@ -175,5 +180,106 @@ mod tests {
             &[Device::Vulkan(0)],
         );
         assert!(matches!(err, Err(Error::Internal { .. })), "{:?}", err.err());
+    }
+
+    /// `vals` as a host buffer of `dtype` on `device` (pageable).
+    fn host_of_dtype(device: Device, dtype: DType, vals: &[f64]) -> Buffer {
+        with_type!(dtype, T => Buffer::from_vec(device, vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>()))
+    }
+
+    /// A host buffer's values as f64.
+    fn host_f64s(b: &Buffer) -> Vec<f64> {
+        b.wait().expect("wait");
+        let bytes = b.host_bytes("test").expect("host bytes");
+        with_type!(b.dtype, T => bytemuck::pod_collect_to_vec::<u8, T>(bytes).into_iter().map(Element::to_f64).collect())
+    }
+
+    /// Concats and slices in one pass (`exec/stream.rs` streams small concats; the backend takes
+    /// any kernel): parts on the device, in pageable and in pinned host memory, at odd sizes and
+    /// in dtypes of 1, 2 and 4 bytes, written to the device and to two host devices (a one-row
+    /// concat's placements in one launch) or to six (more placements than one launch takes:
+    /// computed, then copied); concats and slices of one row and of two; every element of every
+    /// result against the f64 reference, the inputs unchanged. And a concat through the backend
+    /// from the one-pass bound on, which uploads the host inputs first.
+    #[test]
+    fn one_pass_concats_and_slices_of_host_and_device_inputs() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        let two = [Device::Cpu(0), Device::Cpu(3)];
+        let six: Vec<Device> = (0..6).map(Device::Cpu).collect();
+        for (dtype, n, to) in [
+            (DType::F32, 1, &two[..]),
+            (DType::U8, 7, &two[..]),
+            (DType::F16, 65_537, &two[..]),
+            (DType::I32, 7, &six[..]),
+        ] {
+            let vals: Vec<Vec<f64>> = [n, n + 1, 3]
+                .iter()
+                .map(|&m| super::super::tests::random_vals(dtype, 2 * m, false, &mut r))
+                .collect();
+            let pageable = host_of_dtype(Device::Cpu(1), dtype, &vals[0]);
+            let on_dev = to_buffer(&dev, dtype, &vals[1]);
+            let pinned = copy::dtoh(&dev, &to_buffer(&dev, dtype, &vals[2]), Device::Cpu(2)).unwrap();
+            let ins = [&pageable, &on_dev, &pinned];
+            let ctx = format!("{dtype}, {n} elements, {} copies, seed {seed}", to.len());
+            // One row: the parts end to end; two rows (outer 2, inner 1): each part's halves.
+            let joined = |outer: usize| -> Vec<f64> {
+                (0..outer)
+                    .flat_map(|o| {
+                        vals.iter()
+                            .flat_map(move |v| v[o * v.len() / outer..(o + 1) * v.len() / outer].to_vec())
+                    })
+                    .collect()
+            };
+            for outer in [1, 2] {
+                let mids = vals.iter().map(|v| v.len() / outer).collect();
+                let want = joined(outer);
+                let out = OutSpec { dtype, len: want.len() };
+                let kernel = Kernel::Concat { outer, mids, inner: 1 };
+                let (res, copies) = compute_mapped(&dev, &kernel, &ins, out, to).expect("one-pass concat");
+                assert_eq!(to_f64s(&dev, &res), want, "concat of {outer} rows, {ctx}");
+                for c in &copies {
+                    assert_eq!(host_f64s(c), want, "concat of {outer} rows on {}, {ctx}", c.device);
+                }
+                let mid = vals[0].len() / outer;
+                let kernel = Kernel::Slice {
+                    outer,
+                    in_mid: mid,
+                    start: 1.min(mid - 1),
+                    len: mid - 1.min(mid - 1),
+                    inner: 1,
+                };
+                let Kernel::Slice { start, len, .. } = kernel else { unreachable!() };
+                let want: Vec<f64> = (0..outer)
+                    .flat_map(|o| vals[0][o * mid + start..o * mid + start + len].to_vec())
+                    .collect();
+                let out = OutSpec { dtype, len: want.len() };
+                let (res, copies) =
+                    compute_mapped(&dev, &kernel, &[&pageable], out, to).expect("one-pass slice");
+                assert_eq!(to_f64s(&dev, &res), want, "slice of {outer} rows, {ctx}");
+                for c in &copies {
+                    assert_eq!(host_f64s(c), want, "slice of {outer} rows on {}, {ctx}", c.device);
+                }
+            }
+            assert_eq!(host_f64s(&pageable), vals[0], "pageable input unchanged, {ctx}");
+            assert_eq!(host_f64s(&pinned), vals[2], "pinned input unchanged, {ctx}");
+            assert_eq!(to_f64s(&dev, &on_dev), vals[1], "device input unchanged, {ctx}");
+        }
+        let be = super::super::open(dev.device.ordinal()).expect("backend");
+        let n = crate::exec::STREAM_SMALL_BYTES / 4;
+        let vals: Vec<Vec<f64>> =
+            (0..2).map(|_| super::super::tests::random_vals(DType::F32, n, false, &mut r)).collect();
+        let (host, on_dev) =
+            (host_of_dtype(Device::Cpu(1), DType::F32, &vals[0]), to_buffer(&dev, DType::F32, &vals[1]));
+        let kernel = Kernel::Concat { outer: 1, mids: vec![n, n], inner: 1 };
+        let out = OutSpec { dtype: DType::F32, len: 2 * n };
+        let (res, copies) =
+            be.compute_fanout(&kernel, &[&host, &on_dev], out, &two).expect("uploaded, then computed");
+        let want = vals.concat();
+        assert_eq!(to_f64s(&dev, &res), want, "a concat from the bound on, seed {seed}");
+        for c in &copies {
+            assert_eq!(host_f64s(c), want, "a concat from the bound on, on {}, seed {seed}", c.device);
+        }
     }
 }

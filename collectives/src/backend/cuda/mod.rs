@@ -64,6 +64,26 @@ pub(crate) struct CudaBackend {
     dev: Arc<device::CudaDevice>,
 }
 
+impl CudaBackend {
+    /// [`super::compute_then_copy`] of `kernel` after uploading its inputs on host devices: a
+    /// streamed kernel that runs neither in one pass nor in chunks — one that is not elementwise
+    /// from the one-pass bound on (the stream pass streams none such), or on a device without
+    /// unified addressing.
+    fn upload_then_compute(
+        &self,
+        kernel: &Kernel,
+        inputs: &[&Buffer],
+        out: OutSpec,
+        to: &[Device],
+    ) -> Result<(Buffer, Vec<Buffer>)> {
+        let up = |b: &Buffer| b.device.is_host().then(|| copy::htod(&self.dev, b)).transpose();
+        let uploaded = inputs.iter().map(|&b| up(b)).collect::<Result<Vec<_>>>()?;
+        let inputs: Vec<&Buffer> =
+            inputs.iter().zip(&uploaded).map(|(&b, u)| u.as_ref().unwrap_or(b)).collect();
+        super::compute_then_copy(self, kernel, &inputs, out, to)
+    }
+}
+
 /// Opens `Cuda(ordinal)`: [`Error::DeviceUnavailable`] when the driver, the library's symbols or
 /// the device are missing.
 pub(crate) fn open(ordinal: u32) -> Result<Arc<dyn Backend>> {
@@ -104,8 +124,11 @@ impl Backend for CudaBackend {
         launch::compute(&self.dev, kernel, inputs, out)
     }
 
-    /// An elementwise kernel with host inputs or host copies runs streamed ([`stream`]): its
-    /// uploads, its chunks and its downloads overlap. Anything else computes, then copies.
+    /// A kernel with host inputs or host copies runs streamed ([`stream`]): under
+    /// [`crate::exec::STREAM_SMALL_BYTES`] in one pass, reading its host inputs in place and
+    /// writing its host copies across the bus ([`mapped`]); larger, an elementwise kernel's
+    /// uploads, chunks and downloads overlap, and any other kernel's host inputs are uploaded
+    /// first. Anything else computes, then copies.
     fn compute_fanout(
         &self,
         kernel: &Kernel,
@@ -114,13 +137,15 @@ impl Backend for CudaBackend {
         to: &[Device],
     ) -> Result<(Buffer, Vec<Buffer>)> {
         let from_host = inputs.iter().any(|b| b.device.is_host());
-        if kernel.elementwise() && (from_host || !to.is_empty()) {
+        if from_host || !to.is_empty() {
             if out.len * out.dtype.size() < crate::exec::STREAM_SMALL_BYTES && self.dev.unified {
                 return mapped::compute_mapped(&self.dev, kernel, inputs, out, to);
             }
-            return stream::compute_streamed(&self.dev, kernel, inputs, out, to, None);
+            if kernel.elementwise() {
+                return stream::compute_streamed(&self.dev, kernel, inputs, out, to, None);
+            }
         }
-        super::compute_then_copy(self, kernel, inputs, out, to)
+        self.upload_then_compute(kernel, inputs, out, to)
     }
 
     fn htod(&self, src: &Buffer) -> Result<Buffer> {
