@@ -1,7 +1,8 @@
 //! Property tests: random groups of 1 to 8 devices — virtual CPU devices (distinct ordinals below
 //! 16 in any order, so the leader is not always `Cpu(0)`), with the lavapipe Vulkan device
 //! `Vulkan(0)` in a random place in most groups where one works (CPU-only groups otherwise, said
-//! once) — random shapes (rank 1 to 3, dims 0 to 9), dims, dtypes, ops and algorithms (one-shot
+//! once), and `Cuda(0)` in another place in about half where one is present (so a GPU machine
+//! runs mixed groups of a CUDA device, host devices and a Vulkan device) — random shapes (rank 1 to 3, dims 0 to 9), dims, dtypes, ops and algorithms (one-shot
 //! too), every collective against its f64 reference, every element. The data seed is part of each
 //! case, so a failing case prints everything needed to replay it.
 
@@ -12,7 +13,7 @@ use collectives_tests::collective::{
     ALGORITHMS, DTYPES, Shards, all_ops, check_exact, check_reduced, range_for, ref_concat, ref_narrow,
     with_dim,
 };
-use collectives_tests::{Range, random, rng, tensor, vulkan_required};
+use collectives_tests::{Range, cuda_required, random, rng, tensor, vulkan_required};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use rand::Rng;
@@ -68,6 +69,22 @@ fn have_vulkan() -> bool {
     })
 }
 
+const CU: Device = Device::Cuda(0);
+
+/// Whether `Cuda(0)` is present, asked once (said once when it is not; a panic when
+/// `REQUIRE_CUDA=1`).
+fn have_cuda() -> bool {
+    static HAVE: OnceLock<bool> = OnceLock::new();
+    *HAVE.get_or_init(|| {
+        let have = collectives::available_devices().contains(&CU);
+        assert!(have || !cuda_required(), "REQUIRE_CUDA=1 but {CU} is absent");
+        if !have {
+            println!("groups without CUDA: no {CU}");
+        }
+        have
+    })
+}
+
 /// `r`'s value; `None` (the case is void) for the one error a valid case may meet: a Vulkan
 /// member lacking the shader feature of a 64-bit dtype (lavapipe has them all).
 fn ok<T>(c: &Case, r: collectives::Result<T>) -> Option<T> {
@@ -91,18 +108,22 @@ fn realized(ts: Vec<Tensor>) -> collectives::Result<Vec<Tensor>> {
 
 fn cases() -> impl Strategy<Value = Case> {
     let ordinals: Vec<u32> = (0..16).collect();
-    let vulkan = have_vulkan();
-    let devices = (1usize..=8, prop::bool::weighted(0.75), any::<prop::sample::Index>()).prop_flat_map(
-        move |(n, with_vk, at)| {
-            prop::sample::subsequence(ordinals.clone(), n).prop_shuffle().prop_map(move |v| {
-                let mut d: Vec<Device> = v.into_iter().map(Device::Cpu).collect();
-                if vulkan && with_vk {
-                    d[at.index(n)] = VK;
-                }
-                d
-            })
-        },
-    );
+    let (vulkan, cuda) = (have_vulkan(), have_cuda());
+    let places = (any::<prop::sample::Index>(), any::<prop::sample::Index>());
+    let wanted = (prop::bool::weighted(0.75), prop::bool::weighted(0.5));
+    let devices = (1usize..=8, wanted, places).prop_flat_map(move |(n, (with_vk, with_cu), (at, cu_at))| {
+        prop::sample::subsequence(ordinals.clone(), n).prop_shuffle().prop_map(move |v| {
+            let mut d: Vec<Device> = v.into_iter().map(Device::Cpu).collect();
+            if vulkan && with_vk {
+                d[at.index(n)] = VK;
+            }
+            let i = cu_at.index(n);
+            if cuda && with_cu && d[i] != VK {
+                d[i] = CU;
+            }
+            d
+        })
+    });
     let shape = prop::collection::vec(0usize..=9, 1..=3);
     (
         devices,
@@ -135,13 +156,19 @@ fn most_groups_hold_the_vulkan_device_where_one_works() {
     use proptest::strategy::ValueTree;
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let strategy = cases();
-    let (mut with, total) = (0, 1000);
+    let (mut with, mut with_cu, total) = (0, 0, 1000);
     for _ in 0..total {
         let c = strategy.new_tree(&mut runner).expect("a case").current();
         assert!((1..=8).contains(&c.n) && c.devices.len() == c.n, "{c:?}");
         with += usize::from(c.devices.contains(&VK));
+        with_cu += usize::from(c.devices.contains(&CU));
     }
-    println!("{with} of {total} sampled groups hold {VK}");
+    println!("{with} of {total} sampled groups hold {VK}, {with_cu} hold {CU}");
+    if have_cuda() {
+        assert!(with_cu > total / 4 && with_cu < total * 3 / 4, "{with_cu} of {total}");
+    } else {
+        assert_eq!(with_cu, 0);
+    }
     if have_vulkan() {
         assert!(with > total / 2 && with < total, "{with} of {total}");
     } else {

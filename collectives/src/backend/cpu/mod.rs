@@ -125,11 +125,20 @@ fn host_inputs<'a>(inputs: &[&'a Buffer]) -> Result<Vec<&'a [u8]>> {
     }))
 }
 
+/// `b` as elements of `T`. An empty `b` may sit at any address (the pinned buffer of an empty
+/// download is `&[]`, at address 1), which no cast to a wider type accepts: it is no elements.
 fn typed<T: Num>(b: &[u8]) -> &[T] {
+    if b.is_empty() {
+        return &[];
+    }
     bytemuck::cast_slice(b)
 }
 
+/// [`typed`], writable.
 fn typed_mut<T: Num>(b: &mut [u8]) -> &mut [T] {
+    if b.is_empty() {
+        return &mut [];
+    }
     bytemuck::cast_slice_mut(b)
 }
 
@@ -228,5 +237,26 @@ impl Backend for CpuBackend {
 
     fn synchronize(&self) -> Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found on the GPU machine (`collective_props` with a CUDA member, empty shards): an empty
+    /// host buffer at an address no f32 may have reached a host fold, whose cast panicked.
+    #[test]
+    fn empty_bytes_at_any_address_are_no_elements() {
+        let mut words = [0u32; 2];
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+        assert!(
+            typed::<f32>(&bytes[1..1]).is_empty() && typed::<f64>(&bytes[3..3]).is_empty(),
+            "odd addresses"
+        );
+        assert!(typed_mut::<i32>(&mut bytes[1..1]).is_empty());
+        assert!(typed::<f32>(&[]).is_empty(), "the empty literal");
+        let words = [1.5f32, -2.0];
+        assert_eq!(typed::<f32>(bytemuck::cast_slice(&words)), words, "other bytes cast as before");
     }
 }
