@@ -11,7 +11,8 @@
 # PART=b (run b, prepared after a's one failure, a test's expectation; not run: the session's
 # device time ran out): the GPU-facing test binaries with
 # mixed groups on the final tree — plans, typed, joins, first_hour, cuda_copies,
-# collective_errors, the fault sweep on two virtual CUDA devices with the Vulkan device.
+# collective_errors, the fault sweep on two virtual CUDA devices with the Vulkan device; then
+# perf's small collectives of one CUDA device and host devices (4 KiB to 256 KiB), for run 39.
 # Staged by (a): bash bench/gpu/stage.sh bench/gpu/38-folds-and-parts - plans device_groups
 # (then run 37's perf added to bins.tar.xz as perf_37); (b): the same with
 # "- plans typed joins first_hour cuda_copies collective_errors faults".
@@ -26,6 +27,10 @@ if [ "${PART:-a}" = b ]; then
   COLLECTIVES_CUDA_DEVICES=0,0 t faults faults 90 --nocapture
   grep -h -E "^total:" $L/t_faults.log
   grep -h -E "panicked|FAILED|skipped" $L/t_*.log | head -20
+  # Before run 39's one-pass joins: the small collectives of one CUDA and host devices.
+  for d in cuda:0,cpu:0 cuda:0,cpu:0,cpu:1,cpu:2; do
+    p small_${d//[:,]/_} perf --op all_reduce,all_gather,reduce_scatter,all_to_all,gather,reduce --devices $d --sizes 4K,64K,256K --iters 200 --warmup 20
+  done
   date; exit
 fi
 for r in 1 2; do for b in perf_37 perf; do
