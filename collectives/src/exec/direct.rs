@@ -449,6 +449,19 @@ mod tests {
         }
     }
 
+    /// `cuda:0` where it is present and the stream pass is on; else `None`, said (a panic instead
+    /// under `REQUIRE_CUDA=1`).
+    fn streaming_cuda() -> Option<Device> {
+        let cu = Device::Cuda(0);
+        if crate::available_devices().contains(&cu) && super::super::stream::enabled() {
+            return Some(cu);
+        }
+        let required = std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1");
+        assert!(!required, "REQUIRE_CUDA=1 but cuda:0 is absent (or COLLECTIVES_STREAM=0)");
+        println!("skipped: no CUDA device, or the stream pass is off");
+        None
+    }
+
     /// On a GPU: the fold of a CUDA shard and a host shard with its copies to two host devices,
     /// issued directly as one streamed step, for every reduce kind, f32 and i32, at 1, 7 and
     /// 65 537 elements; every output element against an f64 reference. (Skipped without a CUDA
@@ -456,13 +469,7 @@ mod tests {
     #[test]
     fn a_small_cuda_fold_of_host_shards_is_issued_directly() {
         use rand::Rng;
-        let cu = Device::Cuda(0);
-        if !crate::available_devices().contains(&cu) || !super::super::stream::enabled() {
-            let required = std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1");
-            assert!(!required, "REQUIRE_CUDA=1 but cuda:0 is absent (or COLLECTIVES_STREAM=0)");
-            println!("skipped: no CUDA device, or the stream pass is off");
-            return;
-        }
+        let Some(cu) = streaming_cuda() else { return };
         let mut r = rand::rng();
         let kinds = [ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min];
         let fold64 = |k: ReduceKind, x: f64, y: f64| match k {
@@ -518,13 +525,7 @@ mod tests {
     /// (Skipped without a CUDA device, failing instead under `REQUIRE_CUDA=1`.)
     #[test]
     fn a_small_cuda_concat_of_host_shards_is_issued_directly() {
-        let cu = Device::Cuda(0);
-        if !crate::available_devices().contains(&cu) || !super::super::stream::enabled() {
-            let required = std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1");
-            assert!(!required, "REQUIRE_CUDA=1 but cuda:0 is absent (or COLLECTIVES_STREAM=0)");
-            println!("skipped: no CUDA device, or the stream pass is off");
-            return;
-        }
+        let Some(cu) = streaming_cuda() else { return };
         for n in [1usize, 7, 65_537] {
             let (x, y) = (draw(n), draw(n + 1));
             let mine = Tensor::from_vec(x.clone(), [n], cu).unwrap();
