@@ -117,7 +117,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::super::copy;
-    use super::super::tests::{as_dtype, devices, to_buffer, to_f64s};
+    use super::super::tests::{as_dtype, devices, random_vals, to_buffer, to_f64s};
     use super::*;
     use half::{bf16, f16};
 
@@ -199,8 +199,7 @@ mod tests {
     /// in dtypes of 1, 2 and 4 bytes, written to the device and to two host devices (a one-row
     /// concat's placements in one launch) or to six (more placements than one launch takes:
     /// computed, then copied); concats and slices of one row and of two; every element of every
-    /// result against the f64 reference, the inputs unchanged. And a concat through the backend
-    /// from the one-pass bound on, which uploads the host inputs first.
+    /// result against the f64 reference, the inputs unchanged.
     #[test]
     fn one_pass_concats_and_slices_of_host_and_device_inputs() {
         let Some(dev) = devices().into_iter().next() else { return };
@@ -214,72 +213,95 @@ mod tests {
             (DType::F16, 65_537, &two[..]),
             (DType::I32, 7, &six[..]),
         ] {
-            let vals: Vec<Vec<f64>> = [n, n + 1, 3]
-                .iter()
-                .map(|&m| super::super::tests::random_vals(dtype, 2 * m, false, &mut r))
-                .collect();
+            // Three parts of 2n, 2n + 2 and 6 elements: each splits into two rows.
+            let vals: Vec<Vec<f64>> =
+                [n, n + 1, 3].iter().map(|&m| random_vals(dtype, 2 * m, false, &mut r)).collect();
             let pageable = host_of_dtype(Device::Cpu(1), dtype, &vals[0]);
             let on_dev = to_buffer(&dev, dtype, &vals[1]);
             let pinned = copy::dtoh(&dev, &to_buffer(&dev, dtype, &vals[2]), Device::Cpu(2)).unwrap();
-            let ins = [&pageable, &on_dev, &pinned];
             let ctx = format!("{dtype}, {n} elements, {} copies, seed {seed}", to.len());
-            // One row: the parts end to end; two rows (outer 2, inner 1): each part's halves.
-            let joined = |outer: usize| -> Vec<f64> {
-                (0..outer)
-                    .flat_map(|o| {
-                        vals.iter()
-                            .flat_map(move |v| v[o * v.len() / outer..(o + 1) * v.len() / outer].to_vec())
-                    })
-                    .collect()
-            };
             for outer in [1, 2] {
-                let mids = vals.iter().map(|v| v.len() / outer).collect();
-                let want = joined(outer);
-                let out = OutSpec { dtype, len: want.len() };
-                let kernel = Kernel::Concat { outer, mids, inner: 1 };
-                let (res, copies) = compute_mapped(&dev, &kernel, &ins, out, to).expect("one-pass concat");
-                assert_eq!(to_f64s(&dev, &res), want, "concat of {outer} rows, {ctx}");
-                for c in &copies {
-                    assert_eq!(host_f64s(c), want, "concat of {outer} rows on {}, {ctx}", c.device);
-                }
-                let mid = vals[0].len() / outer;
-                let kernel = Kernel::Slice {
-                    outer,
-                    in_mid: mid,
-                    start: 1.min(mid - 1),
-                    len: mid - 1.min(mid - 1),
-                    inner: 1,
-                };
-                let Kernel::Slice { start, len, .. } = kernel else { unreachable!() };
-                let want: Vec<f64> = (0..outer)
-                    .flat_map(|o| vals[0][o * mid + start..o * mid + start + len].to_vec())
-                    .collect();
-                let out = OutSpec { dtype, len: want.len() };
-                let (res, copies) =
-                    compute_mapped(&dev, &kernel, &[&pageable], out, to).expect("one-pass slice");
-                assert_eq!(to_f64s(&dev, &res), want, "slice of {outer} rows, {ctx}");
-                for c in &copies {
-                    assert_eq!(host_f64s(c), want, "slice of {outer} rows on {}, {ctx}", c.device);
-                }
+                let (kernel, want) = concat_of(&vals, outer);
+                let got = compute_mapped(
+                    &dev,
+                    &kernel,
+                    &[&pageable, &on_dev, &pinned],
+                    want_spec(dtype, &want),
+                    to,
+                );
+                check_everywhere(
+                    &dev,
+                    got.expect("one-pass concat"),
+                    &want,
+                    &format!("concat of {outer} rows, {ctx}"),
+                );
+                let (kernel, want) = slice_of(&vals[0], outer);
+                let got = compute_mapped(&dev, &kernel, &[&pageable], want_spec(dtype, &want), to);
+                check_everywhere(
+                    &dev,
+                    got.expect("one-pass slice"),
+                    &want,
+                    &format!("slice of {outer} rows, {ctx}"),
+                );
             }
             assert_eq!(host_f64s(&pageable), vals[0], "pageable input unchanged, {ctx}");
             assert_eq!(host_f64s(&pinned), vals[2], "pinned input unchanged, {ctx}");
             assert_eq!(to_f64s(&dev, &on_dev), vals[1], "device input unchanged, {ctx}");
         }
+    }
+
+    /// A concat of a host and a device part from the one-pass bound on, through the backend,
+    /// which uploads the host part first; the result and two host copies against the parts.
+    #[test]
+    fn a_concat_from_the_one_pass_bound_on_uploads_its_host_parts() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
         let be = super::super::open(dev.device.ordinal()).expect("backend");
         let n = crate::exec::STREAM_SMALL_BYTES / 4;
-        let vals: Vec<Vec<f64>> =
-            (0..2).map(|_| super::super::tests::random_vals(DType::F32, n, false, &mut r)).collect();
-        let (host, on_dev) =
-            (host_of_dtype(Device::Cpu(1), DType::F32, &vals[0]), to_buffer(&dev, DType::F32, &vals[1]));
-        let kernel = Kernel::Concat { outer: 1, mids: vec![n, n], inner: 1 };
-        let out = OutSpec { dtype: DType::F32, len: 2 * n };
-        let (res, copies) =
-            be.compute_fanout(&kernel, &[&host, &on_dev], out, &two).expect("uploaded, then computed");
-        let want = vals.concat();
-        assert_eq!(to_f64s(&dev, &res), want, "a concat from the bound on, seed {seed}");
-        for c in &copies {
-            assert_eq!(host_f64s(c), want, "a concat from the bound on, on {}, seed {seed}", c.device);
+        let vals: Vec<Vec<f64>> = (0..2).map(|_| random_vals(DType::F32, n, false, &mut r)).collect();
+        let host = host_of_dtype(Device::Cpu(1), DType::F32, &vals[0]);
+        let on_dev = to_buffer(&dev, DType::F32, &vals[1]);
+        let (kernel, want) = concat_of(&vals, 1);
+        let got = be.compute_fanout(
+            &kernel,
+            &[&host, &on_dev],
+            want_spec(DType::F32, &want),
+            &[Device::Cpu(0), Device::Cpu(3)],
+        );
+        check_everywhere(&dev, got.expect("uploaded, then computed"), &want, &format!("seed {seed}"));
+    }
+
+    /// The concat of `parts` in `outer` rows (each part's rows in turn, row by row), and its
+    /// reference.
+    fn concat_of(parts: &[Vec<f64>], outer: usize) -> (Kernel, Vec<f64>) {
+        let mids = parts.iter().map(|v| v.len() / outer).collect();
+        let row = |o: usize| {
+            parts.iter().flat_map(move |v| v[o * v.len() / outer..(o + 1) * v.len() / outer].to_vec())
+        };
+        (Kernel::Concat { outer, mids, inner: 1 }, (0..outer).flat_map(row).collect())
+    }
+
+    /// A slice of each of `outer` rows of `x` (all but its first element where a row has more
+    /// than one), and its reference.
+    fn slice_of(x: &[f64], outer: usize) -> (Kernel, Vec<f64>) {
+        let mid = x.len() / outer;
+        let start = usize::from(mid > 1);
+        let len = mid - start;
+        let want = (0..outer).flat_map(|o| x[o * mid + start..o * mid + start + len].to_vec()).collect();
+        (Kernel::Slice { outer, in_mid: mid, start, len, inner: 1 }, want)
+    }
+
+    /// The output spec of `want` in `dtype`.
+    fn want_spec(dtype: DType, want: &[f64]) -> OutSpec {
+        OutSpec { dtype, len: want.len() }
+    }
+
+    /// Checks the device result and every host copy of `got` against `want`.
+    fn check_everywhere(dev: &CudaDevice, got: (Buffer, Vec<Buffer>), want: &[f64], ctx: &str) {
+        assert_eq!(to_f64s(dev, &got.0), want, "on the device, {ctx}");
+        for c in &got.1 {
+            assert_eq!(host_f64s(c), want, "on {}, {ctx}", c.device);
         }
     }
 }
