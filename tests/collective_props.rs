@@ -1,11 +1,12 @@
 //! Property tests: random groups of 1 to 8 devices — virtual CPU devices (distinct ordinals below
 //! 16 in any order, so the leader is not always `Cpu(0)`), with the lavapipe Vulkan device
 //! `Vulkan(0)` in a random place in most groups where one works (CPU-only groups otherwise, said
-//! once), and `Cuda(0)` in another place in about two of five where one is present (half the
-//! time, unless the Vulkan device took its place; so a GPU machine
-//! runs mixed groups of a CUDA device, host devices and a Vulkan device) — random shapes (rank 1 to 3, dims 0 to 9), dims, dtypes, ops and algorithms (one-shot
-//! too), every collective against its f64 reference, every element. The data seed is part of each
-//! case, so a failing case prints everything needed to replay it.
+//! once), and `Cuda(0)` in another place in about two of five where one is present (drawn half
+//! the time, and not where the Vulkan device is; so a GPU machine runs mixed groups of a CUDA
+//! device, host devices and a Vulkan device) — random shapes (rank 1 to 3, dims 0 to 9), dims,
+//! dtypes, ops and algorithms (one-shot too), every collective against its f64 reference, every
+//! element. The data seed is part of each case, so a failing case prints everything needed to
+//! replay it.
 
 use std::sync::OnceLock;
 
