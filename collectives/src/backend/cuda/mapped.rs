@@ -184,14 +184,19 @@ mod tests {
 
     /// `vals` as a host buffer of `dtype` on `device` (pageable).
     fn host_of_dtype(device: Device, dtype: DType, vals: &[f64]) -> Buffer {
-        with_type!(dtype, T => Buffer::from_vec(device, vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>()))
+        with_type!(dtype, T => {
+            let typed: Vec<T> = vals.iter().map(|&v| T::from_f64(v)).collect();
+            Buffer::from_vec(device, typed)
+        })
     }
 
     /// A host buffer's values as f64.
     fn host_f64s(b: &Buffer) -> Vec<f64> {
         b.wait().expect("wait");
         let bytes = b.host_bytes("test").expect("host bytes");
-        with_type!(b.dtype, T => bytemuck::pod_collect_to_vec::<u8, T>(bytes).into_iter().map(Element::to_f64).collect())
+        with_type!(b.dtype, T => {
+            bytemuck::pod_collect_to_vec::<u8, T>(bytes).into_iter().map(Element::to_f64).collect()
+        })
     }
 
     /// Concats and slices in one pass (`exec/stream.rs` streams small concats; the backend takes
