@@ -117,13 +117,9 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::super::copy;
-    use super::super::tests::{as_dtype, devices, random_vals, to_buffer, to_f64s};
+    use super::super::tests::{as_dtype, devices, host_buffer, host_f64s, random_vals, to_buffer, to_f64s};
     use super::*;
-    use half::{bf16, f16};
-
-    use crate::backend::cpu::with_type;
     use crate::dtype::DType;
-    use crate::dtype::Element;
     use crate::error::Error;
     use crate::graph::BinaryOp;
 
@@ -182,23 +178,6 @@ mod tests {
         assert!(matches!(err, Err(Error::Internal { .. })), "{:?}", err.err());
     }
 
-    /// `vals` as a host buffer of `dtype` on `device` (pageable).
-    fn host_of_dtype(device: Device, dtype: DType, vals: &[f64]) -> Buffer {
-        with_type!(dtype, T => {
-            let typed: Vec<T> = vals.iter().map(|&v| T::from_f64(v)).collect();
-            Buffer::from_vec(device, typed)
-        })
-    }
-
-    /// A host buffer's values as f64.
-    fn host_f64s(b: &Buffer) -> Vec<f64> {
-        b.wait().expect("wait");
-        let bytes = b.host_bytes("test").expect("host bytes");
-        with_type!(b.dtype, T => {
-            bytemuck::pod_collect_to_vec::<u8, T>(bytes).into_iter().map(Element::to_f64).collect()
-        })
-    }
-
     /// Concats and slices in one pass (`exec/stream.rs` streams small concats; the backend takes
     /// any kernel): parts on the device, in pageable and in pinned host memory, at odd sizes and
     /// in dtypes of 1, 2 and 4 bytes, written to the device and to two host devices (a one-row
@@ -221,7 +200,7 @@ mod tests {
             // Three parts of 2n, 2n + 2 and 6 elements: each splits into two rows.
             let vals: Vec<Vec<f64>> =
                 [n, n + 1, 3].iter().map(|&m| random_vals(dtype, 2 * m, false, &mut r)).collect();
-            let pageable = host_of_dtype(Device::Cpu(1), dtype, &vals[0]);
+            let pageable = host_buffer(Device::Cpu(1), dtype, &vals[0]);
             let on_dev = to_buffer(&dev, dtype, &vals[1]);
             let pinned = copy::dtoh(&dev, &to_buffer(&dev, dtype, &vals[2]), Device::Cpu(2)).unwrap();
             let ctx = format!("{dtype}, {n} elements, {} copies, seed {seed}", to.len());
@@ -265,7 +244,7 @@ mod tests {
         let be = super::super::open(dev.device.ordinal()).expect("backend");
         let n = crate::exec::STREAM_SMALL_BYTES / 4;
         let vals: Vec<Vec<f64>> = (0..2).map(|_| random_vals(DType::F32, n, false, &mut r)).collect();
-        let host = host_of_dtype(Device::Cpu(1), DType::F32, &vals[0]);
+        let host = host_buffer(Device::Cpu(1), DType::F32, &vals[0]);
         let on_dev = to_buffer(&dev, DType::F32, &vals[1]);
         let (kernel, want) = concat_of(&vals, 1);
         let got = be.compute_fanout(

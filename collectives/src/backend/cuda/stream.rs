@@ -304,32 +304,26 @@ impl Plan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use half::{bf16, f16};
+    use half::bf16;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
-    use super::super::tests::{OPS, as_dtype, close, devices, random_vals, reference, to_buffer, to_f64s};
+    use super::super::tests::{
+        OPS, as_dtype, close, devices, host_buffer, host_f64s, random_vals, reference, to_buffer, to_f64s,
+    };
     use super::super::{copy, device::CudaDevice};
     use super::*;
-    use crate::backend::cpu::with_type;
     use crate::dtype::{DType, Element};
     use crate::graph::{BinaryOp, ReduceOp};
 
     /// `vals` as a buffer of `dtype` where `at` says: on `dev` (`0`), in pageable host memory
     /// (`1`) or in pinned host memory, as a download leaves it (`2`).
     fn placed(dev: &CudaDevice, dtype: DType, vals: &[f64], at: usize) -> Buffer {
-        let host = with_type!(dtype, T => Buffer::from_vec(Device::Cpu(1), vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>()));
         match at {
             0 => to_buffer(dev, dtype, vals),
-            1 => host,
+            1 => host_buffer(Device::Cpu(1), dtype, vals),
             _ => copy::dtoh(dev, &to_buffer(dev, dtype, vals), Device::Cpu(2)).expect("dtoh"),
         }
-    }
-
-    fn host_f64s(b: &Buffer) -> Vec<f64> {
-        b.wait().expect("wait");
-        let bytes = b.host_bytes("test").expect("host bytes");
-        with_type!(b.dtype, T => bytemuck::pod_collect_to_vec::<u8, T>(bytes).into_iter().map(Element::to_f64).collect())
     }
 
     /// Every element of `got` against `want` (within `close` of `mag`, the sum of the magnitudes).

@@ -169,6 +169,23 @@ pub(super) fn to_buffer(dev: &CudaDevice, dtype: DType, vals: &[f64]) -> Buffer 
     with_type!(dtype, T => upload(dev, vals.iter().map(|&v| T::from_f64(v)).collect::<Vec<T>>()))
 }
 
+/// `vals` as a pageable host buffer of `dtype` on host device `device`.
+pub(super) fn host_buffer(device: Device, dtype: DType, vals: &[f64]) -> Buffer {
+    with_type!(dtype, T => {
+        let typed: Vec<T> = vals.iter().map(|&v| T::from_f64(v)).collect();
+        Buffer::from_vec(device, typed)
+    })
+}
+
+/// A host buffer's values as f64, once its writer is done.
+pub(super) fn host_f64s(b: &Buffer) -> Vec<f64> {
+    b.wait().expect("wait");
+    let bytes = b.host_bytes("test").expect("host bytes");
+    with_type!(b.dtype, T => {
+        bytemuck::pod_collect_to_vec::<u8, T>(bytes).into_iter().map(Element::to_f64).collect()
+    })
+}
+
 pub(super) fn to_f64s(dev: &CudaDevice, buf: &Buffer) -> Vec<f64> {
     with_type!(buf.dtype, T => download::<T>(dev, buf).into_iter().map(Element::to_f64).collect())
 }
