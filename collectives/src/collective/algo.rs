@@ -97,8 +97,8 @@ pub enum Algorithm {
     /// devices of one GPU) it is one multi-device call, and `reduce_scatter` (each member folds
     /// its part of every shard, along an outermost `dim`), `all_gather` (each member places every
     /// shard in its output), `broadcast` (each member copies the root's tensor) and `all_to_all`
-    /// (each member copies its part of every shard) take it too. Members that cannot read each other's
-    /// memory get copies first. On other groups with a GPU, `all_gather` and `reduce_scatter`
+    /// (each member copies its part of every shard) take it too. Members that cannot read each
+    /// other's memory get copies first. On other groups with a GPU, `all_gather` and `reduce_scatter`
     /// take it too: each member joins every shard itself, each copied straight into its place
     /// where the pair allows, and each member folds its part of every shard itself, each other
     /// member's part brought to it once, where the star brings every shard to the hub and then

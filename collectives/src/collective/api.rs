@@ -245,7 +245,7 @@ impl DeviceGroup {
             .map(|j| {
                 let to = self.devices()[j];
                 let column: Vec<Tensor> = parts.iter().map(|p| p[j].clone()).collect();
-                let at = star::site(to, &column, star::Work::Join(column.iter().map(Tensor::nbytes).sum()));
+                let at = star::site(to, &column, star::Work::join_of(&column));
                 if at != to {
                     return star::join_on(&mut hops, &column, dim, at, to);
                 }

@@ -28,6 +28,13 @@ pub(crate) enum Work {
     Join(usize),
 }
 
+impl Work {
+    /// The join of `parts`.
+    pub(crate) fn join_of(parts: &[Tensor]) -> Work {
+        Work::Join(parts.iter().map(Tensor::nbytes).sum())
+    }
+}
+
 /// Where `work` bound for `to` is computed from `inputs`: `to` itself, except a Vulkan device
 /// sharing its GPU with a CUDA device that holds one of the inputs (the device bridge). There,
 /// the CUDA device computes it and copies it into the Vulkan device's memory, so that no Vulkan
@@ -104,7 +111,7 @@ pub(crate) fn gather_to(hops: &mut Hops, shards: &[Tensor], dim: usize, root: De
     if let [one] = shards {
         return Ok(hops.hop(one, root));
     }
-    let at = site(root, shards, Work::Join(shards.iter().map(Tensor::nbytes).sum()));
+    let at = site(root, shards, Work::join_of(shards));
     join_on(hops, shards, dim, at, root)
 }
 
