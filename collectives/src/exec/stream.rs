@@ -134,8 +134,9 @@ fn streamable(s: &Step, sizes: Sizes) -> bool {
 /// Whether node `t` is one the pass streams: an op on a CUDA device with an output of one of the
 /// `sizes` that stream — elementwise, or a concat, which runs in one pass only (below
 /// `sizes.small`). A slice does not: a contiguous one is a view, and its copy to a host device
-/// is one the host's join places (`bench/gpu/39-one-pass-joins`, run a: streamed, the slices
-/// cost the reduce_scatter of `cuda:0,cpu:0` 2–5 µs a call up to 64 KiB, its all_to_all 2–26).
+/// is one the host's join places (`bench/gpu/39-one-pass-joins`, runs a and b: streamed, the
+/// slices cost the reduce_scatter of `cuda:0,cpu:0` 1–5 µs a call up to 64 KiB, its all_to_all
+/// 6–27 from 64 KiB).
 pub(super) fn streams(t: &Tensor, sizes: Sizes) -> bool {
     let bytes = t.nbytes();
     let fits = match t.op() {
