@@ -38,6 +38,53 @@ pub(crate) struct OutSpec {
     pub len: usize,
 }
 
+/// A copy of a kernel's result (or of a contiguous range of it) that the kernel step delivers
+/// to a host device itself ([`super::Backend::compute_fanout`]): a mixed group's fold writes its
+/// host members' copies — of the whole result for an all_reduce, of each member's part for a
+/// reduce_scatter — in the step that computes it (`exec/stream.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Delivery {
+    /// The host device the copy is on.
+    pub to: Device,
+    /// The elements of the result it holds.
+    pub range: std::ops::Range<usize>,
+}
+
+impl Delivery {
+    /// The whole of a result of `len` elements, to `to`.
+    pub fn whole(to: Device, len: usize) -> Delivery {
+        Delivery { to, range: 0..len }
+    }
+
+    /// The whole of a result of `len` elements, to each of `to`.
+    pub fn wholes(to: &[Device], len: usize) -> Vec<Delivery> {
+        to.iter().map(|&d| Delivery::whole(d, len)).collect()
+    }
+
+    /// Whether it holds the whole of a result of `len` elements.
+    pub fn is_whole(&self, len: usize) -> bool {
+        self.range == (0..len)
+    }
+
+    /// The copy's output: `out`'s dtype, the range's length.
+    pub fn out(&self, out: OutSpec) -> OutSpec {
+        OutSpec { dtype: out.dtype, len: self.range.len() }
+    }
+
+    /// [`Error::Internal`] unless each of `deliveries` is a range within a result of `out.len`
+    /// elements, to a host device: what every backend's `compute_fanout` may assume.
+    pub fn check_all(deliveries: &[Delivery], device: Device, out: OutSpec) -> Result<()> {
+        let bad = |d: &&Delivery| !d.to.is_host() || d.range.start > d.range.end || d.range.end > out.len;
+        match deliveries.iter().find(bad) {
+            Some(d) => Err(Error::internal(
+                format!("kernel on {device}"),
+                format!("a copy of elements {:?} to {} of a result of {} elements", d.range, d.to, out.len),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Kernel {
     /// Elements `start..start + len` along `dim` of an input shaped `input`.
     pub fn slice(input: &crate::graph::Shape, dim: usize, start: usize, len: usize) -> Kernel {

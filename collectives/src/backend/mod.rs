@@ -42,7 +42,7 @@ pub use host::HOST_POOL_ENV;
 #[cfg(any(feature = "cuda", feature = "vulkan"))]
 pub(crate) use host::{Declined, HostPin};
 pub(crate) use host::{HostMem, OwnedHost};
-pub(crate) use kernel::{Kernel, OutSpec};
+pub(crate) use kernel::{Delivery, Kernel, OutSpec};
 pub use lock::HOST_REGISTER_ENV;
 pub(crate) use registry::{
     device_count, device_name, get, nccl_available, nccl_usable, on_one_gpu, unavailable_reason,
@@ -156,17 +156,26 @@ pub(crate) fn refs(bufs: &[Arc<Buffer>]) -> smallvec::SmallVec<[&Buffer; 8]> {
     bufs.iter().map(|b| b.as_ref()).collect()
 }
 
-/// [`Backend::compute`] on `be`, then a copy of the result to each device of `to`: what
-/// [`Backend::compute_fanout`] does unless a backend writes the copies itself.
+/// [`Backend::compute`] on `be`, then each of `to`: a copy of the result, or of a slice of it
+/// (computed here, then copied): what [`Backend::compute_fanout`] does unless a backend writes
+/// the copies itself.
 pub(crate) fn compute_then_copy<B: Backend + ?Sized>(
     be: &B,
     kernel: &Kernel,
     inputs: &[&Buffer],
     out: OutSpec,
-    to: &[Device],
+    to: &[Delivery],
 ) -> Result<(Buffer, Vec<Buffer>)> {
     let first = be.compute(kernel, inputs, out)?;
-    let copies = to.iter().map(|&d| copy(&first, d)).collect::<Result<Vec<_>>>()?;
+    let deliver = |d: &Delivery| {
+        if d.is_whole(out.len) {
+            return copy(&first, d.to);
+        }
+        let (start, len) = (d.range.start, d.range.len());
+        let slice = Kernel::Slice { outer: 1, in_mid: out.len, start, len, inner: 1 };
+        copy(&be.compute(&slice, &[&first], d.out(out))?, d.to)
+    };
+    let copies = to.iter().map(deliver).collect::<Result<Vec<_>>>()?;
     Ok((first, copies))
 }
 
@@ -180,17 +189,18 @@ pub(crate) trait Backend: Send + Sync {
     /// Runs `kernel` on `inputs` (all on this device) into a new buffer shaped by `out`.
     fn compute(&self, kernel: &Kernel, inputs: &[&Buffer], out: OutSpec) -> Result<Buffer>;
 
-    /// As [`Backend::compute`], also delivering the result to each device of `to` (host devices:
-    /// other host devices of a host backend, or where a GPU's result is copied to). The default
-    /// computes, then copies; the CPU backend writes every copy while the result is still in
-    /// cache; the CUDA backend streams an elementwise kernel whose inputs (then possibly on host
-    /// devices, see `exec/stream.rs`) or copies cross to the host.
+    /// As [`Backend::compute`], also delivering the result, or a range of it, to each host
+    /// device of `to` (other host devices of a host backend, or where a GPU's result is copied
+    /// to), one new buffer each, in `to`'s order; the caller has checked the ranges
+    /// ([`Delivery::check_all`]). The default computes, then copies; the CPU backend writes every
+    /// copy while the result is still in cache; the CUDA backend streams a kernel whose inputs
+    /// (then possibly on host devices, see `exec/stream.rs`) or copies cross to the host.
     fn compute_fanout(
         &self,
         kernel: &Kernel,
         inputs: &[&Buffer],
         out: OutSpec,
-        to: &[Device],
+        to: &[Delivery],
     ) -> Result<(Buffer, Vec<Buffer>)> {
         compute_then_copy(self, kernel, inputs, out, to)
     }

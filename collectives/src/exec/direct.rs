@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use super::schedule::Action;
-use crate::backend::Buffer;
+use crate::backend::{Buffer, Delivery};
 use crate::device::{Device, DeviceKind};
 use crate::error::{Error, Result};
 use crate::graph::{Op, Tensor};
@@ -139,7 +139,8 @@ fn read_by(i: &Tensor, device: Device, streamed: bool) -> Option<Arc<Buffer>> {
 
 /// Issues `f`'s kernel and its copies as the schedule's kernel step does, waits and caches them.
 fn run_fanned(f: &Fanned) -> Result<()> {
-    let (out, copies) = super::step::kernel(&f.targets[0], &f.inputs, &f.to, f.streamed)?;
+    let to = Delivery::wholes(&f.to, f.targets[0].numel());
+    let (out, copies) = super::step::kernel(&f.targets[0], &f.inputs, &to, f.streamed)?;
     if copies.len() != f.to.len() {
         return Err(Error::internal(
             "direct kernel",

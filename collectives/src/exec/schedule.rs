@@ -27,7 +27,8 @@ pub(crate) enum Action {
     Part(usize),
     /// A compute kernel, its result also written to each host device of the `fanout` steps (the
     /// copies the kernel writes itself: a host kernel while the result is in cache, a streamed
-    /// kernel chunk by chunk). A `streamed` kernel (see [`super::stream`]) may read host buffers
+    /// kernel chunk by chunk; a kernel streamed in one pass also writes copies of contiguous
+    /// slices of its result, each the range its slice takes). A `streamed` kernel (see [`super::stream`]) may read host buffers
     /// that its device's backend uploads in chunks as it runs.
     Kernel { fanout: Vec<usize>, streamed: bool },
     /// A concatenation written as a join (see [`super::join`]): each part, on this device or
@@ -36,9 +37,10 @@ pub(crate) enum Action {
     /// copied part, the kernel's for a computed one).
     Join { parts: Vec<JoinPart> },
     /// Never issued on its own: a copy a kernel writes (an entry of its `fanout`), an upload a
-    /// streamed kernel reads from the host itself, the host hop of a fused chain, or a kernel a
-    /// join computes into its range; the last three are written by nobody (the kernel, the
-    /// chain's second hop, or the join moves or computes the data).
+    /// streamed kernel reads from the host itself, the host hop of a fused chain, a kernel a join
+    /// computes into its range, or a slice whose only readers are copies its kernel writes; the
+    /// last four are written by nobody (the kernel, the chain's second hop, or the join moves or
+    /// computes the data).
     Fused,
 }
 

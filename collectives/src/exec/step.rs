@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use super::schedule::{Action, JoinPart, Schedule};
 use crate::backend::join::Part;
-use crate::backend::{self, Buffer, Kernel, OutSpec};
-use crate::device::Device;
+use crate::backend::{self, Buffer, Delivery, Kernel, OutSpec};
 use crate::error::{Error, Result};
 use crate::graph::{Op, Tensor};
 
@@ -30,13 +29,36 @@ pub(crate) fn issue(sched: &Schedule, i: usize, inputs: &[Arc<Buffer>]) -> Resul
         Action::Join { parts } => one(join(t, parts, inputs)?),
         Action::Part(index) => one(part(&inputs[0], *index, t)?),
         Action::Kernel { fanout, streamed } => {
-            let to: Vec<Device> = fanout.iter().map(|&c| sched.steps[c].tensor.device()).collect();
+            let to =
+                fanout.iter().map(|&c| delivery(t, &sched.steps[c].tensor)).collect::<Result<Vec<_>>>()?;
             let (first, copies) = kernel(t, inputs, &to, *streamed)?;
             Ok((first, fanout.iter().copied().zip(copies).collect()))
         }
         Action::Ready(_) | Action::Fused => {
             Err(Error::internal("issue", "a step no queue issues was issued"))
         }
+    }
+}
+
+/// What kernel node `k` writes for copy node `c` of its step's fanout: its whole result, where
+/// `c` copies `k`, or the range of it that a contiguous slice between them takes (the stream pass
+/// fans out a small CUDA fold's copies of parts, `exec/stream.rs`).
+fn delivery(k: &Tensor, c: &Tensor) -> Result<Delivery> {
+    let of = match c.inputs() {
+        [of] => of,
+        _ => return Err(Error::internal("fanout", "a copy of no single input")),
+    };
+    if of.same_node(k) {
+        return Ok(Delivery::whole(c.device(), k.numel()));
+    }
+    match (of.op(), of.inputs()) {
+        (Op::Slice { .. }, [whole]) if whole.same_node(k) => match lower(of.op(), of)? {
+            Kernel::Slice { outer: 1, start, len, inner, .. } => {
+                Ok(Delivery { to: c.device(), range: start * inner..(start + len) * inner })
+            }
+            _ => Err(Error::internal("fanout", "a copy of a slice that is not one range")),
+        },
+        _ => Err(Error::internal("fanout", "a copy of neither the kernel nor a slice of it")),
     }
 }
 
@@ -56,7 +78,7 @@ fn call(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<Arc<Buffer>> {
 pub(super) fn kernel(
     t: &Tensor,
     inputs: &[Arc<Buffer>],
-    to: &[Device],
+    to: &[Delivery],
     streamed: bool,
 ) -> Result<(Arc<Buffer>, Vec<Arc<Buffer>>)> {
     let kernel = lower(t.op(), t)?;
@@ -66,6 +88,7 @@ pub(super) fn kernel(
         true => kernel.check_streamed(t.device(), &refs, out)?,
         false => kernel.check(t.device(), &refs, out)?,
     }
+    Delivery::check_all(to, t.device(), out)?;
     if let ([input], true) = (inputs, to.is_empty() && !streamed)
         && let Some(v) = backend::view(&kernel, input, t.device())?
     {
@@ -172,4 +195,29 @@ pub(super) fn lower(op: &Op, t: &Tensor) -> Result<Kernel> {
             return Err(Error::internal(op.name(), "lowered as a compute op, which it is not"));
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Device;
+    use crate::dtype::DType;
+    use crate::graph::Shape;
+
+    /// A copy of the kernel is its whole result; a copy of a slice of it along the outermost dim
+    /// the slice's range; a copy of a slice of two ranges a row, or of another tensor, is
+    /// refused.
+    #[test]
+    fn a_fanout_copy_delivers_the_whole_or_its_slices_range() {
+        let k = Tensor::placeholder(Shape::from(vec![6, 4]), DType::F32, Device::Cuda(0));
+        let to = Device::Cpu(1);
+        let copy = |t: &Tensor| t.copy_to_device(to).unwrap();
+        assert_eq!(delivery(&k, &copy(&k)).unwrap(), Delivery::whole(to, 24));
+        let rows = k.narrow(0, 2, 3).unwrap();
+        assert_eq!(delivery(&k, &copy(&rows)).unwrap(), Delivery { to, range: 8..20 });
+        assert!(delivery(&k, &copy(&k.narrow(1, 1, 2).unwrap())).is_err(), "two ranges a row");
+        let other = Tensor::placeholder(Shape::from(vec![24]), DType::F32, Device::Cuda(0));
+        assert!(delivery(&k, &copy(&other)).is_err(), "another tensor");
+        assert!(delivery(&k, &copy(&other.narrow(0, 0, 4).unwrap())).is_err(), "a slice of another");
+    }
 }

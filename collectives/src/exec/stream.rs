@@ -25,7 +25,9 @@
 //! (one pass only), and folds into it
 //! - each input that is a copy from a host device read by this kernel alone (the kernel reads the
 //!   host buffer; the copy is never issued, and its whole device buffer is never needed), and
-//! - each copy of its result to a host device (written by the kernel as a fanout copy).
+//! - each copy of its result to a host device (written by the kernel as a fanout copy), and in one
+//!   pass each copy to a host device of a contiguous slice of its result (the range the slice
+//!   takes: a mixed group's reduce_scatter sends each host member its part of the fold so).
 //!
 //! The CUDA backend's `compute_fanout` runs the streamed kernel (`backend/cuda/stream.rs` in
 //! chunks, `backend/cuda/mapped.rs` in one pass).
@@ -47,6 +49,7 @@
 use foldhash::HashMap;
 
 use super::schedule::{Action, Step, fold_copy, sole_copy_to};
+use crate::backend::Kernel;
 use crate::device::DeviceKind;
 use crate::graph::{Op, Tensor};
 
@@ -106,13 +109,21 @@ pub(crate) fn fuse(steps: &mut [Step], sizes: Sizes) {
         let ups: Vec<usize> = (0..steps[k].inputs.len())
             .filter(|&at| sole_copy_to(steps, steps[k].inputs[at], device, |d| d.is_host()))
             .collect();
-        let downs: Vec<usize> =
+        let mut downs: Vec<usize> =
             readers.get(&k).into_iter().flatten().copied().filter(|&c| download_to_host(&steps[c])).collect();
-        if ups.is_empty() && downs.is_empty() {
+        let parts = match steps[k].tensor.nbytes() < sizes.small {
+            true => part_downloads(steps, &readers, k),
+            false => vec![],
+        };
+        if ups.is_empty() && downs.is_empty() && parts.is_empty() {
             continue;
         }
         for &at in &ups {
             fold_copy(steps, k, at);
+        }
+        for &(s, c) in &parts {
+            read_past(steps, k, s, c);
+            downs.push(c);
         }
         for &c in &downs {
             steps[c].action = Action::Fused;
@@ -145,6 +156,41 @@ pub(super) fn streams(t: &Tensor, sizes: Sizes) -> bool {
         _ => false,
     };
     t.device().kind() == DeviceKind::Cuda && fits
+}
+
+/// The copies to host devices of the contiguous slices of kernel step `k` (each a slice step of
+/// `k` alone on its device, a view of one range of its result), as `(slice, copy)`: a kernel in
+/// one pass writes them itself, as ranges of its result. A mixed group's reduce_scatter folds on
+/// its CUDA member and sends each host member its part: that part's copy, a download of its own
+/// after the fold (about 8.6 µs of calls at 4 KiB on an H100, `bench/gpu/39-one-pass-joins`,
+/// run d), becomes one more launch of the fold's step.
+fn part_downloads(steps: &[Step], readers: &HashMap<usize, Vec<usize>>, k: usize) -> Vec<(usize, usize)> {
+    let of_k = readers.get(&k).into_iter().flatten().copied();
+    let parts = of_k.filter(|&s| contiguous_slice_of(&steps[s], k));
+    let copies = |s: usize| readers.get(&s).into_iter().flatten().copied().map(move |c| (s, c));
+    parts.flat_map(copies).filter(|&(_, c)| download_to_host(&steps[c])).collect()
+}
+
+/// Whether step `s` is a slice kernel of step `k` alone, on `k`'s device, of one contiguous range.
+fn contiguous_slice_of(s: &Step, k: usize) -> bool {
+    let kernel = || super::step::lower(s.tensor.op(), &s.tensor);
+    matches!(&s.action, Action::Kernel { fanout, streamed: false } if fanout.is_empty())
+        && s.inputs == [k]
+        && matches!(s.tensor.op(), Op::Slice { .. })
+        && s.tensor.device() == s.tensor.inputs()[0].device()
+        && matches!(kernel(), Ok(Kernel::Slice { outer: 1, .. }))
+}
+
+/// Copy step `c` of slice step `s` of kernel step `k` reads `k` instead (the kernel writes the
+/// slice's range itself); `s`, read by nothing else and no target, is then never issued.
+fn read_past(steps: &mut [Step], k: usize, s: usize, c: usize) {
+    steps[c].inputs[0] = k;
+    steps[k].consumers += 1;
+    steps[s].consumers -= 1;
+    if steps[s].consumers == 0 && !steps[s].keep {
+        steps[s].action = Action::Fused;
+        steps[k].consumers -= 1;
+    }
 }
 
 /// For every step, the steps that read it (each once).
@@ -284,6 +330,54 @@ mod tests {
                 matches!(&s.steps[k].action, Action::Kernel { fanout, streamed: true } if fanout.len() == 1);
             assert!(!fanned, "a slice of {numel}: {}", s.describe(k));
         }
+    }
+
+    /// The mixed star's reduce_scatter: a fold on CUDA, its first half kept there (a target), its
+    /// second half copied to the host. Below the small bound the copy is the fold's fanout,
+    /// reading the fold, and the slice it read, nothing else's, is never issued; a slice that is
+    /// also a target is still issued; from the bound on, and for a slice of two ranges (along
+    /// an inner dim), the copy stays a step of its own.
+    #[test]
+    fn a_small_folds_parts_are_copied_to_the_host_by_the_fold() {
+        let small = Sizes::DEFAULT.small / 4;
+        for (numel, fanned) in [(2, true), (1024, true), (small - 2, true), (small, false)] {
+            let (_, _, folded, _) = star_of(numel);
+            let (mine, theirs) =
+                (folded.narrow(0, 0, numel / 2).unwrap(), folded.narrow(0, numel / 2, numel / 2).unwrap());
+            let down = theirs.copy_to_device(HOST).unwrap();
+            let also = mine.copy_to_device(Device::Cpu(1)).unwrap();
+            let mut s = super::super::schedule::unfused(&[mine.clone(), down.clone(), also.clone()]);
+            fuse(&mut s.steps, Sizes::DEFAULT);
+            let st = &s.steps;
+            let (k, m, t, d, a) = (
+                index(st, &folded),
+                index(st, &mine),
+                index(st, &theirs),
+                index(st, &down),
+                index(st, &also),
+            );
+            let mut fanout = match &st[k].action {
+                Action::Kernel { fanout, .. } => fanout.clone(),
+                _ => panic!("the fold is a kernel"),
+            };
+            fanout.sort_unstable();
+            let mut copies = vec![d, a];
+            copies.sort_unstable();
+            assert_eq!(fanout == copies, fanned, "{numel} elements: {}", s.describe(k));
+            assert_eq!(matches!(st[t].action, Action::Fused), fanned, "the copied slice, {numel}");
+            assert!(matches!(st[m].action, Action::Kernel { .. }), "the kept slice is issued, {numel}");
+            if fanned {
+                assert_eq!((st[d].inputs[0], st[a].inputs[0]), (k, k), "the copies read the fold");
+                assert_eq!((st[t].consumers, st[m].consumers, st[k].consumers), (0, 0, 3), "{numel}");
+            }
+        }
+        let (_, _, folded, _) = star_of(64);
+        let rows = folded.reshape([8, 8]).unwrap();
+        let column = rows.narrow(1, 0, 4).unwrap();
+        let down = column.copy_to_device(HOST).unwrap();
+        let mut s = super::super::schedule::unfused(std::slice::from_ref(&down));
+        fuse(&mut s.steps, Sizes::DEFAULT);
+        assert!(matches!(s.steps[index(&s.steps, &down)].action, Action::Copy { .. }), "two ranges a row");
     }
 
     #[test]

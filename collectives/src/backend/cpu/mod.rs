@@ -14,7 +14,7 @@ pub(crate) use call::{HostAllToAll, HostReduceScatter, HostScatter, HostStar};
 use half::{bf16, f16};
 
 use super::join::Part;
-use super::{Backend, Buffer, Kernel, OutSpec, OwnedHost};
+use super::{Backend, Buffer, Delivery, Kernel, OutSpec, OwnedHost};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -193,29 +193,33 @@ impl Backend for CpuBackend {
         Ok(self.compute_fanout(kernel, inputs, spec, &[])?.0)
     }
 
+    /// Every whole copy is written in the kernel's pass, while the result is in cache; a range
+    /// of the result is copied from it after.
     fn compute_fanout(
         &self,
         kernel: &Kernel,
         inputs: &[&Buffer],
         spec: OutSpec,
-        to: &[Device],
+        to: &[Delivery],
     ) -> Result<(Buffer, Vec<Buffer>)> {
         crate::failpoint::hit(self.device, "cpu kernel launch")?;
         let ins = host_inputs(inputs)?;
         let mut copies = Vec::with_capacity(to.len());
-        for &d in to {
-            copies.push(CpuBackend::on(d)?.alloc(spec)?);
+        for d in to {
+            copies.push(CpuBackend::on(d.to)?.alloc(d.out(spec))?);
         }
         let mut out = self.alloc(spec)?;
-        let mut fan: Vec<&mut [u8]> = copies.iter_mut().map(out_bytes).collect::<Result<_>>()?;
-        run_kernel(
-            kernel,
-            &ins,
-            inputs.first().map_or(spec.dtype, |b| b.dtype),
-            spec.dtype,
-            out_bytes(&mut out)?,
-            &mut fan,
-        );
+        let whole = |i: &usize| to[*i].is_whole(spec.len);
+        let (mut fanned, mut ranged): (Vec<(usize, &mut Buffer)>, Vec<_>) =
+            copies.iter_mut().enumerate().partition(|(i, _)| whole(i));
+        let mut fan: Vec<&mut [u8]> = fanned.iter_mut().map(|(_, b)| out_bytes(b)).collect::<Result<_>>()?;
+        let o = out_bytes(&mut out)?;
+        run_kernel(kernel, &ins, inputs.first().map_or(spec.dtype, |b| b.dtype), spec.dtype, o, &mut fan);
+        let size = spec.dtype.size();
+        for (i, b) in &mut ranged {
+            let r = &to[*i].range;
+            kernels::copy_bytes(&o[r.start * size..r.end * size], out_bytes(b)?);
+        }
         Ok((out, copies))
     }
 
@@ -242,7 +246,65 @@ impl Backend for CpuBackend {
 
 #[cfg(test)]
 mod tests {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
     use super::*;
+    use crate::graph::ReduceKind;
+
+    fn f32s(b: &Buffer) -> Vec<f32> {
+        typed::<f32>(b.host_bytes("test").expect("host bytes")).to_vec()
+    }
+
+    /// A sum of three random shards at odd sizes delivered whole and in ranges (a tail, the
+    /// middle, an empty one) by the CPU backend's own fanout and by the default
+    /// `compute_then_copy` (what a Vulkan device does): every element of every copy against the
+    /// f64 reference; a range past the result is refused before anything runs.
+    #[test]
+    fn a_fold_delivers_whole_copies_and_ranges() {
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        let be = CpuBackend::on(Device::Cpu(0)).unwrap();
+        for n in [1usize, 7, 4099] {
+            let shards: Vec<Vec<f32>> =
+                (0..3).map(|_| (0..n).map(|_| r.random_range(-100.0f32..100.0)).collect()).collect();
+            let bufs: Vec<Buffer> =
+                shards.iter().map(|v| Buffer::from_vec(Device::Cpu(0), v.clone())).collect();
+            let refs: Vec<&Buffer> = bufs.iter().collect();
+            let want: Vec<f64> =
+                (0..n).map(|i| shards.iter().map(|v| f64::from(v[i])).sum::<f64>()).collect();
+            let mut to = Delivery::wholes(&[Device::Cpu(1)], n);
+            for (d, range) in [(2, n / 3..n), (3, n / 3..2 * n / 3), (4, n..n)] {
+                to.push(Delivery { to: Device::Cpu(d), range });
+            }
+            let kernel = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
+            let spec = OutSpec { dtype: DType::F32, len: n };
+            for (how, got) in [
+                ("fanout", be.compute_fanout(&kernel, &refs, spec, &to)),
+                ("compute then copy", super::super::compute_then_copy(&be, &kernel, &refs, spec, &to)),
+            ] {
+                let (out, copies) = got.expect("computed");
+                let close = |got: &[f32], want: &[f64]| {
+                    got.len() == want.len()
+                        && got
+                            .iter()
+                            .zip(want)
+                            .all(|(&g, &w)| (f64::from(g) - w).abs() <= 1e-4 * (1.0 + w.abs()))
+                };
+                assert!(close(&f32s(&out), &want), "{how}: the result, {n} elements, seed {seed}");
+                for (c, d) in copies.iter().zip(&to) {
+                    assert_eq!(c.device, d.to);
+                    assert!(close(&f32s(c), &want[d.range.clone()]), "{how}: {d:?}, seed {seed}");
+                }
+            }
+        }
+        let past = [Delivery { to: Device::Cpu(1), range: 2..5 }];
+        let spec = OutSpec { dtype: DType::F32, len: 4 };
+        assert!(matches!(Delivery::check_all(&past, Device::Cpu(0), spec), Err(Error::Internal { .. })));
+        let gpu = [Delivery::whole(Device::Cuda(0), 4)];
+        assert!(Delivery::check_all(&gpu, Device::Cpu(0), spec).is_err(), "not a host device");
+        assert!(Delivery::check_all(&Delivery::wholes(&[Device::Cpu(1)], 4), Device::Cpu(0), spec).is_ok());
+    }
 
     /// Found on the GPU machine (`collective_props` with a CUDA member, empty shards): an empty
     /// host buffer at an address no f32 may have reached a host fold, whose cast panicked.

@@ -22,42 +22,62 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
 use super::event::issue_flagged;
-use super::launch::{self, Launcher};
+use super::launch::{self, Launcher, Seg};
 use super::memory::{CudaFence, alloc_of, await_on, fenced_buffer};
 use super::pinned::{self, PinnedBlock, PinnedHost};
 use super::stream::{host_blocks, host_copy};
-use crate::backend::{Buffer, Kernel, Mem, OutSpec};
+use crate::backend::{Buffer, Delivery, Kernel, Mem, OutSpec};
 use crate::device::Device;
 use crate::error::Result;
 
-/// Runs `kernel` over `inputs` (on `dev`, on peers it reads in place, or on host
-/// devices) into a new buffer on `dev`, and copies the result into a new buffer on each host
-/// device of `to`, all on `dev`'s compute stream; returns the device result and the host copies.
-/// The caller has checked the kernel contract (`Kernel::check_streamed`) and that `dev` has
-/// unified addressing (`CudaDevice::unified`: every 64-bit platform CUDA supports today).
+/// Runs `kernel` over `inputs` (on `dev`, on peers it reads in place, or on host devices) into
+/// a new buffer on `dev`, and copies the result, or a range of it, into a new buffer on the host
+/// device of each of `to`, all on `dev`'s compute stream; returns the device result and the host
+/// copies. The kernel writes the whole copies in its pass where it can ([`launch::run_to_all`]);
+/// one more launch copies the ranges from the result. The caller has checked the kernel contract
+/// (`Kernel::check_streamed`), the ranges (`Delivery::check_all`) and that `dev` has unified
+/// addressing (`CudaDevice::unified`: every 64-bit platform CUDA supports today).
 pub(crate) fn compute_mapped(
     dev: &CudaDevice,
     kernel: &Kernel,
     inputs: &[&Buffer],
     out: OutSpec,
-    to: &[Device],
+    to: &[Delivery],
 ) -> Result<(Buffer, Vec<Buffer>)> {
     crate::failpoint::hit(dev.device, "cuda copy")?;
-    let bytes = out.len * out.dtype.size();
-    let blocks = host_blocks(dev, to, bytes, "one-pass kernel")?;
+    let size = out.dtype.size();
+    let sized: Vec<(Device, usize)> = to.iter().map(|d| (d.to, d.range.len() * size)).collect();
+    let blocks = host_blocks(dev, &sized, "one-pass kernel")?;
     let copied = launch::peer_inputs(dev, inputs)?;
     let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
     let mut staged = Vec::new();
     let ptrs = inputs.iter().map(|b| read_at(dev, b, &mut staged)).collect::<Result<Vec<_>>>()?;
     let stream = &dev.compute;
-    let dst = dev.alloc(bytes, stream)?;
+    let dst = dev.alloc(out.len * size, stream)?;
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
-    // The result into `dst` and each host copy's block: a reduce writes them all in its pass.
-    let outs: Vec<CUdeviceptr> =
-        std::iter::once(dst.ptr()).chain(blocks.iter().flatten().map(|b| b.ptr() as CUdeviceptr)).collect();
+    // The result into `dst` and each whole copy's block (a reduce writes them all in its pass),
+    // then each range from `dst` into its block.
+    let mut outs = vec![dst.ptr()];
+    let mut ranges: Vec<Seg> = Vec::new();
+    for (d, block) in to.iter().zip(&blocks) {
+        let Some(block) = block else { continue };
+        match d.is_whole(out.len) {
+            true => outs.push(block.ptr() as CUdeviceptr),
+            false => {
+                let from = dst.ptr() + (d.range.start * size) as u64;
+                ranges.push((from, block.ptr() as CUdeviceptr, (d.range.len() * size) as u64));
+            }
+        }
+    }
     let l = Launcher::new(dev, stream);
-    let issued =
-        issue_flagged(dev, stream, |flag| launch::run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, flag));
+    let issued = issue_flagged(dev, stream, |flag| {
+        let last = flag.filter(|_| ranges.is_empty());
+        let stored = launch::run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, last)?;
+        // SAFETY: `dst` holds the result once the launch above has run (same stream); each range
+        // lies within it (checked by the caller) and its block holds that many bytes.
+        Ok(stored
+            | unsafe { launch::copy_segments_flagged(&l, &ranges, flag.filter(|_| !ranges.is_empty())) }?)
+    });
     let done = match issued {
         Ok(e) => e,
         Err(e) => {
@@ -83,7 +103,7 @@ pub(crate) fn compute_mapped(
     dst.note_use(stream, &done);
     // One fence for the result and its copies: the wait for one covers the others.
     let fence = Arc::new(CudaFence::new(done, stream, dev.device));
-    let copies = to.iter().zip(blocks).map(|(&d, block)| host_copy(d, out, block, &fence)).collect();
+    let copies = to.iter().zip(blocks).map(|(d, block)| host_copy(d.to, d.out(out), block, &fence)).collect();
     Ok((fenced_buffer(out.dtype, out.len, dst, fence), copies))
 }
 
@@ -112,7 +132,7 @@ fn read_at(dev: &CudaDevice, b: &Buffer, staged: &mut Vec<PinnedBlock>) -> Resul
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -129,8 +149,9 @@ mod tests {
     }
 
     /// A binary op of a pageable and a pinned host input at odd sizes (1, 7, 65 537 elements) with
-    /// two host copies, every element against the f64 reference; the inputs unchanged; an empty
-    /// kernel; a target that is not a host device. (`stream.rs`'s fold test runs every reduce op
+    /// two whole host copies and three of ranges (the tail, the middle, an empty one), every
+    /// element against the f64 reference; the inputs unchanged; an empty kernel; a target that is
+    /// not a host device. (`stream.rs`'s fold test runs every reduce op
     /// and dtype through this path too.)
     #[test]
     fn one_pass_binary_kernels_at_odd_sizes_and_edge_cases() {
@@ -149,23 +170,24 @@ mod tests {
             )
             .unwrap();
             let out = OutSpec { dtype: DType::F32, len: n };
-            let to = [Device::Cpu(0), Device::Cpu(3)];
+            let to = mixed_deliveries(n);
             let (res, copies) =
                 compute_mapped(&dev, &Kernel::Binary(BinaryOp::Mul), &[&pageable, &pinned], out, &to)
                     .expect("one pass");
             let want: Vec<f64> =
                 (0..n).map(|i| as_dtype(DType::F32, f64::from(a[i]) * f64::from(b[i]))).collect();
             assert_eq!(to_f64s(&dev, &res), want, "device result, {n} elements, seed {seed}");
-            for (c, d) in copies.iter().zip(to) {
-                assert_eq!(c.device, d);
+            for (c, d) in copies.iter().zip(&to) {
+                assert_eq!((c.device, c.len), (d.to, d.range.len()));
                 let got: Vec<f64> = host_f32(c).into_iter().map(f64::from).collect();
-                assert_eq!(got, want, "copy on {d}, {n} elements, seed {seed}");
+                assert_eq!(got, want[d.range.clone()], "copy {d:?}, {n} elements, seed {seed}");
             }
             assert_eq!((host_f32(&pageable), host_f32(&pinned)), (a, b), "inputs unchanged");
         }
         let empty = Buffer::from_vec::<f32>(Device::Cpu(0), vec![]);
         let zero = OutSpec { dtype: DType::F32, len: 0 };
-        let (res, copies) = compute_mapped(&dev, &Kernel::Cast, &[&empty], zero, &[Device::Cpu(0)]).unwrap();
+        let to = Delivery::wholes(&[Device::Cpu(0)], 0);
+        let (res, copies) = compute_mapped(&dev, &Kernel::Cast, &[&empty], zero, &to).unwrap();
         assert_eq!((res.len, host_f32(&copies[0]).len()), (0, 0), "nothing to do");
         let one = Buffer::from_vec(Device::Cpu(0), vec![1.0f32]);
         let err = compute_mapped(
@@ -173,9 +195,19 @@ mod tests {
             &Kernel::Cast,
             &[&one],
             OutSpec { dtype: DType::F32, len: 1 },
-            &[Device::Vulkan(0)],
+            &Delivery::wholes(&[Device::Vulkan(0)], 1),
         );
         assert!(matches!(err, Err(Error::Internal { .. })), "{:?}", err.err());
+    }
+
+    /// Deliveries of a result of `n` elements: whole to two host devices, then its tail from a
+    /// third on, its middle third and an empty range at its end to three more.
+    pub(in super::super) fn mixed_deliveries(n: usize) -> Vec<Delivery> {
+        let mut to = Delivery::wholes(&[Device::Cpu(0), Device::Cpu(3)], n);
+        for (d, range) in [(4, n / 3..n), (5, n / 3..2 * n / 3), (6, n..n)] {
+            to.push(Delivery { to: Device::Cpu(d), range });
+        }
+        to
     }
 
     /// Concats and slices in one pass (`exec/stream.rs` streams small concats; the backend takes
@@ -206,27 +238,16 @@ mod tests {
             let ctx = format!("{dtype}, {n} elements, {} copies, seed {seed}", to.len());
             for outer in [1, 2] {
                 let (kernel, want) = concat_of(&vals, outer);
-                let got = compute_mapped(
-                    &dev,
-                    &kernel,
-                    &[&pageable, &on_dev, &pinned],
-                    want_spec(dtype, &want),
-                    to,
-                );
-                check_everywhere(
-                    &dev,
-                    got.expect("one-pass concat"),
-                    &want,
-                    &format!("concat of {outer} rows, {ctx}"),
-                );
+                let to = Delivery::wholes(to, want.len());
+                let parts = [&pageable, &on_dev, &pinned];
+                let got = compute_mapped(&dev, &kernel, &parts, want_spec(dtype, &want), &to);
+                let what = format!("concat of {outer} rows, {ctx}");
+                check_everywhere(&dev, got.expect("one-pass concat"), &want, &to, &what);
                 let (kernel, want) = slice_of(&vals[0], outer);
-                let got = compute_mapped(&dev, &kernel, &[&pageable], want_spec(dtype, &want), to);
-                check_everywhere(
-                    &dev,
-                    got.expect("one-pass slice"),
-                    &want,
-                    &format!("slice of {outer} rows, {ctx}"),
-                );
+                let to = Delivery::wholes(&to.iter().map(|d| d.to).collect::<Vec<_>>(), want.len());
+                let got = compute_mapped(&dev, &kernel, &[&pageable], want_spec(dtype, &want), &to);
+                let what = format!("slice of {outer} rows, {ctx}");
+                check_everywhere(&dev, got.expect("one-pass slice"), &want, &to, &what);
             }
             assert_eq!(host_f64s(&pageable), vals[0], "pageable input unchanged, {ctx}");
             assert_eq!(host_f64s(&pinned), vals[2], "pinned input unchanged, {ctx}");
@@ -235,7 +256,8 @@ mod tests {
     }
 
     /// A concat of a host and a device part from the one-pass bound on, through the backend,
-    /// which uploads the host part first; the result and two host copies against the parts.
+    /// which uploads the host part first; the result, two whole host copies and three of ranges
+    /// (computed as slices, then copied) against the parts.
     #[test]
     fn a_concat_from_the_one_pass_bound_on_uploads_its_host_parts() {
         let Some(dev) = devices().into_iter().next() else { return };
@@ -247,13 +269,9 @@ mod tests {
         let host = host_buffer(Device::Cpu(1), DType::F32, &vals[0]);
         let on_dev = to_buffer(&dev, DType::F32, &vals[1]);
         let (kernel, want) = concat_of(&vals, 1);
-        let got = be.compute_fanout(
-            &kernel,
-            &[&host, &on_dev],
-            want_spec(DType::F32, &want),
-            &[Device::Cpu(0), Device::Cpu(3)],
-        );
-        check_everywhere(&dev, got.expect("uploaded, then computed"), &want, &format!("seed {seed}"));
+        let to = mixed_deliveries(want.len());
+        let got = be.compute_fanout(&kernel, &[&host, &on_dev], want_spec(DType::F32, &want), &to);
+        check_everywhere(&dev, got.expect("uploaded, then computed"), &want, &to, &format!("seed {seed}"));
     }
 
     /// The concat of `parts` in `outer` rows (each part's rows in turn, row by row), and its
@@ -282,10 +300,17 @@ mod tests {
     }
 
     /// Checks the device result and every host copy of `got` against `want`.
-    fn check_everywhere(dev: &CudaDevice, got: (Buffer, Vec<Buffer>), want: &[f64], ctx: &str) {
+    fn check_everywhere(
+        dev: &CudaDevice,
+        got: (Buffer, Vec<Buffer>),
+        want: &[f64],
+        to: &[Delivery],
+        ctx: &str,
+    ) {
         assert_eq!(to_f64s(dev, &got.0), want, "on the device, {ctx}");
-        for c in &got.1 {
-            assert_eq!(host_f64s(c), want, "on {}, {ctx}", c.device);
+        assert_eq!(got.1.len(), to.len(), "{ctx}");
+        for (c, d) in got.1.iter().zip(to) {
+            assert_eq!((c.device, host_f64s(c)), (d.to, want[d.range.clone()].to_vec()), "{d:?}, {ctx}");
         }
     }
 }

@@ -47,7 +47,7 @@ mod virt;
 
 use std::sync::Arc;
 
-use super::{Backend, Buffer, Kernel, OutSpec};
+use super::{Backend, Buffer, Delivery, Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -74,7 +74,7 @@ impl CudaBackend {
         kernel: &Kernel,
         inputs: &[&Buffer],
         out: OutSpec,
-        to: &[Device],
+        to: &[Delivery],
     ) -> Result<(Buffer, Vec<Buffer>)> {
         let up = |b: &Buffer| b.device.is_host().then(|| copy::htod(&self.dev, b)).transpose();
         let uploaded = inputs.iter().map(|&b| up(b)).collect::<Result<Vec<_>>>()?;
@@ -126,23 +126,24 @@ impl Backend for CudaBackend {
 
     /// A kernel with host inputs or host copies runs streamed ([`stream`]): under
     /// [`crate::exec::STREAM_SMALL_BYTES`] in one pass, reading its host inputs in place and
-    /// writing its host copies across the bus ([`mapped`]); larger, an elementwise kernel's
-    /// uploads, chunks and downloads overlap, and any other kernel's host inputs are uploaded
-    /// first. Anything else computes, then copies.
+    /// writing its host copies (of the result or of ranges of it) across the bus ([`mapped`]);
+    /// larger, an elementwise kernel's uploads, chunks and downloads of whole copies overlap, and
+    /// any other kernel's host inputs are uploaded first. Anything else computes, then copies.
     fn compute_fanout(
         &self,
         kernel: &Kernel,
         inputs: &[&Buffer],
         out: OutSpec,
-        to: &[Device],
+        to: &[Delivery],
     ) -> Result<(Buffer, Vec<Buffer>)> {
         let from_host = inputs.iter().any(|b| b.device.is_host());
         if from_host || !to.is_empty() {
             if out.len * out.dtype.size() < crate::exec::STREAM_SMALL_BYTES && self.dev.unified {
                 return mapped::compute_mapped(&self.dev, kernel, inputs, out, to);
             }
-            if kernel.elementwise() {
-                return stream::compute_streamed(&self.dev, kernel, inputs, out, to, None);
+            if kernel.elementwise() && to.iter().all(|d| d.is_whole(out.len)) {
+                let to: Vec<Device> = to.iter().map(|d| d.to).collect();
+                return stream::compute_streamed(&self.dev, kernel, inputs, out, &to, None);
             }
         }
         self.upload_then_compute(kernel, inputs, out, to)

@@ -27,7 +27,7 @@ use super::launch::{self, Launcher};
 use super::memory::alloc_of;
 use super::tests::{devices, upload};
 use crate::backend::timing::{self, row};
-use crate::backend::{Kernel, OutSpec};
+use crate::backend::{Delivery, Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::graph::{ReduceKind, Tensor};
@@ -192,11 +192,11 @@ fn mixed_all_reduce_layers_probe() {
         }),
     );
     drop((pin_in, pin_out));
+    let to = Delivery::wholes(&[Device::Cpu(0)], N);
     row(
         "one-pass kernel (a device and a pageable host input, one host copy) + waits",
         time(|| {
-            let (d, copies) =
-                super::mapped::compute_mapped(&dev, &kernel, &[&a, &host], spec, &[Device::Cpu(0)]).unwrap();
+            let (d, copies) = super::mapped::compute_mapped(&dev, &kernel, &[&a, &host], spec, &to).unwrap();
             d.wait().unwrap();
             copies[0].wait().unwrap();
         }),

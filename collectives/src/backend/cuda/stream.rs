@@ -99,7 +99,8 @@ pub(crate) fn compute_streamed(
     let widest = inputs.first().map_or(1, |b| b.dtype.size()).max(out.dtype.size());
     let chunk = chunk.unwrap_or_else(|| chunk_elems(out.len, widest)).clamp(1, staging::CHUNK / widest);
     let bytes = out.len * out.dtype.size();
-    let blocks = host_blocks(dev, to, bytes, "streamed kernel")?;
+    let sized: Vec<(Device, usize)> = to.iter().map(|&d| (d, bytes)).collect();
+    let blocks = host_blocks(dev, &sized, "streamed kernel")?;
     let copied = launch::peer_inputs(dev, inputs)?;
     let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
     let dst = dev.alloc(bytes, &dev.compute)?;
@@ -147,22 +148,23 @@ fn input<'a>(dev: &CudaDevice, b: &'a Buffer) -> Result<Input<'a>> {
     Ok(Input::Host { from, scratch: dev.alloc(b.bytes(), &dev.copy_in)? })
 }
 
-/// A pinned block of `bytes` for each host device of `to`, which the result of a streamed kernel
-/// (`what`, chunked here or in one pass, `mapped.rs`) is copied into; none where the result is
-/// empty. An internal error where `to` names a device that is not a host device.
+/// A pinned block for each `(host device, bytes)` of `to`, which the result of a streamed kernel
+/// (`what`, chunked here or in one pass, `mapped.rs`), or a range of it, is copied into; none
+/// where that is empty. An internal error where `to` names a device that is not a host device.
 pub(super) fn host_blocks(
     dev: &CudaDevice,
-    to: &[Device],
-    bytes: usize,
+    to: &[(Device, usize)],
     what: &str,
 ) -> Result<Vec<Option<PinnedBlock>>> {
-    if let Some(d) = to.iter().find(|d| !d.is_host()) {
+    if let Some((d, _)) = to.iter().find(|(d, _)| !d.is_host()) {
         return Err(Error::internal(
             format!("{what} on {}", dev.device),
             format!("{d} is not a host device"),
         ));
     }
-    to.iter().map(|_| (bytes > 0).then(|| pinned::take(bytes, &dev.ctx, dev.device)).transpose()).collect()
+    to.iter()
+        .map(|&(_, bytes)| (bytes > 0).then(|| pinned::take(bytes, &dev.ctx, dev.device)).transpose())
+        .collect()
 }
 
 /// A host device `d`'s copy of the result, in `block`, complete when `landed` is (the copies of
@@ -308,11 +310,13 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
+    use super::super::mapped::tests::mixed_deliveries;
     use super::super::tests::{
         OPS, as_dtype, close, devices, host_buffer, host_f64s, random_vals, reference, to_buffer, to_f64s,
     };
     use super::super::{copy, device::CudaDevice};
     use super::*;
+    use crate::backend::Delivery;
     use crate::dtype::{DType, Element};
     use crate::graph::{BinaryOp, ReduceOp};
 
@@ -343,9 +347,10 @@ mod tests {
     }
 
     /// A fold of a device shard, a pageable host shard and a pinned host shard, chunked finely
-    /// (aligned and not) and whole, and in one pass (`mapped.rs`), into the device and two host
-    /// copies: every op and dtype against the f64 reference, every element; the host inputs
-    /// unchanged.
+    /// (aligned and not) and whole, into the device and two host copies, and in one pass
+    /// (`mapped.rs`) into the device, two host copies and three of ranges (a mixed
+    /// reduce_scatter's parts): every op and dtype against the f64 reference, every element; the
+    /// host inputs unchanged.
     #[test]
     fn a_streamed_fold_matches_the_reference_in_every_chunking() {
         let Some(dev) = devices().into_iter().next() else { return };
@@ -369,16 +374,27 @@ mod tests {
                 let to = [Device::Cpu(0), Device::Cpu(3)];
                 let chunked =
                     compute_streamed(&dev, &kernel, &refs, out, &to, Some(chunk)).expect("streamed");
-                let one_pass =
-                    super::super::mapped::compute_mapped(&dev, &kernel, &refs, out, &to).expect("one pass");
-                for ((res, copies), how) in
-                    [(chunked, format!("chunk {chunk}")), (one_pass, "one pass".into())]
-                {
+                let parts = mixed_deliveries(n);
+                let one_pass = super::super::mapped::compute_mapped(&dev, &kernel, &refs, out, &parts)
+                    .expect("one pass");
+                for ((res, copies), to, how) in [
+                    (chunked, Delivery::wholes(&to, n), format!("chunk {chunk}")),
+                    (one_pass, parts, "one pass".into()),
+                ] {
                     let ctx = format!("{dtype} {op:?} {how} seed {seed}");
                     check(dtype, &to_f64s(&dev, &res), &want, &mag, 3, &format!("device result, {ctx}"));
-                    for (c, d) in copies.iter().zip(to) {
-                        assert_eq!(c.device, d);
-                        check(dtype, &host_f64s(c), &want, &mag, 3, &format!("copy on {d}, {ctx}"));
+                    assert_eq!(copies.len(), to.len(), "{ctx}");
+                    for (c, d) in copies.iter().zip(&to) {
+                        let r = d.range.clone();
+                        assert_eq!(c.device, d.to);
+                        check(
+                            dtype,
+                            &host_f64s(c),
+                            &want[r.clone()],
+                            &mag[r],
+                            3,
+                            &format!("copy {d:?}, {ctx}"),
+                        );
                     }
                 }
                 let ctx = format!("{dtype} {op:?} seed {seed}");
