@@ -52,11 +52,13 @@ pub(crate) struct Delivery {
 
 impl Delivery {
     /// The whole of a result of `len` elements, to `to`.
+    #[cfg(test)]
     pub fn whole(to: Device, len: usize) -> Delivery {
         Delivery { to, range: 0..len }
     }
 
     /// The whole of a result of `len` elements, to each of `to`.
+    #[cfg(test)]
     pub fn wholes(to: &[Device], len: usize) -> Vec<Delivery> {
         to.iter().map(|&d| Delivery::whole(d, len)).collect()
     }

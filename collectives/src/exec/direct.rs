@@ -3,13 +3,15 @@
 //! the call is issued at once, without the graph pass, the schedule and the queues; likewise one
 //! target that is one kernel (an elementwise op, a slice or a concat) over inputs already where
 //! its device reads them in place (its own; a host device's from a host device; a CUDA device's
-//! from a CUDA device), and a kernel whose other targets are its copies to host devices, which
-//! its one step writes itself (a host kernel's, or a CUDA kernel's that the stream pass streams,
-//! which also reads host inputs: [`super::stream`]).
+//! from a CUDA device), and targets that one kernel step writes itself: the kernel, its copies
+//! to host devices (a host kernel's, or a CUDA kernel's that the stream pass streams, which also
+//! reads host inputs: [`super::stream`]) and a small CUDA kernel's parts and their copies
+//! (`fanned`).
 //!
 //! That is the graph of every collective on an all-CUDA group, realized as soon as it is built
 //! (a call, or for a gather or reduce the leader's one kernel), of a host group's gather and
-//! reduce, of a local reduce, and of a small all_reduce of one CUDA device and host devices. Its
+//! reduce, of a local reduce, and of a small all_reduce, all_gather and reduce_scatter of one
+//! CUDA device and host devices. Its
 //! call is short (about 110 µs for 16 MiB per GPU on two H200s; a 4 KiB kernel and its wait
 //! about 10 µs), and the general path's bookkeeping before issuing it — a few microseconds —
 //! showed in the measured bandwidth (`bench/gpu/5-overhead`) and in a small kernel's time
@@ -20,12 +22,14 @@
 use std::sync::Arc;
 
 use super::schedule::Action;
-use crate::backend::{Buffer, Delivery};
-use crate::device::{Device, DeviceKind};
-use crate::error::{Error, Result};
+use crate::backend::Buffer;
+use crate::device::Device;
+use crate::error::Result;
 use crate::graph::{Op, Tensor};
 use crate::route::readable;
 use crate::sized::try_vec;
+
+mod fanned;
 
 /// Realizes `pending` (none realized yet) directly if it has that shape; `None` when it does not,
 /// having done nothing.
@@ -35,8 +39,8 @@ pub(super) fn try_realize(pending: &[Tensor]) -> Option<Result<()>> {
     {
         return Some(run_kernel(one, &inputs));
     }
-    if let Some(f) = fanned_kernel(pending) {
-        return Some(run_fanned(&f));
+    if let Some(f) = fanned::fanned_kernel(pending) {
+        return Some(fanned::run_fanned(&f));
     }
     let call = shared_call(pending)?;
     let inputs = ready_inputs(&call)?;
@@ -65,60 +69,6 @@ fn run_kernel(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<()> {
     super::cache_when_done(std::slice::from_ref(t), vec![out])
 }
 
-/// One kernel step that also writes its copies to host devices, with what it reads.
-struct Fanned {
-    /// The kernel's node, then its copies' nodes in the order of `to`.
-    targets: Vec<Tensor>,
-    /// What the kernel reads, one per input: on its device, or (streamed) on a host device.
-    inputs: Vec<Arc<Buffer>>,
-    /// The host devices of the copies.
-    to: Vec<Device>,
-    /// A CUDA kernel streamed in the schedule's sense (`exec/stream.rs`).
-    streamed: bool,
-}
-
-/// `pending` as one kernel step that writes its copies itself (the schedule's `fanout`), if it
-/// is one: a kernel target, the other targets copies of it to host devices, every input
-/// realized where the step reads it. That step is a host kernel writing copies to other host
-/// devices (`schedule::fuse_host_fanout`), or a CUDA kernel the stream pass streams
-/// ([`super::stream::streams`]), which also reads host inputs in place — each one realized on a
-/// host device, or an unrealized copy of such a tensor to the kernel's device, which only this
-/// kernel reads (the pass folds it). The graph of a small all_reduce of one CUDA device and host
-/// devices: the leader's fold, its copies to the host members; of their small all_gather: the
-/// leader's concat, its copies.
-fn fanned_kernel(pending: &[Tensor]) -> Option<Fanned> {
-    let k = pending.iter().find(|t| is_kernel(t))?;
-    let device = k.device();
-    let streamed = match device.kind() {
-        DeviceKind::Cuda => {
-            super::stream::enabled() && super::stream::streams(k, super::stream::Sizes::DEFAULT)
-        }
-        _ => false,
-    };
-    if !(streamed || device.is_host()) {
-        return None;
-    }
-    let mut targets = vec![k.clone()];
-    let mut to = Vec::new();
-    for t in pending.iter().filter(|t| !t.same_node(k)) {
-        let d = host_copy_of(t, k).filter(|d| !to.contains(d))?;
-        to.push(d);
-        targets.push(t.clone());
-    }
-    let inputs: Vec<Arc<Buffer>> =
-        k.inputs().iter().map(|i| read_by(i, device, streamed)).collect::<Option<_>>()?;
-    let reads_host = inputs.iter().any(|b| b.device != device);
-    (reads_host || !to.is_empty()).then_some(Fanned { targets, inputs, to, streamed })
-}
-
-/// The host device `t` copies kernel `k`'s result to, if `t` is such a copy (not a move) to a
-/// host device other than `k`'s.
-fn host_copy_of(t: &Tensor, k: &Tensor) -> Option<Device> {
-    let Op::Copy { to } = *t.op() else { return None };
-    let of_k = matches!(t.inputs(), [i] if i.same_node(k));
-    (of_k && to.is_host() && to != k.device()).then_some(to)
-}
-
 /// The buffer a kernel on `device` reads for input `i`: `i`'s own, realized on a device whose
 /// buffers `device` reads in place ([`readable`]: its own, another host device's for a host
 /// kernel, another CUDA device's for a CUDA kernel — where the graph pass adds no copy either) or,
@@ -135,19 +85,6 @@ fn read_by(i: &Tensor, device: Device, streamed: bool) -> Option<Arc<Buffer>> {
         (Op::Copy { to }, [src]) if streamed && *to == device => ready(src, &|d| d.is_host()),
         _ => None,
     }
-}
-
-/// Issues `f`'s kernel and its copies as the schedule's kernel step does, waits and caches them.
-fn run_fanned(f: &Fanned) -> Result<()> {
-    let to = Delivery::wholes(&f.to, f.targets[0].numel());
-    let (out, copies) = super::step::kernel(&f.targets[0], &f.inputs, &to, f.streamed)?;
-    if copies.len() != f.to.len() {
-        return Err(Error::internal(
-            "direct kernel",
-            format!("{} host copies written for {} asked", copies.len(), f.to.len()),
-        ));
-    }
-    super::cache_when_done(&f.targets, std::iter::once(out).chain(copies).collect())
 }
 
 /// The one `Op::Collective` node every target is a part of.
@@ -188,7 +125,7 @@ mod tests {
     use crate::error::Error;
     use crate::graph::{CollectiveCall, MultiKernel, ReduceKind, Shape};
 
-    const DEVS: [Device; 2] = [Device::Cpu(0), Device::Cpu(1)];
+    pub(super) const DEVS: [Device; 2] = [Device::Cpu(0), Device::Cpu(1)];
 
     /// A call that sums its inputs' first elements into one output per device, or fails.
     struct Sum {
@@ -240,7 +177,7 @@ mod tests {
         Arc::new(Sum { runs: AtomicUsize::new(0), fail })
     }
 
-    fn inputs(a: f32, b: f32) -> Vec<Tensor> {
+    pub(super) fn inputs(a: f32, b: f32) -> Vec<Tensor> {
         vec![
             Tensor::from_vec(vec![a; 3], [3], DEVS[0]).unwrap(),
             Tensor::from_vec(vec![b; 3], [3], DEVS[1]).unwrap(),
@@ -384,208 +321,14 @@ mod tests {
         }
     }
 
-    fn draw(n: usize) -> Vec<f32> {
+    pub(super) fn draw(n: usize) -> Vec<f32> {
         use rand::Rng;
         let mut r = rand::rng();
         (0..n).map(|_| r.random_range(-100.0f32..100.0)).collect()
     }
 
-    fn f64s(v: &[f32]) -> Vec<f64> {
+    pub(super) fn f64s(v: &[f32]) -> Vec<f64> {
         v.iter().map(|&x| f64::from(x)).collect()
-    }
-
-    /// A host kernel and its copies to other host devices, as targets in any order, are one
-    /// direct step: each target on its device, every element against an f64 reference.
-    #[test]
-    fn a_host_kernel_and_its_host_copies_are_one_direct_step() {
-        let (a, b) = (draw(37), draw(37));
-        let ta = Tensor::from_vec(a.clone(), [37], DEVS[0]).unwrap();
-        let tb = Tensor::from_vec(b.clone(), [37], DEVS[0]).unwrap();
-        let want: Vec<f64> = a.iter().zip(&b).map(|(x, y)| f64::from(x * y)).collect();
-        let k = ta.mul(&tb).unwrap();
-        let (c1, c2) = (k.copy_to_device(DEVS[1]).unwrap(), k.copy_to_device(Device::Cpu(2)).unwrap());
-        let f = fanned_kernel(&[c2.clone(), k.clone(), c1.clone()]).expect("one step");
-        assert_eq!((f.to.as_slice(), f.streamed), ([Device::Cpu(2), DEVS[1]].as_slice(), false));
-        assert!(try_realize(&[c2.clone(), k.clone(), c1.clone()]).expect("direct").is_ok());
-        for (t, d) in [(&k, DEVS[0]), (&c1, DEVS[1]), (&c2, Device::Cpu(2))] {
-            assert_eq!(t.value().expect("realized").device, d);
-            assert_eq!(f64s(&t.to_vec::<f32>().unwrap()), want, "on {d}");
-        }
-        assert_eq!((ta.to_vec::<f32>().unwrap(), tb.to_vec::<f32>().unwrap()), (a, b), "inputs unchanged");
-    }
-
-    /// The graph of a small all_reduce of a CUDA device and a host device (the leader's fold of
-    /// its shard and the host shard's hop, and the fold's copy back) is one streamed step reading
-    /// the host shard in place; at a size the stream pass does not stream it is not. Matched
-    /// only, so it runs without a GPU.
-    #[test]
-    fn a_small_cuda_fold_of_host_shards_is_one_streamed_step() {
-        let cu = Device::Cuda(0);
-        let shard = |d: Device, n: usize| {
-            let t = Tensor::from_vec(draw(n), [n], d).unwrap();
-            let buf = Arc::new(Buffer::from_vec(d, draw(n)));
-            *t.0.value.lock() = Some(buf); // realized on `d`, as a device's shard would be
-            t
-        };
-        for (n, streams) in [(1024, true), (1 << 20, false)] {
-            let (mine, host) = (shard(cu, n), shard(DEVS[0], n));
-            let fold = Tensor::reduce_on(
-                cu,
-                &[mine.clone(), host.copy_to_device(cu).unwrap()],
-                ReduceKind::Sum,
-                None,
-            )
-            .unwrap();
-            let back = fold.copy_to_device(DEVS[0]).unwrap();
-            let f = fanned_kernel(&[fold.clone(), back.clone()]);
-            assert_eq!(f.is_some(), streams && super::super::stream::enabled(), "{n} elements");
-            let Some(f) = f else { continue };
-            assert!(f.streamed && f.to == [DEVS[0]]);
-            assert!(Arc::ptr_eq(&f.inputs[0], &mine.value().unwrap()));
-            assert!(Arc::ptr_eq(&f.inputs[1], &host.value().unwrap()), "the host shard, read in place");
-            // The fold alone reads the host shard too; its copy to another CUDA device is no fanout.
-            assert!(fanned_kernel(std::slice::from_ref(&fold)).is_some());
-            let peer = fold.copy_to_device(Device::Cuda(1)).unwrap();
-            assert!(fanned_kernel(&[fold.clone(), peer]).is_none());
-        }
-    }
-
-    /// `cuda:0` where it is present and the stream pass is on; else `None`, said (a panic instead
-    /// under `REQUIRE_CUDA=1`).
-    fn streaming_cuda() -> Option<Device> {
-        let cu = Device::Cuda(0);
-        if crate::available_devices().contains(&cu) && super::super::stream::enabled() {
-            return Some(cu);
-        }
-        let required = std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1");
-        assert!(!required, "REQUIRE_CUDA=1 but cuda:0 is absent (or COLLECTIVES_STREAM=0)");
-        println!("skipped: no CUDA device, or the stream pass is off");
-        None
-    }
-
-    /// On a GPU: the fold of a CUDA shard and a host shard with its copies to two host devices,
-    /// issued directly as one streamed step, for every reduce kind, f32 and i32, at 1, 7 and
-    /// 65 537 elements; every output element against an f64 reference. (Skipped without a CUDA
-    /// device, failing instead under `REQUIRE_CUDA=1`.)
-    #[test]
-    fn a_small_cuda_fold_of_host_shards_is_issued_directly() {
-        use rand::Rng;
-        let Some(cu) = streaming_cuda() else { return };
-        let mut r = rand::rng();
-        let kinds = [ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min];
-        let fold64 = |k: ReduceKind, x: f64, y: f64| match k {
-            ReduceKind::Sum => x + y,
-            ReduceKind::Prod => x * y,
-            ReduceKind::Max => x.max(y),
-            ReduceKind::Min => x.min(y),
-        };
-        for n in [1usize, 7, 65_537] {
-            for kind in kinds {
-                let (x, y) = (draw(n), draw(n));
-                let (xi, yi): (Vec<i32>, Vec<i32>) = (
-                    (0..n).map(|_| r.random_range(-99..99)).collect(),
-                    (0..n).map(|_| r.random_range(-99..99)).collect(),
-                );
-                let cases = [
-                    (
-                        Tensor::from_vec(x.clone(), [n], cu).unwrap(),
-                        Tensor::from_vec(y.clone(), [n], DEVS[0]).unwrap(),
-                        (0..n)
-                            .map(|i| f64::from(fold64(kind, x[i].into(), y[i].into()) as f32))
-                            .collect::<Vec<_>>(),
-                    ),
-                    (
-                        Tensor::from_vec(xi.clone(), [n], cu).unwrap(),
-                        Tensor::from_vec(yi.clone(), [n], DEVS[0]).unwrap(),
-                        (0..n).map(|i| fold64(kind, xi[i].into(), yi[i].into())).collect(),
-                    ),
-                ];
-                for (mine, host, want) in cases {
-                    crate::realize(&[mine.clone(), host.clone()]).unwrap();
-                    let fold =
-                        Tensor::reduce_on(cu, &[mine, host.copy_to_device(cu).unwrap()], kind, None).unwrap();
-                    let copies =
-                        [fold.copy_to_device(DEVS[0]).unwrap(), fold.copy_to_device(DEVS[1]).unwrap()];
-                    let targets = [copies[1].clone(), fold.clone(), copies[0].clone()];
-                    assert!(try_realize(&targets).expect("direct").is_ok(), "{kind:?}, {n}");
-                    for t in targets {
-                        let got: Vec<f64> = match t.dtype() {
-                            DType::I32 => t.to_vec::<i32>().unwrap().into_iter().map(f64::from).collect(),
-                            _ => f64s(&t.to_vec::<f32>().unwrap()),
-                        };
-                        assert_eq!(got, want, "{kind:?} of {:?}, {n} elements, on {}", t.dtype(), t.device());
-                    }
-                }
-            }
-        }
-    }
-
-    /// On a GPU: the star all_gather of a CUDA shard and a host shard — their concat on CUDA
-    /// and its copies to two host devices — issued directly as one streamed step, at 1, 7 and
-    /// 65 537 elements a shard, either order of parts; every output element against the inputs.
-    /// (Skipped without a CUDA device, failing instead under `REQUIRE_CUDA=1`.)
-    #[test]
-    fn a_small_cuda_concat_of_host_shards_is_issued_directly() {
-        let Some(cu) = streaming_cuda() else { return };
-        for n in [1usize, 7, 65_537] {
-            let (x, y) = (draw(n), draw(n + 1));
-            let mine = Tensor::from_vec(x.clone(), [n], cu).unwrap();
-            let host = Tensor::from_vec(y.clone(), [n + 1], DEVS[0]).unwrap();
-            crate::realize(&[mine.clone(), host.clone()]).unwrap();
-            for host_first in [true, false] {
-                let up = host.copy_to_device(cu).unwrap();
-                let (parts, want) = match host_first {
-                    true => ([up, mine.clone()], [y.clone(), x.clone()].concat()),
-                    false => ([mine.clone(), up], [x.clone(), y.clone()].concat()),
-                };
-                let joined = Tensor::concat_on(cu, &parts, 0).unwrap();
-                let copies =
-                    [joined.copy_to_device(DEVS[0]).unwrap(), joined.copy_to_device(DEVS[1]).unwrap()];
-                let targets = [joined.clone(), copies[0].clone(), copies[1].clone()];
-                assert!(fanned_kernel(&targets).is_some_and(|f| f.streamed), "{n}: one streamed step");
-                assert!(try_realize(&targets).expect("direct").is_ok(), "{n}");
-                for t in targets {
-                    assert_eq!(t.to_vec::<f32>().unwrap(), want, "{n} elements, on {}", t.device());
-                }
-            }
-        }
-    }
-
-    /// Targets the schedule would not make one fanned-out kernel step of are left to it.
-    #[test]
-    fn what_is_not_one_fanned_step_is_left_to_the_general_path() {
-        let ins = inputs(1.5, 2.5);
-        let on0 = Tensor::from_vec(vec![0.5f32; 3], [3], DEVS[0]).unwrap();
-        let k = ins[0].add(&on0).unwrap();
-        let copy = k.copy_to_device(DEVS[1]).unwrap();
-        let cases: Vec<(&str, Vec<Tensor>)> = vec![
-            ("a kernel alone", vec![k.clone()]),
-            ("a move, not a copy", vec![k.clone(), k.clone().move_to_device(DEVS[1]).unwrap()]),
-            ("a copy to the kernel's device", vec![k.clone(), k.copy_to_device(DEVS[0]).unwrap()]),
-            ("two copies to one device", vec![k.clone(), copy.clone(), k.copy_to_device(DEVS[1]).unwrap()]),
-            ("a copy of something else", vec![k.clone(), on0.copy_to_device(DEVS[1]).unwrap()]),
-            ("a copy to a GPU", vec![k.clone(), k.copy_to_device(Device::Vulkan(0)).unwrap()]),
-            ("an input still to compute", {
-                let later = k.add(&k).unwrap();
-                vec![later.clone(), later.copy_to_device(DEVS[1]).unwrap()]
-            }),
-            ("no kernel", vec![copy.clone()]),
-        ];
-        for (what, targets) in cases {
-            assert!(fanned_kernel(&targets).is_none(), "{what}");
-        }
-        // The matched shape for contrast, also over an input on another host device (read in
-        // place), and the result of a case left to the general path is the same.
-        assert!(fanned_kernel(&[k.clone(), copy.clone()]).is_some());
-        let across = ins[0].add(&ins[1]).unwrap();
-        let elsewhere = across.copy_to_device(Device::Cpu(2)).unwrap();
-        assert!(fanned_kernel(&[across.clone(), elsewhere.clone()]).is_some(), "an input on cpu:1");
-        crate::realize(&[across.clone(), elsewhere.clone()]).unwrap();
-        assert_eq!(elsewhere.to_vec::<f32>().unwrap(), vec![4.0; 3]);
-        let later = k.add(&k).unwrap();
-        let later_copy = later.copy_to_device(DEVS[1]).unwrap();
-        crate::realize(&[later.clone(), later_copy.clone()]).unwrap();
-        assert_eq!(later_copy.to_vec::<f32>().unwrap(), vec![4.0; 3]);
     }
 
     #[test]

@@ -44,21 +44,27 @@ pub(crate) fn issue(sched: &Schedule, i: usize, inputs: &[Arc<Buffer>]) -> Resul
 /// `c` copies `k`, or the range of it that a contiguous slice between them takes (the stream pass
 /// fans out a small CUDA fold's copies of parts, `exec/stream.rs`).
 fn delivery(k: &Tensor, c: &Tensor) -> Result<Delivery> {
-    let of = match c.inputs() {
-        [of] => of,
-        _ => return Err(Error::internal("fanout", "a copy of no single input")),
+    let range = match c.inputs() {
+        [of] => range_of(k, of),
+        _ => None,
     };
-    if of.same_node(k) {
-        return Ok(Delivery::whole(c.device(), k.numel()));
+    let range =
+        range.ok_or_else(|| Error::internal("fanout", "a copy of neither a kernel nor one range of it"))?;
+    Ok(Delivery { to: c.device(), range })
+}
+
+/// The elements of node `k`'s result that node `part` is: all of them where `part` is `k`, the
+/// range a slice of `k` takes where it is one range (`outer == 1`); `None` for anything else.
+pub(super) fn range_of(k: &Tensor, part: &Tensor) -> Option<std::ops::Range<usize>> {
+    if part.same_node(k) {
+        return Some(0..k.numel());
     }
-    match (of.op(), of.inputs()) {
-        (Op::Slice { .. }, [whole]) if whole.same_node(k) => match lower(of.op(), of)? {
-            Kernel::Slice { outer: 1, start, len, inner, .. } => {
-                Ok(Delivery { to: c.device(), range: start * inner..(start + len) * inner })
-            }
-            _ => Err(Error::internal("fanout", "a copy of a slice that is not one range")),
+    match (part.op(), part.inputs()) {
+        (Op::Slice { .. }, [whole]) if whole.same_node(k) => match lower(part.op(), part).ok()? {
+            Kernel::Slice { outer: 1, start, len, inner, .. } => Some(start * inner..(start + len) * inner),
+            _ => None,
         },
-        _ => Err(Error::internal("fanout", "a copy of neither the kernel nor a slice of it")),
+        _ => None,
     }
 }
 

@@ -49,7 +49,6 @@
 use foldhash::HashMap;
 
 use super::schedule::{Action, Step, fold_copy, sole_copy_to};
-use crate::backend::Kernel;
 use crate::device::DeviceKind;
 use crate::graph::{Op, Tensor};
 
@@ -166,19 +165,19 @@ pub(super) fn streams(t: &Tensor, sizes: Sizes) -> bool {
 /// run d), becomes one more launch of the fold's step.
 fn part_downloads(steps: &[Step], readers: &HashMap<usize, Vec<usize>>, k: usize) -> Vec<(usize, usize)> {
     let of_k = readers.get(&k).into_iter().flatten().copied();
-    let parts = of_k.filter(|&s| contiguous_slice_of(&steps[s], k));
+    let parts = of_k.filter(|&s| contiguous_slice_of(steps, s, k));
     let copies = |s: usize| readers.get(&s).into_iter().flatten().copied().map(move |c| (s, c));
     parts.flat_map(copies).filter(|&(_, c)| download_to_host(&steps[c])).collect()
 }
 
 /// Whether step `s` is a slice kernel of step `k` alone, on `k`'s device, of one contiguous range.
-fn contiguous_slice_of(s: &Step, k: usize) -> bool {
-    let kernel = || super::step::lower(s.tensor.op(), &s.tensor);
-    matches!(&s.action, Action::Kernel { fanout, streamed: false } if fanout.is_empty())
-        && s.inputs == [k]
-        && matches!(s.tensor.op(), Op::Slice { .. })
-        && s.tensor.device() == s.tensor.inputs()[0].device()
-        && matches!(kernel(), Ok(Kernel::Slice { outer: 1, .. }))
+fn contiguous_slice_of(steps: &[Step], s: usize, k: usize) -> bool {
+    let (slice, kernel) = (&steps[s].tensor, &steps[k].tensor);
+    matches!(&steps[s].action, Action::Kernel { fanout, streamed: false } if fanout.is_empty())
+        && steps[s].inputs == [k]
+        && slice.device() == kernel.device()
+        && !slice.same_node(kernel)
+        && super::step::range_of(kernel, slice).is_some()
 }
 
 /// Copy step `c` of slice step `s` of kernel step `k` reads `k` instead (the kernel writes the
