@@ -55,20 +55,7 @@ pub(crate) fn compute_mapped(
     let stream = &dev.compute;
     let dst = dev.alloc(out.len * size, stream)?;
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
-    // The result into `dst` and each whole copy's block (a reduce writes them all in its pass),
-    // then each range from `dst` into its block.
-    let mut outs = vec![dst.ptr()];
-    let mut ranges: Vec<Seg> = Vec::new();
-    for (d, block) in to.iter().zip(&blocks) {
-        let Some(block) = block else { continue };
-        match d.is_whole(out.len) {
-            true => outs.push(block.ptr() as CUdeviceptr),
-            false => {
-                let from = dst.ptr() + (d.range.start * size) as u64;
-                ranges.push((from, block.ptr() as CUdeviceptr, (d.range.len() * size) as u64));
-            }
-        }
-    }
+    let (outs, ranges) = destinations(dst.ptr(), to, &blocks, out);
     let l = Launcher::new(dev, stream);
     let issued = issue_flagged(dev, stream, |flag| {
         let last = flag.filter(|_| ranges.is_empty());
@@ -105,6 +92,29 @@ pub(crate) fn compute_mapped(
     let fence = Arc::new(CudaFence::new(done, stream, dev.device));
     let copies = to.iter().zip(blocks).map(|(d, block)| host_copy(d.to, d.out(out), block, &fence)).collect();
     Ok((fenced_buffer(out.dtype, out.len, dst, fence), copies))
+}
+
+/// Where a one-pass kernel writes its result of `out` at `dst` and the copies `to` into their
+/// `blocks` (none for an empty one): `dst` and each whole copy's block, which the kernel writes
+/// (a reduce all in its pass), and each range as a copy from `dst` into its block after it.
+fn destinations(
+    dst: CUdeviceptr,
+    to: &[Delivery],
+    blocks: &[Option<PinnedBlock>],
+    out: OutSpec,
+) -> (Vec<CUdeviceptr>, Vec<Seg>) {
+    let size = out.dtype.size();
+    let mut outs = vec![dst];
+    let mut ranges: Vec<Seg> = Vec::new();
+    for (d, block) in to.iter().zip(blocks) {
+        let Some(block) = block else { continue };
+        let at = block.ptr() as CUdeviceptr;
+        match d.is_whole(out.len) {
+            true => outs.push(at),
+            false => ranges.push((dst + (d.range.start * size) as u64, at, (d.range.len() * size) as u64)),
+        }
+    }
+    (outs, ranges)
 }
 
 /// The address the kernel reads `b` at: its device memory (the compute stream waits for its
@@ -151,8 +161,8 @@ pub(super) mod tests {
     /// A binary op of a pageable and a pinned host input at odd sizes (1, 7, 65 537 elements) with
     /// two whole host copies and three of ranges (the tail, the middle, an empty one), every
     /// element against the f64 reference; the inputs unchanged; an empty kernel; a target that is
-    /// not a host device. (`stream.rs`'s fold test runs every reduce op
-    /// and dtype through this path too.)
+    /// not a host device. (`stream.rs`'s fold test runs every reduce op and dtype through this
+    /// path too.)
     #[test]
     fn one_pass_binary_kernels_at_odd_sizes_and_edge_cases() {
         let Some(dev) = devices().into_iter().next() else { return };
