@@ -1,10 +1,11 @@
 #!/bin/bash
-# Run 40b: the fanned kernel of the direct path also takes a small CUDA kernel's parts and their
-# copies to host devices (d495a24, `exec/direct/fanned.rs`): the star reduce_scatter of one CUDA
-# device and host devices is one step issued directly. Every GPU test binary but device_groups;
-# then the reduce_scatter rows of run a with this build (`perf`), run a's (bd71b4b, `perf_a`) and
-# main before both (51e1def, `perf_old`), two interleaved rounds; the small all_reduce, all_gather
-# and local_reduce (whose direct path moved) against 51e1def; a step log; the anchors.
+# Run 40b (ff87ad3): the fanned kernel of the direct path also takes a small CUDA kernel's parts and
+# their copies to host devices (d495a24, `exec/direct/fanned.rs`): the star reduce_scatter of
+# one CUDA device and host devices is one step issued directly (ff87ad3: one helper factored out in
+# `backend/cuda/mapped.rs`). Every GPU test binary but device_groups; then the reduce_scatter
+# rows of run a with this build (`perf`), run a's (bd71b4b, `perf_a`) and main before both
+# (51e1def, `perf_old`), two interleaved rounds; the small all_reduce, all_gather and
+# local_reduce (whose direct path moved) against 51e1def; a step log; the anchors.
 # Staged by: bash bench/gpu/stage.sh bench/gpu/40-ranged-parts/b 51e1def lib collective_props joins plans cuda_ops typed first_hour cuda_copies faults
 #   then perf of bd71b4b added to bins.tar.xz as perf_a.
 # Invoked as: timeout -k 5 540 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
