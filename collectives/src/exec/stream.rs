@@ -370,13 +370,14 @@ mod tests {
                 assert_eq!((st[t].consumers, st[m].consumers, st[k].consumers), (0, 0, 3), "{numel}");
             }
         }
-        let (_, _, folded, _) = star_of(64);
-        let rows = folded.reshape([8, 8]).unwrap();
-        let column = rows.narrow(1, 0, 4).unwrap();
-        let down = column.copy_to_device(HOST).unwrap();
-        let mut s = super::super::schedule::unfused(std::slice::from_ref(&down));
+        let square = |d: Device| Tensor::placeholder(Shape::from(vec![8, 8]), DType::F32, d);
+        let folded = sum(CU, &[square(CU), square(HOST).copy_to_device(CU).unwrap()]);
+        let rows = folded.narrow(0, 2, 3).unwrap().copy_to_device(HOST).unwrap();
+        let columns = folded.narrow(1, 0, 4).unwrap().copy_to_device(HOST).unwrap();
+        let mut s = super::super::schedule::unfused(&[rows.clone(), columns.clone()]);
         fuse(&mut s.steps, Sizes::DEFAULT);
-        assert!(matches!(s.steps[index(&s.steps, &down)].action, Action::Copy { .. }), "two ranges a row");
+        assert!(matches!(s.steps[index(&s.steps, &rows)].action, Action::Fused), "three whole rows");
+        assert!(matches!(s.steps[index(&s.steps, &columns)].action, Action::Copy { .. }), "two ranges a row");
     }
 
     #[test]
