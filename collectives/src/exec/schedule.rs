@@ -336,7 +336,11 @@ fn transfer_target(step: &Step) -> Option<Device> {
 
 /// Marks copies of a host kernel's result to other host devices as written by the kernel itself
 /// (see [`Step::fanout`]): one pass over the inputs, each copy written while the result is in
-/// cache, instead of a kernel then a memcpy per copy.
+/// cache, instead of a kernel then a memcpy per copy. Not a contiguous slice's: that runs as a
+/// view of its input, no pass at all, so its copy is one memcpy as it stands — or none, where a
+/// join places it (`exec/join.rs`; a mixed group's all_to_all joins each host member's part of
+/// every other host member's shard so), where fanned out it was a pass into a buffer of its own,
+/// a memcpy into the copy, and the join's.
 fn fuse_host_fanout(steps: &mut [Step]) {
     for c in 0..steps.len() {
         let to = match steps[c].action {
@@ -349,11 +353,18 @@ fn fuse_host_fanout(steps: &mut [Step]) {
             && from.is_host()
             && to.is_host()
             && to != from
+            && !runs_as_view(&steps[s].tensor)
         {
             fanout.push(c);
             steps[c].action = Action::Fused;
         }
     }
+}
+
+/// Whether kernel node `t` on a host device runs as a view of its input: a slice of one
+/// contiguous range (`backend/view.rs`).
+fn runs_as_view(t: &Tensor) -> bool {
+    matches!(t.inputs(), [of] if super::step::range_of(of, t).is_some())
 }
 
 /// The action of node `t`, to run (`take`: a move whose source nothing else holds).
@@ -436,6 +447,31 @@ mod tests {
     fn step<'a>(s: &'a Schedule, t: &Tensor) -> (usize, &'a Step) {
         let i = s.steps.iter().position(|st| st.tensor.same_node(t)).expect("scheduled");
         (i, &s.steps[i])
+    }
+
+    /// A host kernel's copies to other host devices are its fanout, but not a contiguous host
+    /// slice's (a view): its copy stays a copy, or is placed by the join that reads it — a mixed
+    /// all_to_all's host part, sliced on `cpu:1` and joined on `cpu:0`, is one placement. A slice
+    /// of two ranges a row is a pass, and fans out.
+    #[test]
+    fn a_host_slice_that_is_a_view_has_no_fanout() {
+        let host = |d: Device, dims: Vec<usize>| Tensor::placeholder(Shape::from(dims), DType::F32, d);
+        let (a, b) = (host(Device::Cpu(1), vec![8, 4]), host(Device::Cpu(1), vec![8, 4]));
+        let to = Device::Cpu(0);
+        let sum_copy = a.add(&b).unwrap().copy_to_device(to).unwrap();
+        let rows_copy = a.narrow(0, 2, 3).unwrap().copy_to_device(to).unwrap();
+        let cols_copy = a.narrow(1, 1, 2).unwrap().copy_to_device(to).unwrap();
+        let s = unfused(&[sum_copy.clone(), rows_copy.clone(), cols_copy.clone()]);
+        let fused = |t: &Tensor| matches!(step(&s, t).1.action, Action::Fused);
+        assert!(fused(&sum_copy), "an add writes its copy");
+        assert!(!fused(&rows_copy), "rows are a view: the copy stays");
+        assert!(fused(&cols_copy), "two ranges a row: a pass, which writes its copy");
+        let part = a.narrow(0, 0, 4).unwrap().copy_to_device(to).unwrap();
+        let joined = Tensor::concat(&[part.clone(), host(to, vec![4, 4])], 0).unwrap();
+        let s = build(std::slice::from_ref(&joined));
+        assert!(matches!(step(&s, &part).1.action, Action::Fused), "{}", s.summary());
+        let (j, _) = step(&s, &joined);
+        assert!(s.describe(j).contains("1 placed from other devices"), "{}", s.describe(j));
     }
 
     /// Asserts that `host -> dst` was fused: the host hop never issued, `dst` reading `src`.
