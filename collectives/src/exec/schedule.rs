@@ -28,8 +28,9 @@ pub(crate) enum Action {
     /// A compute kernel, its result also written to each host device of the `fanout` steps (the
     /// copies the kernel writes itself: a host kernel while the result is in cache, a streamed
     /// kernel chunk by chunk; a kernel streamed in one pass also writes copies of contiguous
-    /// slices of its result, each the range its slice takes). A `streamed` kernel (see [`super::stream`]) may read host buffers
-    /// that its device's backend uploads in chunks as it runs.
+    /// slices of its result, each the range its slice takes). A `streamed` kernel (see
+    /// [`super::stream`]) may read host buffers that its device's backend uploads in chunks as it
+    /// runs.
     Kernel { fanout: Vec<usize>, streamed: bool },
     /// A concatenation written as a join (see [`super::join`]): each part, on this device or
     /// the source of a copy folded in, copied once into its range of the output, or computed
@@ -363,7 +364,7 @@ fn fuse_host_fanout(steps: &mut [Step]) {
 
 /// Whether kernel node `t` on a host device runs as a view of its input: a slice of one
 /// contiguous range (`backend/view.rs`).
-fn runs_as_view(t: &Tensor) -> bool {
+pub(super) fn runs_as_view(t: &Tensor) -> bool {
     matches!(t.inputs(), [of] if super::step::range_of(of, t).is_some())
 }
 

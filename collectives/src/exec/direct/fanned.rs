@@ -15,7 +15,7 @@ use super::{is_kernel, read_by};
 use crate::backend::{Buffer, Delivery};
 use crate::device::DeviceKind;
 use crate::error::{Error, Result};
-use crate::exec::{step, stream};
+use crate::exec::{schedule, step, stream};
 use crate::graph::{Op, Tensor};
 
 /// One kernel step that also writes its copies (and, in one pass, its parts) for its targets.
@@ -60,7 +60,8 @@ pub(super) fn fanned_kernel(pending: &[Tensor]) -> Option<Fanned> {
         DeviceKind::Cuda => stream::enabled() && stream::streams(&kernel, stream::Sizes::DEFAULT),
         _ => false,
     };
-    if !(streamed || device.is_host()) {
+    // A host slice that runs as a view writes no copies (`schedule::fuse_host_fanout`).
+    if !(streamed || (device.is_host() && !schedule::runs_as_view(&kernel))) {
         return None;
     }
     let parts = streamed && kernel.nbytes() < stream::Sizes::DEFAULT.small;
@@ -317,6 +318,7 @@ mod tests {
                 "a part's copy from a host kernel",
                 vec![k.narrow(0, 1, 2).unwrap().copy_to_device(DEVS[1]).unwrap()],
             ),
+            ("a host view's copy", vec![ins[0].narrow(0, 1, 2).unwrap().copy_to_device(DEVS[1]).unwrap()]),
         ];
         for (what, targets) in cases {
             assert!(fanned_kernel(&targets).is_none(), "{what}");
