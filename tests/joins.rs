@@ -345,39 +345,3 @@ proptest! {
         check_join(&parts, Device::Cpu(3), &format!("{shape:?} x {inner} {dtype}, seed {seed}"));
     }
 }
-
-/// A CUDA device and host devices, the CUDA device leading or not: the all_to_all under
-/// `EXCHANGE_THROUGH_CUDA_BELOW_BYTES` in all runs through the CUDA device (one concat there,
-/// each member's output a range of it), from the bound on each member joins its parts. Every
-/// dtype at one row a part, odd sizes, and a size at the bound; every element of every output
-/// against the shards' parts.
-#[test]
-fn a_cuda_and_host_all_to_all_exchanges_through_the_cuda_device() {
-    let Some(&cuda) = cuda_devices().first() else { return };
-    let groups = [vec![cuda, Device::Cpu(0)], vec![Device::Cpu(0), cuda, Device::Cpu(1), Device::Cpu(2)]];
-    for devices in groups {
-        let (n, inner) = (devices.len(), 3);
-        let g = collectives::DeviceGroup::new(devices.clone()).unwrap();
-        let at_bound = collectives::collective::EXCHANGE_THROUGH_CUDA_BELOW_BYTES / (n * n * inner * 4) + 1;
-        let cases = DType::ALL.iter().map(|&d| (d, 1)).chain([
-            (DType::F32, 7),
-            (DType::F16, 1001),
-            (DType::F32, at_bound),
-        ]);
-        for (dtype, rows) in cases {
-            let seed = fresh_seed();
-            let mut r = rng(seed);
-            let shards: Vec<_> = devices.iter().map(|&d| part(dtype, n * rows, inner, d, &mut r)).collect();
-            let ts: Vec<Tensor> = shards.iter().map(|(t, _)| t.clone()).collect();
-            let outs = g.all_to_all(&ts, 1).unwrap();
-            let each = rows * inner;
-            for (j, (out, &d)) in outs.iter().zip(&devices).enumerate() {
-                let want: Vec<f64> =
-                    shards.iter().flat_map(|(_, v)| v[j * each..(j + 1) * each].to_vec()).collect();
-                let ctx = format!("{devices:?} {dtype} {rows} rows, member {j}, seed {seed}");
-                assert_eq!(out.device(), d, "{ctx}");
-                check_all(&values(out), &want, |_| 0.0, &ctx);
-            }
-        }
-    }
-}

@@ -212,15 +212,6 @@ pub const CUDA_STAR_MAX_BYTES: usize = 1 << 20;
 /// on two (`bench/gpu/33-no-lease-changes`, run a) the star 1.3–1.4 × faster up to 4 MiB.
 pub const ONE_GPU_STAR_MAX_BYTES: usize = 16 << 20;
 
-/// Bytes of all shards together below which the all_to_all of a group of one CUDA device and host
-/// devices runs through the CUDA device (along contiguous parts): one concat there of every
-/// member's parts, member by member, which reads the host parts in place and writes each host
-/// member's output as a range of its result in one streamed step (`exec/stream.rs`); the CUDA
-/// member's output is a view of it. Otherwise each member joins its own parts, each host member
-/// downloading its CUDA part in a step of its own. The stream pass's one-pass bound
-/// ([`crate::exec::STREAM_SMALL_BYTES`]): from it on the concat would not run in one pass.
-pub const EXCHANGE_THROUGH_CUDA_BELOW_BYTES: usize = crate::exec::STREAM_SMALL_BYTES;
-
 /// Bytes per shard from which [`choose_without_nccl`] takes the one-shot all_gather on a group
 /// of one CUDA device and one host device: each member joins the other's shard, one crossing
 /// each way at once, where through the leader the host's shard crosses to the GPU and then the

@@ -241,9 +241,6 @@ impl DeviceGroup {
         }
         let parts = split(shards, dim, part, n)?;
         let mut hops = Hops::default();
-        if let Some(hub) = star::exchange_hub(self.devices(), shards, contiguous_along(&shards[0], dim)) {
-            return star::all_to_all_through(&mut hops, &parts, dim, hub, self.devices());
-        }
         (0..n)
             .map(|j| {
                 let to = self.devices()[j];

@@ -1,7 +1,6 @@
 //! The star: everything through one root. Written over the two primitives, hop and reduce.
 
 use super::ReduceOp;
-use super::algo::EXCHANGE_THROUGH_CUDA_BELOW_BYTES;
 use crate::backend::chain::DEVICE_MIN_BYTES;
 use crate::device::Device;
 use crate::error::Result;
@@ -158,43 +157,6 @@ pub(crate) fn reduce_scatter_in_place(
     devices.iter().enumerate().map(|(j, &d)| reduce_to(hops, &column(j), op, d)).collect()
 }
 
-/// The CUDA device a small all_to_all of `devices` over `shards` runs through
-/// ([`all_to_all_through`]): the group's one CUDA member, where every other member is a host
-/// device, the parts are contiguous (`contiguous`: every dim before the cut is 1), all shards
-/// together are under [`EXCHANGE_THROUGH_CUDA_BELOW_BYTES`] and the stream pass is on. Otherwise
-/// each member joins its parts itself. Through the hub every host part crosses the bus twice
-/// where it was copied host to host, but the exchange is one kernel step instead of a join per
-/// member, each downloading its CUDA part as a step of its own (`bench/gpu/40-ranged-parts`).
-pub(crate) fn exchange_hub(devices: &[Device], shards: &[Tensor], contiguous: bool) -> Option<Device> {
-    let mut gpus = devices.iter().filter(|d| !d.is_host());
-    let hub = match (gpus.next(), gpus.next()) {
-        (Some(&d @ Device::Cuda(_)), None) => d,
-        _ => return None,
-    };
-    let bytes: usize = shards.iter().map(Tensor::nbytes).sum();
-    let small = bytes < EXCHANGE_THROUGH_CUDA_BELOW_BYTES;
-    (contiguous && small && devices.len() > 1 && crate::exec::streaming()).then_some(hub)
-}
-
-/// The all_to_all of `parts` (`parts[i][j]`: part j of shard i) through `hub`: every part joined
-/// there along `dim` in one concat, member by member (member j's parts in shard order), and
-/// member j's output its range of it, hopped to `devices[j]`. The caller has checked that the
-/// parts are contiguous ([`exchange_hub`]), so each range is one.
-pub(crate) fn all_to_all_through(
-    hops: &mut Hops,
-    parts: &[Vec<Tensor>],
-    dim: usize,
-    hub: Device,
-    devices: &[Device],
-) -> Result<Vec<Tensor>> {
-    let n = devices.len();
-    let each: usize = parts.iter().map(|p| p[0].shape().dim(dim)).sum();
-    let order = (0..n).flat_map(|j| parts.iter().map(move |p| p[j].clone()));
-    let on_hub: Vec<Tensor> = order.map(|p| hops.reach(&p, hub)).collect();
-    let all = Tensor::concat_on(hub, &on_hub, dim)?;
-    (0..n).map(|j| Ok(hops.hop(&all.narrow(dim, j * each, each)?, devices[j]))).collect()
-}
-
 /// `t` cut along `dim` into consecutive parts of `sizes`, part i hopped to `devices[i]`.
 pub(crate) fn scatter(
     hops: &mut Hops,
@@ -243,56 +205,6 @@ mod tests {
         let big = tensor(AT * 4, VK);
         assert!(!copied_out_by_vulkan(&big.narrow(0, 0, AT / 4).unwrap()), "a part the bridge moves");
         assert!(copied_out_by_vulkan(&big.narrow(0, 0, AT / 4 - 1).unwrap()));
-    }
-
-    /// The exchange hub is the one CUDA member of a group whose other members are host devices,
-    /// for contiguous parts under the bound in all; none with a Vulkan member, two CUDA members,
-    /// no CUDA member, cut parts, or shards at the bound.
-    #[test]
-    fn a_small_exchange_runs_through_the_one_cuda_member() {
-        let (cu, h0, h1) = (Device::Cuda(0), Device::Cpu(0), Device::Cpu(1));
-        let under =
-            |n: usize| (0..n).map(|_| tensor(EXCHANGE_THROUGH_CUDA_BELOW_BYTES / n - 16, h0)).collect();
-        let small: Vec<Tensor> = under(3);
-        let on = crate::exec::streaming();
-        assert_eq!(exchange_hub(&[h0, cu, h1], &small, true), on.then_some(cu));
-        assert_eq!(exchange_hub(&[h0, cu, h1], &small, false), None, "cut parts");
-        assert_eq!(exchange_hub(&[h0, cu, VK], &small, true), None, "a Vulkan member");
-        assert_eq!(exchange_hub(&[Device::Cuda(1), cu, h1], &small, true), None, "two CUDA members");
-        assert_eq!(exchange_hub(&[h0, Device::Cpu(2), h1], &small, true), None, "no CUDA member");
-        let at: Vec<Tensor> =
-            (0..3).map(|_| tensor(EXCHANGE_THROUGH_CUDA_BELOW_BYTES / 3 + 16, h0)).collect();
-        assert_eq!(exchange_hub(&[h0, cu, h1], &at, true), None, "at the bound in all");
-    }
-
-    /// Through the hub: one concat on it of every member's parts, member by member in shard
-    /// order, and member j's output its range of that, on its device.
-    #[test]
-    fn an_exchange_through_the_hub_is_one_concat_cut_by_member() {
-        let (cu, devices) = (Device::Cuda(0), [Device::Cpu(0), Device::Cuda(0), Device::Cpu(1)]);
-        let parts: Vec<Vec<Tensor>> =
-            devices.iter().map(|&d| (0..3).map(|_| tensor(8, d)).collect()).collect();
-        let outs = all_to_all_through(&mut Hops::default(), &parts, 0, cu, &devices).unwrap();
-        let mut all = None;
-        for (j, (out, d)) in outs.iter().zip(devices).enumerate() {
-            assert_eq!((out.device(), out.numel()), (d, 6), "member {j}");
-            let range = match out.op() {
-                Op::Copy { .. } => &out.inputs()[0],
-                _ => out,
-            };
-            assert!(
-                matches!(*range.op(), Op::Slice { dim: 0, start, len: 6 } if start == 6 * j),
-                "member {j}"
-            );
-            let concat = &range.inputs()[0];
-            assert!(matches!(concat.op(), Op::Concat { dim: 0 }) && concat.device() == cu);
-            assert!(all.get_or_insert_with(|| concat.clone()).same_node(concat), "one concat");
-            for (i, p) in parts.iter().enumerate() {
-                let on_hub = &concat.inputs()[3 * j + i];
-                let of = if p[j].device() == cu { on_hub } else { &on_hub.inputs()[0] };
-                assert!(of.same_node(&p[j]), "member {j}'s part of shard {i}");
-            }
-        }
     }
 
     /// Whatever the machine has, `site` keeps on its device work bound for a device that is not

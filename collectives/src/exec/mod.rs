@@ -39,7 +39,6 @@ pub use staged::{
     BRIDGE_ENV, DEVICE_MIN_BYTES, STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV,
     StagedTransport, staged_transport,
 };
-pub(crate) use stream::enabled as streaming;
 pub use stream::{STREAM_CHUNK_ENV, STREAM_ENV, STREAM_MIN_BYTES, STREAM_SMALL_BYTES};
 
 /// Computes `targets` (and everything they need) and caches each on its device.
