@@ -1,7 +1,7 @@
 #!/bin/bash
 # Run 40c: run b's binaries again (ff87ad3 `perf`, bd71b4b `perf_a`, 51e1def `perf_old`), the
 # reduce_scatter rows only, three rounds with the binaries' order rotated (run b's first round
-# read high on the first binary of the round), then the anchors.
+# read high on some rows), then the anchors.
 # Staged by: run b's .gpu with this run.sh copied over .gpu/run.sh.
 # Invoked as: timeout -k 5 300 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
