@@ -92,7 +92,13 @@ impl Sizes {
     pub const DEFAULT: Sizes = Sizes { small: STREAM_SMALL_BYTES, large: STREAM_MIN_BYTES };
 
     fn streams(self, bytes: usize) -> bool {
-        bytes < self.small || bytes >= self.large
+        self.in_one_pass(bytes) || bytes >= self.large
+    }
+
+    /// Whether a kernel of `bytes` streams in one pass: what a concat must be to stream, and
+    /// what a kernel must be to write ranges of its result to host devices.
+    pub fn in_one_pass(self, bytes: usize) -> bool {
+        bytes < self.small
     }
 }
 
@@ -110,7 +116,7 @@ pub(crate) fn fuse(steps: &mut [Step], sizes: Sizes) {
             .collect();
         let mut downs: Vec<usize> =
             readers.get(&k).into_iter().flatten().copied().filter(|&c| download_to_host(&steps[c])).collect();
-        let parts = match steps[k].tensor.nbytes() < sizes.small {
+        let parts = match sizes.in_one_pass(steps[k].tensor.nbytes()) {
             true => part_downloads(steps, &readers, k),
             false => vec![],
         };
@@ -151,7 +157,7 @@ pub(super) fn streams(t: &Tensor, sizes: Sizes) -> bool {
     let bytes = t.nbytes();
     let fits = match t.op() {
         Op::Binary(_) | Op::Reduce { .. } | Op::Scale(_) | Op::Cast(_) => sizes.streams(bytes),
-        Op::Concat { .. } => bytes < sizes.small,
+        Op::Concat { .. } => sizes.in_one_pass(bytes),
         _ => false,
     };
     t.device().kind() == DeviceKind::Cuda && fits

@@ -66,7 +66,7 @@ pub(super) fn fanned_kernel(pending: &[Tensor]) -> Option<Fanned> {
     if !(streamed || (device.is_host() && !schedule::runs_as_view(&kernel))) {
         return None;
     }
-    let parts = streamed && kernel.nbytes() < stream::Sizes::DEFAULT.small;
+    let parts = streamed && stream::Sizes::DEFAULT.in_one_pass(kernel.nbytes());
     let mut f = Fanned { kernel, targets: vec![], outs: vec![], inputs: vec![], to: vec![], streamed };
     for t in pending {
         let out = f.out_of(t, parts)?;
