@@ -92,6 +92,23 @@ mod spirv {
         format!("\nfn make_block(e: u32) -> dst_B {{\n    return {block};\n}}\n")
     }
 
+    /// The fold's `load0`..`load7`: block `w` of input `k`, whose data starts `skew` bytes into its
+    /// binding (a view off its memory's alignment; 0 for any other buffer, read as one word).
+    fn loaders() -> String {
+        let mut out = String::new();
+        for k in 0..8 {
+            let skew = format!("p.skew[{}u][{}u]", k / 4, k % 4);
+            writeln!(
+                out,
+                "\nfn load{k}(w: u32) -> W {{\n    let s = {skew};\n    if (s == 0u) {{\n        return in{k}[w];\n    }}\n    \
+                 let q = w + s / 16u;\n    var next = W();\n    if (q + 1u < arrayLength(&in{k})) {{\n        \
+                 next = in{k}[q + 1u];\n    }}\n    return shifted(in{k}[q], next, s % 16u);\n}}"
+            )
+            .unwrap();
+        }
+        out
+    }
+
     /// The conversion of one element from `from`'s compute type to `to`'s (see `cast/*.wgsl`).
     fn convert_expr(from: &str, to: &str) -> &'static str {
         // f32, f16 and bf16 all compute in f32 and cast alike.
@@ -182,6 +199,7 @@ mod spirv {
                         read(shaders, &format!("fold/{}.wgsl", d.shape)),
                         format!("fn op(a: V, b: V) -> V {{\n    return op_{op}(a, b);\n}}\n"),
                         read(shaders, "fold.wgsl"),
+                        loaders(),
                     ];
                     compile(&out, &format!("fold_{}_{op}", d.name), &src.concat())
                 })

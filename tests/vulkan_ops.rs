@@ -20,6 +20,8 @@ mod copy;
 mod division;
 #[path = "vulkan_ops/elementwise.rs"]
 mod elementwise;
+#[path = "vulkan_ops/views.rs"]
+mod views;
 
 use collectives::{DType, Device, Error, Tensor};
 use collectives_tests::{check_all, fresh_seed, tensor, values, vulkan_required};

@@ -9,7 +9,9 @@ struct Params {
     n: u32,
     // Output blocks in this piece (one per invocation).
     blocks: u32,
-    pad0: u32,
+    // Where the source's data starts in its binding, in elements (a view off its memory's
+    // alignment; else 0).
+    src_at: u32,
     pad1: u32,
 }
 
@@ -18,9 +20,9 @@ var<immediate> p: Params;
 @group(0) @binding(0) var<storage, read> src: array<src_SW>;
 @group(0) @binding(1) var<storage, read_write> dst: array<dst_W>;
 
-// Source element `e` (clamped into the piece), converted.
+// Source element `e` (clamped into the piece, counted from the source's data), converted.
 fn elem(e: u32) -> dst_C {
-    let i = min(e, p.n - 1u);
+    let i = min(e, p.n - 1u) + p.src_at;
     return convert(src_elem(src[i / src_EPW], i % src_EPW));
 }
 

@@ -1,5 +1,5 @@
-// Shared by every kernel: the flat invocation index of a 2D dispatch, and exact bit-level
-// conversions between f32 and the 16-bit float formats (the kernels never need 16-bit storage
+// Shared by every kernel: the flat invocation index of a 2D dispatch, the 16 bytes at any byte of
+// two blocks, and exact bit-level conversions between f32 and the 16-bit float formats (the kernels never need 16-bit storage
 // or arithmetic features: 16-bit values travel packed two to a u32 word and compute in f32).
 
 const WG: u32 = 256u;
@@ -8,6 +8,20 @@ const WG: u32 = 256u;
 // over 65535 workgroups use the y dimension.
 fn flat_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.y * nwg.x * WG + gid.x;
+}
+
+// Bytes `s..s + 16` (`s < 16`) of the 32 bytes `a` then `b`, as four little-endian words: a block
+// of an input whose data starts `s` bytes into its 16-byte word (a view off its memory's alignment).
+fn funnel4(a: vec4<u32>, b: vec4<u32>, s: u32) -> vec4<u32> {
+    var u = array<u32, 8>(a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
+    let k = s / 4u;
+    let t = (s % 4u) * 8u;
+    var out = vec4<u32>();
+    for (var j = 0u; j < 4u; j++) {
+        // A shift by 32 is a shift by 0 in WGSL: a whole-word skew takes the low word alone.
+        out[j] = (u[k + j] >> t) | select(0u, u[k + j + 1u] << (32u - t), t != 0u);
+    }
+    return out;
 }
 
 fn f32_is_nan(x: f32) -> bool {

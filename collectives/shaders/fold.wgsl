@@ -4,6 +4,9 @@
 // the compute type and rounded once. One invocation makes one 16-byte output block (`B`: 2 to
 // 16 lanes), so loads and stores are 16 bytes wide.
 //
+// An input may start off its binding's 16-byte blocks (a view of a tensor at any element): its
+// blocks are then read from two words each (`load0`..`load7`, which build.rs writes).
+//
 // More than 8 inputs take several passes through an accumulator of blocks: the first pass
 // writes it, later passes fold onto it, the last one writes the output.
 
@@ -22,6 +25,8 @@ struct Params {
     pad3: u32,
     // The scale factor, in the compute type's factor type.
     factor: F,
+    // Where each input's data starts in its binding, in bytes (`skew[k / 4][k % 4]`; see `load`).
+    skew: array<vec4<u32>, 2>,
 }
 
 const READ_ACC: u32 = 1u;
@@ -48,30 +53,30 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (w >= p.blocks) {
         return;
     }
-    var a = unpack(in0[w]);
+    var a = unpack(load0(w));
     if ((p.flags & READ_ACC) != 0u) {
         a = fold(acc[w], a);
     }
     if (p.k > 1u) {
-        a = fold(a, unpack(in1[w]));
+        a = fold(a, unpack(load1(w)));
     }
     if (p.k > 2u) {
-        a = fold(a, unpack(in2[w]));
+        a = fold(a, unpack(load2(w)));
     }
     if (p.k > 3u) {
-        a = fold(a, unpack(in3[w]));
+        a = fold(a, unpack(load3(w)));
     }
     if (p.k > 4u) {
-        a = fold(a, unpack(in4[w]));
+        a = fold(a, unpack(load4(w)));
     }
     if (p.k > 5u) {
-        a = fold(a, unpack(in5[w]));
+        a = fold(a, unpack(load5(w)));
     }
     if (p.k > 6u) {
-        a = fold(a, unpack(in6[w]));
+        a = fold(a, unpack(load6(w)));
     }
     if (p.k > 7u) {
-        a = fold(a, unpack(in7[w]));
+        a = fold(a, unpack(load7(w)));
     }
     if ((p.flags & WRITE_ACC) != 0u) {
         acc[w] = a;

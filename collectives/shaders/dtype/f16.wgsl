@@ -33,3 +33,8 @@ fn $unpack(w: $W) -> $B {
 fn $pack(b: $B) -> $W {
     return vec4($words(f32_to_f16x4(b.lo)), $words(f32_to_f16x4(b.hi)));
 }
+
+// The block at byte `s` (< 16) of words `a` then `b`.
+fn $shifted(a: $W, b: $W, s: u32) -> $W {
+    return funnel4(a, b, s);
+}

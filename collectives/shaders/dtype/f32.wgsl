@@ -20,3 +20,8 @@ fn $unpack(w: $W) -> $B {
 fn $pack(b: $B) -> $W {
     return bitcast<vec4<u32>>(b);
 }
+
+// The block at byte `s` (< 16) of words `a` then `b`.
+fn $shifted(a: $W, b: $W, s: u32) -> $W {
+    return funnel4(a, b, s);
+}

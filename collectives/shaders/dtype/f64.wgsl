@@ -19,3 +19,11 @@ fn $unpack(w: $W) -> $B {
 fn $pack(b: $B) -> $W {
     return b;
 }
+
+// The block at byte `s` (0 or 8: whole elements) of words `a` then `b`.
+fn $shifted(a: $W, b: $W, s: u32) -> $W {
+    if (s == 0u) {
+        return a;
+    }
+    return $W(a.y, b.x);
+}

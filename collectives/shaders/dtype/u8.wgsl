@@ -35,3 +35,8 @@ fn $unpack(w: $W) -> $B {
 fn $pack(b: $B) -> $W {
     return vec4($word(b.a), $word(b.b), $word(b.c), $word(b.d));
 }
+
+// The block at byte `s` (< 16) of words `a` then `b`.
+fn $shifted(a: $W, b: $W, s: u32) -> $W {
+    return funnel4(a, b, s);
+}

@@ -8,8 +8,8 @@
 //! never see its bytes change; it keeps the whole buffer it slices alive, as a PyTorch view does.
 //! A CUDA view may start at any element: its kernels take their 16-byte vector path where every
 //! pointer allows it and read element by element elsewhere. A Vulkan view is a `VkBuffer` of its
-//! own bound to the same memory, where the slice starts on the device's alignment for that (16
-//! bytes or more); elsewhere a Vulkan slice is a copy.
+//! own bound to the same memory from the aligned byte at or below the slice's start, which its
+//! kernels and copies skip; it too may start at any element.
 //!
 //! ```
 //! use collectives::{Device, Tensor};
@@ -52,7 +52,7 @@ impl HostMem for HostView {
 
 /// `kernel` on `input` for a result on `device` as a view of `input`, where it is a slice of one
 /// contiguous range (`outer == 1`) of a host buffer (for a host device) or of a CUDA or Vulkan
-/// buffer on `device` itself (a Vulkan one where it starts on the device's alignment); `None` for
+/// buffer on `device` itself (a Vulkan one where its binding fits the memory); `None` for
 /// every other kernel and buffer. The view's fence is the input's: it
 /// is ready when the input is.
 pub(crate) fn view(kernel: &Kernel, input: &Arc<Buffer>, device: Device) -> Result<Option<Buffer>> {

@@ -174,10 +174,12 @@ fn copy_kernel(rec: &mut Recorder<'_>, src: &Arc<DevBuf>, rows: Rows, dst: &Arc<
     let limit = gpu.limits.max_binding - align - 8;
     let wpr = rows.row_bytes.div_ceil(4) + 1;
     for piece in rows.pieces(limit, wpr) {
+        // Where the rows start in each buffer: past its skew (the data's start).
+        let (src_base, dst_base) = (piece.src_base + src.skew, piece.dst_base + dst.skew);
         let span = |base: u64, stride: u64| (base, base + (piece.rows - 1) * stride + piece.row_bytes);
-        let (s, d) = (span(piece.src_base, piece.src_stride), span(piece.dst_base, piece.dst_stride));
-        let (s_off, s_range) = bind_range(s, align, src.size);
-        let (d_off, d_range) = bind_range(d, align, dst.size);
+        let (s, d) = (span(src_base, piece.src_stride), span(dst_base, piece.dst_stride));
+        let (s_off, s_range) = bind_range(s, align, src.bound_size());
+        let (d_off, d_range) = bind_range(d, align, dst.bound_size());
         let b = [
             Binding { buf: src, offset: s_off, range: s_range },
             Binding { buf: dst, offset: d_off, range: d_range },
@@ -185,9 +187,9 @@ fn copy_kernel(rec: &mut Recorder<'_>, src: &Arc<DevBuf>, rows: Rows, dst: &Arc<
         let fields = [
             piece.rows,
             piece.row_bytes,
-            piece.src_base - s_off,
+            src_base - s_off,
             piece.src_stride,
-            piece.dst_base - d_off,
+            dst_base - d_off,
             piece.dst_stride,
             wpr,
             0,

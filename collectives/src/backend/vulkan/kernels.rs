@@ -5,7 +5,9 @@
 //! lavapipe): a piece is a power-of-two count of elements, so its offsets stay aligned and whole
 //! blocks. One invocation makes one 16-byte output block (16 u8, 8 f16/bf16, 4 f32/i32, 2
 //! f64/i64), so memory moves in wide loads and stores; the last block of a tensor is computed
-//! whole and its spare lanes land in the buffer's padding.
+//! whole and its spare lanes land in the buffer's padding. An input that is a view starting off
+//! its binding's alignment ([`DevBuf::skew`]) is bound from the aligned byte below its data, and
+//! the kernels are told where its data starts (the fold's `skew`, the cast's `src_at`).
 
 use std::sync::Arc;
 
@@ -50,6 +52,27 @@ fn bound_bytes(d: DType, n: u64) -> u64 {
     (n * d.size() as u64).div_ceil(16) * 16
 }
 
+/// The binding of input `buf`'s elements `e0..e0 + n` of `d`: from the aligned byte where the
+/// piece would start without a skew, over the whole blocks that hold the piece's data (which
+/// starts [`DevBuf::skew`] bytes in), within the buffer.
+fn input<'a>(buf: &'a Arc<DevBuf>, d: DType, e0: u64, n: u64) -> Binding<'a> {
+    let offset = e0 * d.size() as u64;
+    let range = (buf.skew + n * d.size() as u64).div_ceil(16) * 16;
+    Binding { buf, offset, range: range.min(buf.bound_size() - offset) }
+}
+
+/// An internal error unless `out`, a kernel's output, starts at its buffer's start (a new buffer,
+/// never a view): kernels write whole blocks from their binding's start.
+fn check_output(out: &DevBuf) -> Result<()> {
+    match out.skew {
+        0 => Ok(()),
+        s => Err(crate::Error::internal(
+            "vulkan kernel",
+            format!("an output starting {s} bytes into its binding"),
+        )),
+    }
+}
+
 /// The factor as the kernel's factor type, little-endian in 8 bytes: f32 for f32/f16/bf16, and
 /// for integers the factor as the dtype (exact: `Scale::check` kept it in the dtype's range).
 fn factor_bytes(d: DType, s: Scale) -> [u8; 8] {
@@ -65,12 +88,15 @@ fn factor_bytes(d: DType, s: Scale) -> [u8; 8] {
     out
 }
 
-/// Push constants from 32-bit fields and an optional 8-byte tail at offset 32.
-fn push(fields: &[u32], tail: Option<[u8; 8]>) -> Vec<u8> {
+/// Push constants from 32-bit fields, then an optional 8-byte tail at offset 32 and the inputs'
+/// skews at offset 48 (the fold's `Params`).
+fn push(fields: &[u32], tail: Option<([u8; 8], [u32; MAX_INPUTS])>) -> Vec<u8> {
     let mut p: Vec<u8> = fields.iter().flat_map(|f| f.to_le_bytes()).collect();
-    if let Some(t) = tail {
+    if let Some((factor, skews)) = tail {
         p.resize(32, 0);
-        p.extend_from_slice(&t);
+        p.extend_from_slice(&factor);
+        p.resize(48, 0);
+        p.extend(skews.iter().flat_map(|s| s.to_le_bytes()));
     }
     debug_assert!(p.len() <= PUSH_BYTES as usize);
     p
@@ -95,6 +121,7 @@ impl Fold {
         out_at: u64,
         n: u64,
     ) -> Result<()> {
+        check_output(out)?;
         let gpu = rec.gpu().clone();
         let pipeline = gpu.pipelines.get(&gpu, Key::Fold(self.dtype, self.op))?;
         let (size, csize, ln) = (self.dtype.size() as u64, compute_size(self.dtype), lanes(self.dtype));
@@ -112,10 +139,11 @@ impl Fold {
                 let np = piece.min(n - e0);
                 let blocks = np.div_ceil(ln);
                 let range = bound_bytes(self.dtype, np);
-                let at = |buf| Binding { buf, offset: e0 * size, range };
                 let to = Binding { buf: out, offset: out_at + e0 * size, range };
+                let bound = |j| group.get(j).unwrap_or(&group[0]);
                 let mut b: Vec<Binding<'_>> =
-                    (0..MAX_INPUTS).map(|j| at(group.get(j).unwrap_or(&group[0]))).collect();
+                    (0..MAX_INPUTS).map(|j| input(bound(j), self.dtype, e0, np)).collect();
+                let skews = std::array::from_fn(|j| bound(j).skew as u32);
                 b.push(match &acc {
                     Some(a) => Binding { buf: a, offset: e0 * csize, range: blocks * ln * csize },
                     None => to,
@@ -123,7 +151,7 @@ impl Fold {
                 b.push(to);
                 let fields = [np as u32, blocks as u32, group.len() as u32, 0, flags, 0, 0, 0];
                 let factor = self.scale.map_or([0; 8], |s| factor_bytes(self.dtype, s));
-                rec.dispatch(&pipeline, &b, &push(&fields, Some(factor)), blocks)?;
+                rec.dispatch(&pipeline, &b, &push(&fields, Some((factor, skews))), blocks)?;
                 e0 += np;
             }
             rec.barrier();
@@ -159,6 +187,7 @@ pub(super) fn cast(
     dst_at: u64,
     n: u64,
 ) -> Result<()> {
+    check_output(dst)?;
     let gpu = rec.gpu().clone();
     let pipeline = gpu.pipelines.get(&gpu, Key::Cast(from, to))?;
     let (si, so) = (from.size() as u64, to.size() as u64);
@@ -168,10 +197,11 @@ pub(super) fn cast(
         let np = piece.min(n - e0);
         let blocks = np.div_ceil(lanes(to));
         let b = [
-            Binding { buf: src, offset: e0 * si, range: bound_bytes(from, np) },
+            input(src, from, e0, np),
             Binding { buf: dst, offset: dst_at + e0 * so, range: bound_bytes(to, np) },
         ];
-        rec.dispatch(&pipeline, &b, &push(&[np as u32, blocks as u32, 0, 0], None), blocks)?;
+        let fields = [np as u32, blocks as u32, (src.skew / si) as u32, 0];
+        rec.dispatch(&pipeline, &b, &push(&fields, None), blocks)?;
         e0 += np;
     }
     Ok(())

@@ -52,8 +52,15 @@ pub(super) enum Usage {
 pub(super) struct DevBuf {
     pub gpu: Arc<Gpu>,
     pub buffer: vk::Buffer,
-    /// Size of the buffer in bytes (whole 16-byte blocks, at least one).
+    /// Bytes from the data's start on that the buffer covers: whole 16-byte blocks, at least one,
+    /// but for a view that starts off its memory's alignment ([`DevBuf::skew`]), whose bytes end
+    /// on the next block of its memory.
     pub size: u64,
+    /// Where the data starts in `buffer`, in bytes: 0 but for a view that starts off its memory's
+    /// alignment, whose `VkBuffer` is bound from the aligned byte below the data's start. Copies
+    /// ([`super::submit::Recorder::copy`]) and the mapping start at the data; kernels bind the
+    /// buffer and read from this byte on (`kernels.rs`, `copy.rs`).
+    pub skew: u64,
     alloc: Option<Backing>,
     /// What the memory was allocated for (`None` for imported memory): a dropped buffer is
     /// parked in the device's [`super::cache`] under it.
@@ -112,6 +119,7 @@ impl DevBuf {
             mapped: p.mapped,
             host_cached: p.host_cached,
             parent: None,
+            skew: 0,
         }))
     }
 
@@ -179,15 +187,17 @@ impl DevBuf {
             mapped: host,
             host_cached: true,
             parent: None,
+            skew: 0,
         })
     }
 
     /// `bytes` bytes of `of` from byte `offset` on, as a buffer of its own bound to the same
     /// memory (a `VkBuffer` aliasing that range): what a contiguous slice of a tensor becomes
-    /// instead of a copy. `None` where the range cannot be bound so — it does not start at a
-    /// multiple of 16 bytes (the kernels' block) and of the buffer's memory alignment, or its
-    /// binding would run past the memory — or `of`'s memory is not the allocator's or the
-    /// bridge's. The caller checked that the range lies within `of`.
+    /// instead of a copy. A range that starts off the memory's alignment (16 bytes, the kernels'
+    /// block, or the buffer's memory alignment where that is larger) is bound from the aligned byte
+    /// below it, and its [`DevBuf::skew`] says where the data starts. `None` where the binding would
+    /// run past the memory, or `of`'s memory is not the allocator's or the bridge's. The caller
+    /// checked that the range lies within `of`.
     pub fn view(of: &Arc<DevBuf>, offset: u64, bytes: u64) -> Result<Option<Arc<DevBuf>>> {
         let (root, offset) = match &of.parent {
             Some((root, at)) => (root, at + offset),
@@ -196,25 +206,21 @@ impl DevBuf {
         let Some((memory, base, len)) = root.bound_memory() else { return Ok(None) };
         let gpu = &root.gpu;
         crate::failpoint::hit(gpu.device, "vulkan alloc")?;
-        let size = padded(bytes);
         let shared = root.shared().is_some();
-        // SAFETY: the device is live; the buffer is destroyed below if unused, else by `Drop`.
-        let made = unsafe {
-            if shared {
-                raw::create_export_buffer(&gpu.raw, size)
-            } else {
-                raw::create_buffer(&gpu.raw, size)
-            }
-        };
-        let buffer = made.map_err(|e| raw::vk_error(gpu.device, "vkCreateBuffer (view)", e))?;
-        // SAFETY: `buffer` belongs to this device.
-        let needs = unsafe { gpu.raw.get_buffer_memory_requirements(buffer) };
-        let fits = offset % 16 == 0 && offset % needs.alignment.max(1) == 0 && offset + needs.size <= len;
-        // SAFETY (bind): the range `base + offset ..+ needs.size` lies within `memory`, which
-        // `root` keeps alive as long as the view (it holds an `Arc` of `root`); the memory's type
-        // suits the view, which is created as `root` was (same flags, usage and handle types:
-        // Vulkan gives such buffers the same `memoryTypeBits`).
-        let bound = fits && unsafe { gpu.raw.bind_buffer_memory(buffer, memory, base + offset) }.is_ok();
+        let (mut buffer, mut needs) = view_buffer(gpu, shared, padded(bytes))?;
+        let skew = offset % needs.alignment.max(16);
+        if skew != 0 {
+            // SAFETY: the buffer was never used.
+            unsafe { raw::destroy_buffer(&gpu.raw, buffer) };
+            (buffer, needs) = view_buffer(gpu, shared, padded(skew + bytes))?;
+        }
+        let at = offset - skew;
+        let fits = at % needs.alignment.max(1) == 0 && at + needs.size <= len;
+        // SAFETY (bind): the range `base + at ..+ needs.size` lies within `memory`, which `root`
+        // keeps alive as long as the view (it holds an `Arc` of `root`); the memory's type suits
+        // the view, which is created as `root` was (same flags, usage and handle types: Vulkan
+        // gives such buffers the same `memoryTypeBits`).
+        let bound = fits && unsafe { gpu.raw.bind_buffer_memory(buffer, memory, base + at) }.is_ok();
         if !bound {
             // SAFETY: the buffer was never used.
             unsafe { raw::destroy_buffer(&gpu.raw, buffer) };
@@ -225,7 +231,7 @@ impl DevBuf {
         Ok(Some(Arc::new(DevBuf {
             gpu: gpu.clone(),
             buffer,
-            size,
+            size: padded(skew + bytes) - skew,
             alloc: None,
             usage: None,
             imported: None,
@@ -233,6 +239,7 @@ impl DevBuf {
             mapped: root.mapped.map(|p| unsafe { p.add(offset as usize) }),
             host_cached: root.host_cached,
             parent: Some((root.clone(), offset)),
+            skew,
         })))
     }
 
@@ -254,6 +261,11 @@ impl DevBuf {
             Some(Backing::Shared(s)) => Some(s),
             _ => None,
         }
+    }
+
+    /// Bytes of `buffer` from its start, which a kernel may bind: the skew and the size.
+    pub fn bound_size(&self) -> u64 {
+        self.skew + self.size
     }
 
     /// Whether the host can address the memory directly.
@@ -289,6 +301,18 @@ impl DevBuf {
         // SAFETY: as above, and the caller guarantees exclusive access.
         unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), len) }
     }
+}
+
+/// A new `VkBuffer` of `size` bytes for a view (exportable where the memory it aliases is
+/// shared), not yet bound, and its memory requirements.
+fn view_buffer(gpu: &Gpu, shared: bool, size: u64) -> Result<(vk::Buffer, vk::MemoryRequirements)> {
+    // SAFETY: the device is live; the caller destroys the buffer if unused, else `Drop` does.
+    let made = unsafe {
+        if shared { raw::create_export_buffer(&gpu.raw, size) } else { raw::create_buffer(&gpu.raw, size) }
+    };
+    let buffer = made.map_err(|e| raw::vk_error(gpu.device, "vkCreateBuffer (view)", e))?;
+    // SAFETY: `buffer` belongs to this device.
+    Ok((buffer, unsafe { gpu.raw.get_buffer_memory_requirements(buffer) }))
 }
 
 /// Where a buffer of `size` bytes for `usage` is allocated, on a device whose tensors live in host

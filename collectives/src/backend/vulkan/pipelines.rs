@@ -24,7 +24,7 @@ mod spirv {
 }
 
 /// Bytes of push constants every pipeline layout reserves (the largest kernel parameters).
-pub(super) const PUSH_BYTES: u32 = 48;
+pub(super) const PUSH_BYTES: u32 = 80;
 
 /// Which kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -224,15 +224,17 @@ impl<'g> Recorder<'g> {
         unsafe { raw::barrier(&self.gpu.raw, self.cmd, false) };
     }
 
-    /// Copies byte ranges `regions` of `src` into `dst`.
+    /// Copies byte ranges `regions` of `src` into `dst`, their offsets counted from each buffer's
+    /// data (past its [`DevBuf::skew`]).
     pub fn copy(&mut self, src: &Arc<DevBuf>, dst: &Arc<DevBuf>, regions: &[vk::BufferCopy]) {
         if regions.is_empty() {
             return;
         }
         self.keep(src);
         self.keep(dst);
+        let regions = skewed(regions, src, dst);
         // SAFETY: both buffers are live (kept) and the regions lie within them (callers' plans).
-        unsafe { self.gpu.raw.cmd_copy_buffer(self.cmd, src.buffer, dst.buffer, regions) };
+        unsafe { self.gpu.raw.cmd_copy_buffer(self.cmd, src.buffer, dst.buffer, &regions) };
     }
 
     /// Records a copy of `regions` from `src` into `dst` as [`Recorder::copy`] does, but without
@@ -246,9 +248,10 @@ impl<'g> Recorder<'g> {
             return;
         }
         self.keep(dst);
+        let regions = skewed(regions, src, dst);
         // SAFETY: `src` is live until the submission has run (the caller), `dst` is kept, and the
         // regions lie within both (the caller's plan).
-        unsafe { self.gpu.raw.cmd_copy_buffer(self.cmd, src.buffer, dst.buffer, regions) };
+        unsafe { self.gpu.raw.cmd_copy_buffer(self.cmd, src.buffer, dst.buffer, &regions) };
     }
 
     /// Runs `pipeline` over `invocations` (a 2D grid where one dimension is too small), with
@@ -359,6 +362,16 @@ impl Drop for Recorder<'_> {
         let pools = std::mem::take(&mut self.pools);
         self.state.free_pools.extend(pools);
     }
+}
+
+/// `regions`, counted from the data of `src` and `dst`, counted from their buffers' starts.
+fn skewed(regions: &[vk::BufferCopy], src: &DevBuf, dst: &DevBuf) -> Vec<vk::BufferCopy> {
+    let at = |r: &vk::BufferCopy| vk::BufferCopy {
+        src_offset: r.src_offset + src.skew,
+        dst_offset: r.dst_offset + dst.skew,
+        size: r.size,
+    };
+    regions.iter().map(at).collect()
 }
 
 /// Workgroups of 256 for `invocations`, as (x, y) within the device's limits.

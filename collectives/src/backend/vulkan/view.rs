@@ -3,10 +3,13 @@
 //!
 //! Why a buffer of its own rather than an offset carried beside the buffer: every kernel, copy,
 //! readback and bridge of this backend binds whole buffers, so a view they cannot tell from a
-//! buffer needs no change in any of them. The price is the alignment a buffer's memory must have
-//! (the driver's `VkMemoryRequirements::alignment`, and the kernels' 16-byte blocks): a slice
-//! starting elsewhere is still a copy. The view holds its parent, so the memory outlives it;
-//! tensors are immutable once realized, so its bytes never change under it.
+//! buffer needs little change in any of them. A buffer's memory must be bound on its alignment
+//! (the driver's `VkMemoryRequirements::alignment`, and the kernels' 16-byte blocks), so a slice
+//! starting elsewhere is bound from the aligned byte below its start, and its `skew` says how far
+//! in its data starts: copies and the mapping skip those bytes, the cast and the strided copy
+//! start at the element, and the fold reads each 16-byte block of such an input from the two
+//! words it straddles (`shaders/fold.wgsl`). The view holds its parent, so the memory outlives
+//! it; tensors are immutable once realized, so its bytes never change under it.
 //!
 //! ```
 //! use collectives::{Device, Tensor};
@@ -23,9 +26,9 @@ use crate::backend::{Buffer, Mem};
 use crate::error::Result;
 
 /// `len` elements of Vulkan buffer `input` from byte `offset` on, read in place: a buffer of its
-/// own bound to the same memory ([`DevBuf::view`]), ready when `input` is. `None` where the range
-/// cannot be bound so (it starts off the memory's alignment, at least 16 bytes); the caller then
-/// copies. The caller checked the range against the buffer.
+/// own bound to the same memory ([`DevBuf::view`]), from any element, ready when `input` is.
+/// `None` where the range cannot be bound so (its binding would run past the memory, or the
+/// memory is imported); the caller then copies. The caller checked the range against the buffer.
 pub(crate) fn view(input: &Buffer, offset: usize, len: usize) -> Result<Option<Buffer>> {
     let m = input.device_mem::<VkMem>("slice view")?;
     let bytes = (len * input.dtype.size()) as u64;
@@ -64,83 +67,94 @@ mod tests {
         b.device_mem::<VkMem>("test").unwrap().0.parent.is_some()
     }
 
-    /// Views at 4 KiB steps (on every device's alignment) of a tensor in device memory and of one
-    /// in host memory, read by a copy to the host, an add of two views, a 3-input reduce, a cast
-    /// and a view of a view, every element against the f64 reference; then read again after the
-    /// parent is dropped.
+    /// Views at every skew (0, 4, 8 and 12 bytes past 16-byte blocks) and at 4 KiB steps, of a
+    /// tensor in device memory and of one in host memory, read by a copy to the host, an add of two
+    /// views, a 3-input reduce, a cast and a view of a view, every element against the f64
+    /// reference; then read again after the parent is dropped.
     #[test]
-    fn aligned_slices_are_views_every_kernel_reads_right() {
+    fn slices_anywhere_are_views_every_kernel_reads_right() {
         let Some(vk) = backend() else { return };
         for n in [1 << 12, 1 << 19] {
             let values = random(n);
             let parent = Arc::new(vk.htod(&Buffer::from_vec(Device::Cpu(0), values.clone())).unwrap());
-            let at = |start: usize, len: usize| {
-                let v = view(&parent, start * 4, len).unwrap().expect("a 4 KiB-aligned view");
+            let len = n / 4 - 5; // not a whole number of 16-byte blocks
+            let at = |start: usize| {
+                let v = view(&parent, start * 4, len).unwrap().expect("a view");
                 assert!(is_view(&v) && v.len == len);
                 v
             };
-            let len = n / 4 - 5; // not a whole number of 16-byte blocks
-            let (a, b, c) = (at(0, len), at(1024, len), at(n / 2, len));
-            for (v, start) in [(&a, 0), (&b, 1024), (&c, n / 2)] {
-                assert_eq!(read(&vk, v), values[start..start + len], "view at {start}");
-            }
-            let spec = OutSpec { dtype: DType::F32, len };
-            let sum = vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &b], spec).unwrap();
-            let folded = vk
-                .compute(
-                    &Kernel::Reduce { kind: crate::graph::ReduceKind::Sum, scale: None },
-                    &[&a, &b, &c],
-                    spec,
-                )
-                .unwrap();
-            let (sum, folded) = (read(&vk, &sum), read(&vk, &folded));
-            for i in 0..len {
-                let (x, y, z) = (values[i] as f64, values[1024 + i] as f64, values[n / 2 + i] as f64);
-                assert!((sum[i] as f64 - (x + y)).abs() <= 1e-5 * (x + y).abs().max(1.0), "add {i}");
-                assert!(
-                    (folded[i] as f64 - (x + y + z)).abs() <= 1e-4 * (x + y + z).abs().max(1.0),
-                    "reduce {i}"
+            for (x, y, z) in [(0, 1024, n / 2), (1, 1026, n / 2 + 3), (3, 2, n / 2 + 1), (1025, 0, 7)] {
+                let (a, b, c) = (at(x), at(y), at(z));
+                for (v, start) in [(&a, x), (&b, y), (&c, z)] {
+                    assert_eq!(read(&vk, v), values[start..start + len], "view at {start}");
+                }
+                let spec = OutSpec { dtype: DType::F32, len };
+                let sum = vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &b], spec).unwrap();
+                let reduce = Kernel::Reduce { kind: crate::graph::ReduceKind::Sum, scale: None };
+                let folded = vk.compute(&reduce, &[&a, &b, &c], spec).unwrap();
+                let (sum, folded) = (read(&vk, &sum), read(&vk, &folded));
+                for i in 0..len {
+                    let (p, q, r) = (values[x + i] as f64, values[y + i] as f64, values[z + i] as f64);
+                    assert!((sum[i] as f64 - (p + q)).abs() <= 1e-5 * (p + q).abs().max(1.0), "add {i}");
+                    let want = p + q + r;
+                    assert!(
+                        (folded[i] as f64 - want).abs() <= 1e-4 * want.abs().max(1.0),
+                        "reduce {i} of {x} {y} {z}: {} {want} {p} {q} {r}",
+                        folded[i]
+                    );
+                }
+                let half = vk.compute(&Kernel::Cast, &[&b], OutSpec { dtype: DType::F16, len }).unwrap();
+                let back = vk.compute(&Kernel::Cast, &[&half], spec).unwrap();
+                for (i, got) in read(&vk, &back).into_iter().enumerate() {
+                    assert_eq!(got, half::f16::from_f32(values[y + i]).to_f32(), "cast {i}");
+                }
+                let inner = view(&b, 4100, 100).unwrap().expect("a view of a view");
+                let from = y + 1025;
+                assert_eq!(
+                    read(&vk, &inner),
+                    values[from..from + 100],
+                    "a view of a view starts in the parent"
                 );
             }
-            let half = vk.compute(&Kernel::Cast, &[&b], OutSpec { dtype: DType::F16, len }).unwrap();
-            let back = vk.compute(&Kernel::Cast, &[&half], spec).unwrap();
-            for (i, got) in read(&vk, &back).into_iter().enumerate() {
-                let want = half::f16::from_f32(values[1024 + i]).to_f32();
-                assert_eq!(got, want, "cast {i}");
-            }
-            let inner = view(&b, 4096, 100).unwrap().expect("a view of a view");
-            assert_eq!(read(&vk, &inner), values[2048..2148], "a view of a view starts in the parent");
+            let c = at(n / 2 + 1);
             drop(parent);
-            assert_eq!(read(&vk, &c), values[n / 2..n / 2 + len], "the view keeps the memory");
+            assert_eq!(read(&vk, &c), values[n / 2 + 1..n / 2 + 1 + len], "the view keeps the memory");
         }
     }
 
-    /// A start off 16 bytes, or a range whose binding would run past the memory, is no view.
+    /// A view starting anywhere is bound from the aligned byte at or below its start, up to the
+    /// end of the memory; a range whose binding would run past the memory is no view.
     #[test]
-    fn unaligned_or_overrunning_ranges_are_not_views() {
+    fn views_start_anywhere_within_the_memory() {
         let Some(vk) = backend() else { return };
         let parent = DevBuf::new(&vk.gpu, 1 << 20, Usage::Device).unwrap();
-        assert!(DevBuf::view(&parent, 4, 64).unwrap().is_none(), "4 bytes in");
-        assert!(DevBuf::view(&parent, 24, 64).unwrap().is_none(), "24 bytes in");
-        assert!(DevBuf::view(&parent, 0, 64).unwrap().is_some(), "the start");
+        for (offset, bytes) in [(0, 64), (4, 64), (24, 64), (1, 3), (4097, 15), ((1 << 20) - 20, 20)] {
+            let v = DevBuf::view(&parent, offset, bytes).unwrap().unwrap_or_else(|| panic!("{offset}"));
+            assert!(v.skew <= offset && (offset - v.skew).is_multiple_of(16), "{offset}: skew {}", v.skew);
+            assert!(v.size >= bytes && v.bound_size().is_multiple_of(16), "{offset}: {} bytes", v.size);
+            if offset.is_multiple_of(16) {
+                assert_eq!(v.skew, 0, "{offset}: on a block");
+            }
+        }
         assert!(DevBuf::view(&parent, 1 << 21, 64).unwrap().is_none(), "past the end");
     }
 
-    /// Through the graph: a `narrow` of a Vulkan tensor at an aligned element is a view, at an
-    /// unaligned one a copy, and both read right.
+    /// Through the graph: a `narrow` of a Vulkan tensor is a view wherever it starts, and reads
+    /// right.
     #[test]
-    fn narrow_of_a_vulkan_tensor_reads_in_place_where_aligned() {
+    fn narrow_of_a_vulkan_tensor_reads_in_place_at_any_element() {
         if backend().is_none() {
             return;
         }
         let values = random(4096);
         let t = crate::Tensor::from_vec(values.clone(), [4096], Device::Vulkan(0)).unwrap();
         t.realize().unwrap();
-        // 4 KiB in: on every device's alignment; 12 bytes in: off the kernels' 16-byte blocks.
-        for (start, len, viewed) in [(1024, 1000, true), (3, 1000, false)] {
+        // 4 KiB in: on every device's alignment; 12 bytes in and the last element: off the
+        // kernels' 16-byte blocks.
+        for (start, len) in [(1024, 1000), (3, 1000), (4095, 1)] {
             let part = t.narrow(0, start, len).unwrap();
             part.realize().unwrap();
-            assert_eq!(is_view(&part.value().unwrap()), viewed, "from {start}");
+            assert!(is_view(&part.value().unwrap()), "from {start}");
             assert_eq!(part.to_vec::<f32>().unwrap(), values[start..start + len]);
         }
     }
