@@ -4,13 +4,16 @@
 //! the cast, the strided copy, a join on the device and on the host, the read to the host. Every
 //! dtype; parents in host memory (small) and in device memory (1 MiB and up); starts at every
 //! element of a block and past the middle. Results element by element against the f64
-//! references, and bit for bit against the CPU backend where the op rounds.
+//! references, and bit for bit against the CPU backend where the op rounds; and a property test
+//! over random parents, starts and lengths.
 
 use collectives::{BinaryOp, DType, Device, ReduceKind, Scale, Tensor};
 use collectives_tests::{
     Range, check_all, eps, fold_tol, random, ref_binary, ref_cast, ref_concat, ref_reduce, ref_slice, rng,
     tensor, tiny, values,
 };
+
+use proptest::prelude::*;
 
 use super::{VK, check_op, dtypes, have_vulkan, pair, seed};
 
@@ -133,5 +136,56 @@ fn a_reduce_of_views_at_every_skew() {
             let cpu = Tensor::reduce(&cpu, ReduceKind::Sum, scale).unwrap();
             check_op(&got, Some(cpu), &want, |i| fold_tol(dtype, 11, mag[i]) + tol(dtype, want[i]), &ctx);
         }
+    }
+}
+
+/// One random case of [`views_anywhere_match_the_cpu`].
+#[derive(Clone, Debug)]
+struct Case {
+    dtype: DType,
+    n: usize,
+    /// Where the two operands start, and their length.
+    starts: (usize, usize),
+    len: usize,
+    seed: u64,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (0..DType::ALL.len(), 1usize..3000, any::<u64>()).prop_flat_map(|(d, n, seed)| {
+        (0..n, 0..n).prop_flat_map(move |(a, b)| {
+            let room = n - a.max(b);
+            (1..=room).prop_map(move |len| Case { dtype: DType::ALL[d], n, starts: (a, b), len, seed })
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Random parents, starts and lengths: the sum and the max of two views, a view cast to
+    /// another dtype, and two views joined, each bit for bit the CPU backend's and (the join)
+    /// the reference's.
+    #[test]
+    fn views_anywhere_match_the_cpu(c in case()) {
+        if !have_vulkan() || !dtypes().contains(&c.dtype) {
+            return Ok(());
+        }
+        let (dtype, n, (s1, s2), len) = (c.dtype, c.n, c.starts, c.len);
+        let mut r = rng(c.seed);
+        let (a, b) = (random(dtype, n, Range::General, &mut r), random(dtype, n, Range::General, &mut r));
+        let ((va, ca), (vb, cb)) = (narrowed(&pair(dtype, &a, &[n]), s1, len), narrowed(&pair(dtype, &b, &[n]), s2, len));
+        for op in [BinaryOp::Add, BinaryOp::Max] {
+            let want: Vec<f64> = (0..len).map(|i| ref_binary(dtype, op, a[s1 + i], b[s2 + i])).collect();
+            let ctx = format!("{op:?} {c:?}");
+            check_op(&va.binary(op, &vb).unwrap(), Some(ca.binary(op, &cb).unwrap()), &want, |i| tol(dtype, want[i]), &ctx);
+        }
+        let to = if dtype == DType::F64 { DType::F32 } else { DType::F64 };
+        if dtypes().contains(&to) {
+            let want: Vec<f64> = a[s1..s1 + len].iter().map(|&v| ref_cast(dtype, to, v)).collect();
+            check_op(&va.cast(to).unwrap(), Some(ca.cast(to).unwrap()), &want, |_| 0.0, &format!("cast {c:?}"));
+        }
+        let parts = [(&a[s1..s1 + len], &[len][..]), (&b[s2..s2 + len], &[len][..])];
+        let joined = Tensor::concat(&[va, vb], 0).unwrap();
+        check_all(&values(&joined), &ref_concat(&parts, 0), |_| 0.0, &format!("join {c:?}"));
     }
 }
