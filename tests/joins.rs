@@ -113,7 +113,8 @@ fn joins_on_cuda_devices_and_into_pinned_host_memory() {
         return;
     }
     // From every CUDA device, two host devices, and the destination itself; into the host from
-    // a Vulkan device too, where there is one.
+    // a Vulkan device too, where there is one, and from the first CUDA device twice (its parts
+    // downloaded together: by one kernel launch below 1 MiB in all, by the copy engine above).
     let mut sources: Vec<Device> = cuda.clone();
     sources.extend([Device::Cpu(1), Device::Cpu(2)]);
     let vk = vulkan();
@@ -121,6 +122,7 @@ fn joins_on_cuda_devices_and_into_pinned_host_memory() {
         let mut sources = sources.clone();
         if to.is_host() {
             sources.extend(vk);
+            sources.push(cuda[0]);
         }
         for dtype in DType::ALL {
             for rows in [1, 7, 65537] {
