@@ -113,8 +113,8 @@ fn joins_on_cuda_devices_and_into_pinned_host_memory() {
         return;
     }
     // From every CUDA device, two host devices, and the destination itself; into the host from
-    // a Vulkan device too, where there is one, and from the first CUDA device twice (its parts
-    // downloaded together: by one kernel launch below 1 MiB in all, by the copy engine above).
+    // a Vulkan device too, where there is one, and from the first CUDA device twice (two
+    // downloads of one device into one output, the output's fence the later one's).
     let mut sources: Vec<Device> = cuda.clone();
     sources.extend([Device::Cpu(1), Device::Cpu(2)]);
     let vk = vulkan();

@@ -10,8 +10,7 @@
 //! How, by destination: a CUDA device copies each part on its `copy_in` stream
 //! (`cuda/join.rs`); a Vulkan device writes host parts through its output's mapping (or one
 //! staging buffer) and copies its own in one submission (`vulkan/join.rs`); a host device
-//! downloads CUDA parts into one pinned buffer (a device's small parts by one kernel launch) and
-//! copies host and Vulkan parts in.
+//! downloads CUDA parts into one pinned buffer and copies host and Vulkan parts in.
 //!
 //! Which pairs ([`placeable`]): into a host device, parts of any device; into a CUDA device,
 //! parts on CUDA or host devices; into a Vulkan device, its own parts and host parts. A part

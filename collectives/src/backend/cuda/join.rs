@@ -6,23 +6,19 @@
 //! compute stream, which the `copy_in` stream waits for; the output's one event on `copy_in`
 //! completes them all.
 //! On the host the output is a pinned block: each CUDA part is downloaded into its range on its
-//! device's `copy_out` stream (a device's small parts together by one kernel launch writing the
-//! block across the bus, [`KERNEL_DOWNLOAD_BELOW`]), each other part (host or Vulkan) copied in
-//! on the calling thread,
+//! device's `copy_out` stream, each other part (host or Vulkan) copied in on the calling thread,
 //! and the output's fence completes once every device's last download has ([`Joined`] where
 //! there are several).
 
 use std::any::Any;
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUdeviceptr;
-
 use super::copy::{dtoh_into, htod_into, peer_into, within_into};
 use super::device::{self, CudaDevice};
-use super::event::{Event, issue_flagged, wait_on};
-use super::launch::{self, Launcher, Seg};
-use super::memory::{CudaFence, DevAlloc, alloc_of, await_on, device_buffer, record};
-use super::pinned::{self, PinnedBlock, PinnedHost};
+use super::event::{Event, wait_on};
+use super::launch;
+use super::memory::{CudaFence, DevAlloc, device_buffer, record};
+use super::pinned::{self, PinnedHost};
 use crate::backend::join::Part;
 use crate::backend::{Buffer, Fence, Mem, OutSpec};
 use crate::device::{Device, DeviceKind};
@@ -95,10 +91,15 @@ pub(crate) fn to_host(to: Device, parts: &[Part], out: OutSpec) -> Result<Buffer
         bytes,
     );
     let mut last: Vec<CudaFence> = Vec::new();
-    for (device, downloads) in by_device(parts) {
-        let dev = device::of(device, "join")?;
-        let event = download(&dev, &downloads, host.block())?;
-        last.push(CudaFence::new(event, &dev.copy_out, dev.device));
+    let mut at = 0;
+    for p in parts {
+        if let Some(b) = cuda_part(p) {
+            let dev = device::of(b.device, "join")?;
+            let event = dtoh_into(&dev, b, host.block().map(|b| (b, at)))?;
+            last.retain(|f| f.device() != dev.device);
+            last.push(CudaFence::new(event, &dev.copy_out, dev.device));
+        }
+        at += p.bytes();
     }
     copy_host_parts(to, parts, &host)?;
     let fence: Option<Arc<dyn Fence>> = match last.len() {
@@ -107,90 +108,6 @@ pub(crate) fn to_host(to: Device, parts: &[Part], out: OutSpec) -> Result<Buffer
         _ => Some(Arc::new(Joined(last))),
     };
     Ok(Buffer { device: to, dtype: out.dtype, len: out.len, mem: Mem::Host(Box::new(host)), fence })
-}
-
-/// A host join's downloads from one CUDA device smaller than this many bytes in all are copied
-/// by one `copyseg` launch writing the pinned output across the bus, on the device's `copy_out`
-/// stream, instead of a driver copy each: on an H100 the 4 KiB all_to_all of `cuda:0,cpu:0`
-/// spent about 7.6 µs issuing its host member's one 2 KiB download and its event, where its CUDA
-/// member's one-pass concat, a launch that reads a host part across the bus, issued in about
-/// 7.8 (`bench/gpu/42-join-downloads`, run a); the one-pass kernels write host copies so below the
-/// same size (`exec::STREAM_SMALL_BYTES`).
-pub(crate) const KERNEL_DOWNLOAD_BELOW: usize = crate::exec::STREAM_SMALL_BYTES;
-
-/// The CUDA parts of `parts` by device, in order of their first part, each with where it starts
-/// in the join's output.
-fn by_device<'a>(parts: &[Part<'a>]) -> Vec<(Device, Vec<(&'a Buffer, usize)>)> {
-    let mut out: Vec<(Device, Vec<(&'a Buffer, usize)>)> = Vec::new();
-    let mut at = 0;
-    for p in parts {
-        if let Some(b) = cuda_part(p) {
-            match out.iter_mut().find(|(d, _)| *d == b.device) {
-                Some((_, list)) => list.push((b, at)),
-                None => out.push((b.device, vec![(b, at)])),
-            }
-        }
-        at += p.bytes();
-    }
-    out
-}
-
-/// Issues the downloads of `parts` (buffers of `dev`, each with its offset) into their ranges of
-/// `block` (none when the output is empty); returns the event after the last. Below
-/// [`KERNEL_DOWNLOAD_BELOW`] bytes in all, on a device with unified addressing, one `copyseg`
-/// launch writes them all; otherwise each is a driver copy.
-fn download(dev: &CudaDevice, parts: &[(&Buffer, usize)], block: Option<&PinnedBlock>) -> Result<Arc<Event>> {
-    let bytes: usize = parts.iter().map(|(b, _)| b.bytes()).sum();
-    match block {
-        Some(block) if bytes < KERNEL_DOWNLOAD_BELOW && dev.unified => by_kernel(dev, parts, block),
-        _ => {
-            let mut last = None;
-            for &(b, at) in parts {
-                last = Some(dtoh_into(dev, b, block.map(|k| (k, at)))?);
-            }
-            last.ok_or_else(|| Error::internal("join", "a download of no parts"))
-        }
-    }
-}
-
-/// [`download`] by one `copyseg` launch on `dev`'s `copy_out` stream, which stores a completion
-/// flag where it can.
-fn by_kernel(dev: &CudaDevice, parts: &[(&Buffer, usize)], block: &PinnedBlock) -> Result<Arc<Event>> {
-    crate::failpoint::hit(dev.device, "cuda copy")?;
-    let stream = &dev.copy_out;
-    let mut segs: Vec<Seg> = Vec::with_capacity(parts.len());
-    for &(b, at) in parts {
-        if at + b.bytes() > block.capacity() {
-            let msg = format!("{} bytes from {at} overrun the pinned output", b.bytes());
-            return Err(Error::internal("join", msg));
-        }
-        await_on(stream, b, dev.device)?;
-        segs.push((
-            alloc_of(b, "join")?.ptr(),
-            block.ptr() as CUdeviceptr + at as CUdeviceptr,
-            b.bytes() as u64,
-        ));
-    }
-    dev.bind()?;
-    let l = Launcher::new(dev, stream);
-    // SAFETY: each source is `dev`'s memory of its length, alive until the event (noted below);
-    // each destination is its range of the pinned block (checked above), mapped at its host
-    // address under unified addressing, which returns to the pool only once idle (noted below);
-    // the ranges are disjoint (consecutive parts of one output).
-    let issued = issue_flagged(dev, stream, |flag| unsafe { launch::copy_segments_flagged(&l, &segs, flag) });
-    let done = match issued {
-        Ok(e) => e,
-        Err(e) => {
-            // A launch already issued may still write the block: let it finish.
-            let _ = dev.synchronize();
-            return Err(e);
-        }
-    };
-    block.note_use(&done);
-    for &(b, _) in parts {
-        alloc_of(b, "join")?.note_use(stream, &done);
-    }
-    Ok(done)
 }
 
 /// The buffer of `p` where it is a copy from a CUDA device.

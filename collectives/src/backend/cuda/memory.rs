@@ -178,6 +178,11 @@ impl CudaFence {
         CudaFence { watch: Some(watch), ..CudaFence::new(event, stream, device) }
     }
 
+    /// The device whose stream the event was recorded on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
     /// Whether the work is known complete (waited on, or queried and found done), and did not fail.
     pub fn is_done(&self) -> bool {
         if self.done.load(Ordering::Acquire) {
