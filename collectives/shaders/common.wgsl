@@ -1,6 +1,7 @@
 // Shared by every kernel: the flat invocation index of a 2D dispatch, the 16 bytes at any byte of
-// two blocks, and exact bit-level conversions between f32 and the 16-bit float formats (the kernels never need 16-bit storage
-// or arithmetic features: 16-bit values travel packed two to a u32 word and compute in f32).
+// two blocks, and exact bit-level conversions between f32 and the 16-bit float formats (the
+// kernels never need 16-bit storage or arithmetic features: 16-bit values travel packed two to a
+// u32 word and compute in f32).
 
 const WG: u32 = 256u;
 

@@ -9,6 +9,7 @@
 //! [`TimelineFence`], which host readers wait on.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -364,14 +365,18 @@ impl Drop for Recorder<'_> {
     }
 }
 
-/// `regions`, counted from the data of `src` and `dst`, counted from their buffers' starts.
-fn skewed(regions: &[vk::BufferCopy], src: &DevBuf, dst: &DevBuf) -> Vec<vk::BufferCopy> {
+/// `regions`, counted from the data of `src` and `dst`, counted from their buffers' starts (the
+/// same regions where neither is skewed, as almost none is).
+fn skewed<'r>(regions: &'r [vk::BufferCopy], src: &DevBuf, dst: &DevBuf) -> Cow<'r, [vk::BufferCopy]> {
+    if src.skew == 0 && dst.skew == 0 {
+        return Cow::Borrowed(regions);
+    }
     let at = |r: &vk::BufferCopy| vk::BufferCopy {
         src_offset: r.src_offset + src.skew,
         dst_offset: r.dst_offset + dst.skew,
         size: r.size,
     };
-    regions.iter().map(at).collect()
+    Cow::Owned(regions.iter().map(at).collect())
 }
 
 /// Workgroups of 256 for `invocations`, as (x, y) within the device's limits.
