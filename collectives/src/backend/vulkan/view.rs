@@ -122,8 +122,9 @@ mod tests {
         }
     }
 
-    /// A view starting anywhere is bound from the aligned byte at or below its start, up to the
-    /// end of the memory; a range whose binding would run past the memory is no view.
+    /// A view starting anywhere is bound from the aligned byte at or below its start, and covers
+    /// no byte past its parent, up to the end of the memory; a range whose binding would run past
+    /// the memory is no view.
     #[test]
     fn views_start_anywhere_within_the_memory() {
         let Some(vk) = backend() else { return };
@@ -132,6 +133,8 @@ mod tests {
             let v = DevBuf::view(&parent, offset, bytes).unwrap().unwrap_or_else(|| panic!("{offset}"));
             assert!(v.skew <= offset && (offset - v.skew).is_multiple_of(16), "{offset}: skew {}", v.skew);
             assert!(v.size >= bytes && v.bound_size().is_multiple_of(16), "{offset}: {} bytes", v.size);
+            // What the mapping and copies may read from the view's start stays within the parent.
+            assert!(offset + v.size <= parent.size, "{offset}: {} bytes run past the parent", v.size);
             if offset.is_multiple_of(16) {
                 assert_eq!(v.skew, 0, "{offset}: on a block");
             }
