@@ -12,7 +12,8 @@ fn flat_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 }
 
 // Bytes `s..s + 16` (`s < 16`) of the 32 bytes `a` then `b`, as four little-endian words: a block
-// of an input whose data starts `s` bytes into its 16-byte word (a view off its memory's alignment).
+// of an input whose data starts `s` bytes into its 16-byte word (a view off its memory's
+// alignment).
 fn funnel4(a: vec4<u32>, b: vec4<u32>, s: u32) -> vec4<u32> {
     var u = array<u32, 8>(a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
     let k = s / 4u;

@@ -98,12 +98,12 @@ pub enum Algorithm {
     /// its part of every shard, along an outermost `dim`), `all_gather` (each member places every
     /// shard in its output), `broadcast` (each member copies the root's tensor) and `all_to_all`
     /// (each member copies its part of every shard) take it too. Members that cannot read each
-    /// other's memory get copies first. On other groups with a GPU, `all_gather` and `reduce_scatter`
-    /// take it too: each member joins every shard itself, each copied straight into its place
-    /// where the pair allows, and each member folds its part of every shard itself, each other
-    /// member's part brought to it once, where the star brings every shard to the hub and then
-    /// sends every other part back (a group of host devices runs one call for either, whatever
-    /// the algorithm). The other collectives run the star for it.
+    /// other's memory get copies first. On other groups with a GPU, `all_gather` and
+    /// `reduce_scatter` take it too: each member joins every shard itself, each copied straight
+    /// into its place where the pair allows, and each member folds its part of every shard
+    /// itself, each other member's part brought to it once, where the star brings every shard to
+    /// the hub and then sends every other part back (a group of host devices runs one call for
+    /// either, whatever the algorithm). The other collectives run the star for it.
     OneShot,
     /// `all_reduce` in two steps of one multi-device call, on a group of CUDA devices: member i
     /// folds part i of every shard into its own output (a reduce_scatter in place), then, once

@@ -41,9 +41,10 @@ impl Work {
 /// kernel follows the call's CUDA work: on one GPU a Vulkan submission issued after CUDA work
 /// waits for the GPU to switch between the two APIs (a 512 KiB Vulkan add after a CUDA move
 /// 337–362 µs, the move alone 10 and the add alone 21: H100,
-/// `bench/gpu/35-one-shot-reduce-scatter`, run a's probe). Moved so on an H200 (`bench/gpu/36-cuda-computes-for-vulkan`, run a): the
-/// all_to_all of `cuda:0,vulkan:0` 55.3 µs at 1 MiB (355.5 before), a Vulkan leader's gather
-/// 40.6 (375.7) and reduce 45.3 (381.2). Two exceptions keep the work on `to`:
+/// `bench/gpu/35-one-shot-reduce-scatter`, run a's probe). Moved so on an H200
+/// (`bench/gpu/36-cuda-computes-for-vulkan`, run a): the all_to_all of `cuda:0,vulkan:0` 55.3 µs
+/// at 1 MiB (355.5 before), a Vulkan leader's gather 40.6 (375.7) and reduce 45.3 (381.2). Two
+/// exceptions keep the work on `to`:
 /// - a join of less than [`DEVICE_MIN_BYTES`]: its inputs and result live in host memory, which
 ///   the Vulkan device joins without a kernel (a Vulkan leader's gather at 4 KiB 14.2 µs, 34.5
 ///   computed by CUDA). A fold there is a Vulkan kernel, so it moves at every size (the same

@@ -194,10 +194,10 @@ impl DevBuf {
     /// `bytes` bytes of `of` from byte `offset` on, as a buffer of its own bound to the same
     /// memory (a `VkBuffer` aliasing that range): what a contiguous slice of a tensor becomes
     /// instead of a copy. A range that starts off the memory's alignment (16 bytes, the kernels'
-    /// block, or the buffer's memory alignment where that is larger) is bound from the aligned byte
-    /// below it, and its [`DevBuf::skew`] says where the data starts. `None` where the binding would
-    /// run past the memory, or `of`'s memory is not the allocator's or the bridge's. The caller
-    /// checked that the range lies within `of`.
+    /// block, or the buffer's memory alignment where that is larger) is bound from the aligned
+    /// byte below it, and its [`DevBuf::skew`] says where the data starts. `None` where the
+    /// binding would run past the memory, or `of`'s memory is not the allocator's or the bridge's.
+    /// The caller checked that the range lies within `of`.
     pub fn view(of: &Arc<DevBuf>, offset: u64, bytes: u64) -> Result<Option<Arc<DevBuf>>> {
         let (root, offset) = match &of.parent {
             Some((root, at)) => (root, at + offset),

@@ -8,8 +8,8 @@
 //! reduce_scatter the fold, the leader's part of it and the host members' parts, which the fold's
 //! step writes as ranges of its result (`exec/stream.rs`). The general path's bookkeeping costs a
 //! few microseconds more than the step's own calls on these (`bench/gpu/24-mixed`): the
-//! reduce_scatter of `cuda:0,cpu:0` at 4 KiB took 18.1–20.7 µs issued directly against 20.1–25.0
-//! through the schedule (an H100, `bench/gpu/40-ranged-parts`, runs b and c).
+//! reduce_scatter of `cuda:0,cpu:0` at 4 KiB took 18.1–20.7 µs issued directly against
+//! 20.1–25.0 through the schedule (an H100, `bench/gpu/40-ranged-parts`, runs b and c).
 
 use std::sync::Arc;
 
@@ -188,7 +188,8 @@ mod tests {
             assert!(f.streamed && f.to == Delivery::wholes(&[DEVS[0]], n));
             assert!(Arc::ptr_eq(&f.inputs[0], &mine.value().unwrap()));
             assert!(Arc::ptr_eq(&f.inputs[1], &host.value().unwrap()), "the host shard, read in place");
-            // The fold alone reads the host shard too; its copy to another CUDA device is no fanout.
+            // The fold alone reads the host shard too; its copy to another CUDA device is no
+            // fanout.
             assert!(fanned_kernel(std::slice::from_ref(&fold)).is_some());
             let peer = fold.copy_to_device(Device::Cuda(1)).unwrap();
             assert!(fanned_kernel(&[fold.clone(), peer]).is_none());
