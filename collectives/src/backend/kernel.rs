@@ -63,6 +63,17 @@ impl Delivery {
         to.iter().map(|&d| Delivery::whole(d, len)).collect()
     }
 
+    /// Deliveries of a result of `n` elements for tests: whole to two host devices, then its tail
+    /// from a third on, its middle third and an empty range at its end to three more.
+    #[cfg(test)]
+    pub fn mixed(n: usize) -> Vec<Delivery> {
+        let mut to = Delivery::wholes(&[Device::Cpu(1), Device::Cpu(3)], n);
+        for (d, range) in [(4, n / 3..n), (5, n / 3..2 * n / 3), (6, n..n)] {
+            to.push(Delivery { to: Device::Cpu(d), range });
+        }
+        to
+    }
+
     /// Whether it holds the whole of a result of `len` elements.
     pub fn is_whole(&self, len: usize) -> bool {
         self.range == (0..len)

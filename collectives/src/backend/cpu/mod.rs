@@ -273,10 +273,7 @@ mod tests {
             let refs: Vec<&Buffer> = bufs.iter().collect();
             let want: Vec<f64> =
                 (0..n).map(|i| shards.iter().map(|v| f64::from(v[i])).sum::<f64>()).collect();
-            let mut to = Delivery::wholes(&[Device::Cpu(1)], n);
-            for (d, range) in [(2, n / 3..n), (3, n / 3..2 * n / 3), (4, n..n)] {
-                to.push(Delivery { to: Device::Cpu(d), range });
-            }
+            let to = Delivery::mixed(n);
             let kernel = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
             let spec = OutSpec { dtype: DType::F32, len: n };
             for (how, got) in [

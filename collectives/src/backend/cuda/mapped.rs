@@ -142,7 +142,7 @@ fn read_at(dev: &CudaDevice, b: &Buffer, staged: &mut Vec<PinnedBlock>) -> Resul
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -180,7 +180,7 @@ pub(super) mod tests {
             )
             .unwrap();
             let out = OutSpec { dtype: DType::F32, len: n };
-            let to = mixed_deliveries(n);
+            let to = Delivery::mixed(n);
             let (res, copies) =
                 compute_mapped(&dev, &Kernel::Binary(BinaryOp::Mul), &[&pageable, &pinned], out, &to)
                     .expect("one pass");
@@ -208,16 +208,6 @@ pub(super) mod tests {
             &Delivery::wholes(&[Device::Vulkan(0)], 1),
         );
         assert!(matches!(err, Err(Error::Internal { .. })), "{:?}", err.err());
-    }
-
-    /// Deliveries of a result of `n` elements: whole to two host devices, then its tail from a
-    /// third on, its middle third and an empty range at its end to three more.
-    pub(in super::super) fn mixed_deliveries(n: usize) -> Vec<Delivery> {
-        let mut to = Delivery::wholes(&[Device::Cpu(0), Device::Cpu(3)], n);
-        for (d, range) in [(4, n / 3..n), (5, n / 3..2 * n / 3), (6, n..n)] {
-            to.push(Delivery { to: Device::Cpu(d), range });
-        }
-        to
     }
 
     /// Concats and slices in one pass (`exec/stream.rs` streams small concats; the backend takes
@@ -279,7 +269,7 @@ pub(super) mod tests {
         let host = host_buffer(Device::Cpu(1), DType::F32, &vals[0]);
         let on_dev = to_buffer(&dev, DType::F32, &vals[1]);
         let (kernel, want) = concat_of(&vals, 1);
-        let to = mixed_deliveries(want.len());
+        let to = Delivery::mixed(want.len());
         let got = be.compute_fanout(&kernel, &[&host, &on_dev], want_spec(DType::F32, &want), &to);
         check_everywhere(&dev, got.expect("uploaded, then computed"), &want, &to, &format!("seed {seed}"));
     }

@@ -310,7 +310,6 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
-    use super::super::mapped::tests::mixed_deliveries;
     use super::super::tests::{
         OPS, as_dtype, close, devices, host_buffer, host_f64s, random_vals, reference, to_buffer, to_f64s,
     };
@@ -374,7 +373,7 @@ mod tests {
                 let to = [Device::Cpu(0), Device::Cpu(3)];
                 let chunked =
                     compute_streamed(&dev, &kernel, &refs, out, &to, Some(chunk)).expect("streamed");
-                let parts = mixed_deliveries(n);
+                let parts = Delivery::mixed(n);
                 let one_pass = super::super::mapped::compute_mapped(&dev, &kernel, &refs, out, &parts)
                     .expect("one pass");
                 for ((res, copies), to, how) in [
