@@ -7,6 +7,11 @@
 //! dispatch dimension holds); `big` (also `slow`) adds f32 and u8 tensors over 128 MiB (more
 //! than one storage-buffer binding of lavapipe holds).
 //!
+//! Kernels moving fewer than `VULKAN_HOST_KERNEL_BYTES` are run by the host by default (the
+//! CPU backend's kernels on the mapped memory), so the small sizes test that path; `.ci/run`
+//! runs the kernel tests again with `COLLECTIVES_VULKAN_HOST_KERNEL_BYTES=0`, every kernel on
+//! the device, for the shaders at those sizes ([`sizes`]).
+//!
 //! Without a Vulkan device every test prints `skipped: no Vulkan device (...)` and passes, unless
 //! `REQUIRE_VULKAN=1` (set by `.ci/run`), which makes it fail.
 
@@ -40,6 +45,15 @@ pub const SIZES: [usize; 3] = [1, 7, 70_001];
 
 /// The largest of [`SIZES`].
 pub const BIG: usize = SIZES[SIZES.len() - 1];
+
+/// The sizes the kernel tests run at: [`SIZES`], less the slow one where every kernel runs on the
+/// device (`COLLECTIVES_VULKAN_HOST_KERNEL_BYTES=0`: `.ci/run`'s second run of these tests, for
+/// the small sizes, whose kernels the host runs by default; the slow size is the device's in both
+/// runs).
+pub fn sizes() -> &'static [usize] {
+    let device_only = std::env::var(collectives::VULKAN_HOST_KERNEL_ENV).is_ok_and(|v| v.trim() == "0");
+    if device_only { &SIZES[..3] } else { &SIZES }
+}
 
 /// Whether `VK` works. If not: panics under `REQUIRE_VULKAN=1`, else prints the skip.
 pub fn have_vulkan() -> bool {

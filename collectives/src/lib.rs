@@ -30,7 +30,8 @@ pub use backend::{CUDA_DEVICES_ENV, CUDA_POOL_ENV};
 pub use backend::{HOST_POOL_ENV, HOST_REGISTER_ENV};
 #[cfg(feature = "vulkan")]
 pub use backend::{
-    VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_POOL_ENV, VULKAN_SPIN_ENV, VULKAN_SPIN_US,
+    VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_HOST_KERNEL_BYTES, VULKAN_HOST_KERNEL_ENV,
+    VULKAN_POOL_ENV, VULKAN_SPIN_ENV, VULKAN_SPIN_US,
 };
 pub use collective::{Algorithm, CollectiveKind, DeviceGroup, Plan, ReduceOp, Route};
 /// See [`typed`] for the typed group this makes.

@@ -6,7 +6,7 @@
 use collectives::{DType, Element, Tensor};
 use collectives_tests::{Range, random, ref_cast, rng, round_nearest_even, round_to, with_type};
 
-use super::{SIZES, VK, check_op, dtypes, have_vulkan, seed};
+use super::{VK, check_op, dtypes, have_vulkan, seed, sizes};
 
 #[test]
 fn cast_every_pair_random() {
@@ -16,7 +16,7 @@ fn cast_every_pair_random() {
     let seed = seed("cast");
     let all = dtypes();
     for &from in &all {
-        for &n in &SIZES {
+        for &n in sizes() {
             let mut r = rng(seed ^ n as u64 ^ (from as u64) << 40);
             let mut x = random(from, n, Range::General, &mut r);
             if from.is_float() {

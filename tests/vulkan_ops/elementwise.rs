@@ -3,7 +3,7 @@
 use collectives::{BinaryOp, DType, ReduceKind, Scale, Tensor};
 use collectives_tests::{Range, eps, fold_tol, random, ref_binary, ref_reduce, ref_scale, rng, tiny};
 
-use super::{SIZES, check_op, dtypes, have_vulkan, pair, seed, vs_cpu};
+use super::{check_op, dtypes, have_vulkan, pair, seed, sizes, vs_cpu};
 
 const OPS: [BinaryOp; 6] =
     [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min];
@@ -68,7 +68,7 @@ fn binary_ops_every_dtype() {
     }
     let seed = seed("binary");
     for dtype in dtypes() {
-        for &n in &SIZES {
+        for &n in sizes() {
             let mut r = rng(seed ^ n as u64 ^ (dtype as u64) << 40);
             let a = data(dtype, n, Range::General, 0, true, &mut r);
             let b = data(dtype, n, Range::General, 1, true, &mut r);
@@ -112,7 +112,7 @@ fn reduce_every_kind_with_and_without_scale() {
     let seed = seed("reduce");
     let kinds = [ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min];
     for dtype in dtypes() {
-        for &n in &SIZES {
+        for &n in sizes() {
             // k = 10 takes two passes through the accumulator (8 inputs per pass).
             let ks: &[usize] = if n > 1000 { &[3] } else { &[1, 3, 10] };
             let mut r = rng(seed ^ n as u64 ^ (dtype as u64) << 40);
@@ -178,7 +178,7 @@ fn scale_every_dtype() {
             DType::U8 => &[Scale::Mul(3.0), Scale::Mul(253.0), Scale::Div(3.0), Scale::Div(7.0)],
             _ => &[Scale::Mul(3.0), Scale::Mul(-7.0), Scale::Div(2.0), Scale::Div(-3.0)],
         };
-        for &n in &SIZES {
+        for &n in sizes() {
             let mut r = rng(seed ^ n as u64 ^ (dtype as u64) << 40);
             let x = data(dtype, n, Range::General, 0, true, &mut r);
             let (vx, cx) = pair(dtype, &x, &[n]);

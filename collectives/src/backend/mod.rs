@@ -50,7 +50,8 @@ pub(crate) use registry::{
 pub(crate) use view::view;
 #[cfg(feature = "vulkan")]
 pub use vulkan::{
-    VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_POOL_ENV, VULKAN_SPIN_ENV, VULKAN_SPIN_US,
+    VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV, VULKAN_HOST_KERNEL_BYTES, VULKAN_HOST_KERNEL_ENV,
+    VULKAN_POOL_ENV, VULKAN_SPIN_ENV, VULKAN_SPIN_US,
 };
 
 /// Every backend's resource figures, by name (see `crate::failpoint::resources`).

@@ -152,8 +152,9 @@ fn out_bytes(out: &mut Buffer) -> Result<&mut [u8]> {
 }
 
 /// Runs `kernel` on host bytes into `o`, copying the result into every buffer of `fan` as it goes
-/// (elementwise kernels chunk by chunk while in cache; layout kernels after).
-fn run_kernel(
+/// (elementwise kernels chunk by chunk while in cache; layout kernels after). Also the kernels a
+/// Vulkan device leaves to the host (`backend/vulkan/on_host.rs`), on its mapped memory.
+pub(crate) fn run_kernel(
     kernel: &Kernel,
     ins: &[&[u8]],
     in_dtype: DType,

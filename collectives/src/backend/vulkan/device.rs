@@ -57,6 +57,9 @@ pub(super) struct Gpu {
     /// Tensor buffers smaller than this many bytes live in host memory (see
     /// [`super::memory::VULKAN_HOST_BELOW_BYTES`]).
     pub host_below: u64,
+    /// Elementwise kernels moving fewer bytes than this are run by the host (see
+    /// [`super::on_host::VULKAN_HOST_KERNEL_BYTES`]).
+    pub host_kernel_below: u64,
 }
 
 /// Environment variable: how long, in microseconds, a host wait for a Vulkan submission polls the
@@ -147,6 +150,7 @@ impl Gpu {
             software: phys.software,
             nvidia: phys.nvidia,
             host_below: host_below(),
+            host_kernel_below: super::on_host::host_kernel_below(),
         }))
     }
 

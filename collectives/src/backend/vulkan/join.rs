@@ -9,9 +9,10 @@
 //! A computed part's kernel writes its range where the range starts on a binding's offset
 //! alignment and the kernel's whole 16-byte blocks stay inside it (the part is whole blocks, or
 //! ends the output, whose padding takes the spare lanes); elsewhere it writes a scratch buffer
-//! that the submission copies into the range once the kernels are done. Where nothing is
-//! computed and every buffer is small, cached host memory ([`copy::suits_host`]) the device's
-//! parts are copied by the host too, and nothing is submitted.
+//! that the submission copies into the range once the kernels are done. Where every buffer is
+//! small, cached host memory ([`copy::suits_host`]) and every computed part is small enough for
+//! the host ([`VulkanBackend::host_computes`]), the host copies the device's parts and computes
+//! the computed ones too, and nothing is submitted.
 
 use std::sync::Arc;
 
@@ -46,8 +47,8 @@ impl VulkanBackend {
             }
             at += p.bytes() as u64;
         }
-        let on_host = computed.is_empty()
-            && copy::suits_host(device.iter().map(|(b, _, _)| b.as_ref()), &dst, self.gpu.host_below);
+        let on_host = copy::suits_host(device.iter().map(|(b, _, _)| b.as_ref()), &dst, self.gpu.host_below)
+            && computed.iter().all(|c| self.host_computes(c.kernel, c.inputs, &c.ins, &dst, c.spec));
         if on_host {
             let parts = device
                 .iter()
@@ -55,6 +56,13 @@ impl VulkanBackend {
                 .chain(host.iter().map(|&(p, at)| (p, None, at)));
             // SAFETY: `dst` is new and mapped; each part is waited for before it is read.
             unsafe { write_mapped(&dst, parts) }?;
+            for c in &computed {
+                let (at, end) = (c.at as usize, (c.at + c.bytes()) as usize);
+                // SAFETY: `dst` is new and mapped (`suits_host`), and holds every part's range.
+                let range = unsafe { &mut dst.mapped_bytes_mut(end)[at..] };
+                // SAFETY: `host_computes` holds (checked above).
+                unsafe { self.compute_mapped(c.kernel, c.inputs, &c.ins, range, c.spec) }?;
+            }
             return Ok(self.output(dst, out.dtype, out.len, None));
         }
         // A computed part writes its range alone (`Computed::in_place`), so host parts may go

@@ -10,12 +10,14 @@
 //!   [`pipelines`] (cached per device) and
 //!   [`submit`] (command recording, submission, retirement): owning types that free what they
 //!   make;
-//! - [`kernels`] and [`copy`]: ops planned into dispatches and buffer copies; [`bridge`]: host
-//!   memory imported for the staged CUDA ↔ Vulkan chain, and its chunk copies;
+//! - [`kernels`] and [`copy`]: ops planned into dispatches and buffer copies; [`on_host`]: the
+//!   small ones of tensors in host memory done by the host instead; [`bridge`]: host memory
+//!   imported for the staged CUDA ↔ Vulkan chain, and its chunk copies;
 //! - [`VulkanBackend`] here: the [`Backend`] the executor calls.
 //!
-//! Every operation records one command buffer and submits it without waiting; the result carries
-//! a [`submit::TimelineFence`]. Work on one device runs in queue order, each command buffer
+//! Every operation the host does not do itself ([`on_host`]) records one command buffer and
+//! submits it without waiting; the result carries a [`submit::TimelineFence`]. Work on one
+//! device runs in queue order, each command buffer
 //! starting with a barrier on all earlier writes, so consumers on the device never wait on the
 //! host; host readers wait on the fence. Host ↔ device copies go through host-visible staging,
 //! or straight through the mapping when the device memory is host-visible (as on lavapipe); an
@@ -39,6 +41,7 @@ mod instance;
 mod join;
 mod kernels;
 mod memory;
+mod on_host;
 mod pipelines;
 #[cfg(test)]
 mod probe;
@@ -64,6 +67,7 @@ pub use device::{VULKAN_SPIN_ENV, VULKAN_SPIN_US};
 use kernels::Fold;
 use memory::{DevBuf, StagingHost, Usage, VkMem};
 pub use memory::{VULKAN_HOST_BELOW_BYTES, VULKAN_HOST_ENV};
+pub use on_host::{VULKAN_HOST_KERNEL_BYTES, VULKAN_HOST_KERNEL_ENV};
 use submit::{Recorder, TimelineFence};
 pub(crate) use view::view;
 
@@ -171,30 +175,6 @@ impl VulkanBackend {
         self.gpu.limits.offset_align.max(16)
     }
 
-    /// `kernel` as host copies into `out`, where it is a slice or concat that suits them
-    /// ([`copy::suits_host`]): its inputs waited for on the host, then copied row by row. `false`
-    /// (nothing done) otherwise.
-    fn copy_on_host(
-        &self,
-        kernel: &Kernel,
-        inputs: &[&Buffer],
-        ins: &[&Arc<DevBuf>],
-        out: &DevBuf,
-        dtype: DType,
-    ) -> Result<bool> {
-        let Some(parts) = row_copies(kernel, ins, dtype) else { return Ok(false) };
-        if !copy::suits_host(parts.iter().map(|(b, _)| b.as_ref()), out, self.gpu.host_below) {
-            return Ok(false);
-        }
-        for b in inputs {
-            b.wait()?;
-        }
-        // SAFETY: `suits_host` holds, the inputs' writers are waited for, `out` is new; the rows
-        // are the kernel's, which the kernel contract checked against its inputs and output.
-        unsafe { copy::on_host(&parts, out) };
-        Ok(true)
-    }
-
     /// A copy of `src` (a buffer of this device) into a new buffer of this device.
     fn copy_within(&self, src: &Buffer) -> Result<Buffer> {
         crate::failpoint::hit(self.gpu.device, "vulkan copy")?;
@@ -278,7 +258,7 @@ impl Backend for VulkanBackend {
         let ins = inputs.iter().map(|b| self.mem(b, kernel.name())).collect::<Result<Vec<_>>>()?;
         let in_dtype = inputs.first().map_or(spec.dtype, |b| b.dtype);
         let out = self.alloc(spec.dtype, spec.len)?;
-        if spec.len == 0 || self.copy_on_host(kernel, inputs, &ins, &out, spec.dtype)? {
+        if spec.len == 0 || self.on_host(kernel, inputs, &ins, &out, spec)? {
             return Ok(self.output(out, spec.dtype, spec.len, None));
         }
         // Build the kernel's pipeline (on first use) before taking the queue.

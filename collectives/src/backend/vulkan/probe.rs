@@ -10,7 +10,7 @@
 
 use super::raw;
 use super::submit::{Recorder, TimelineFence};
-use super::tests::backend;
+use super::tests::device_kernels as backend;
 use crate::backend::timing::{self, row};
 use crate::backend::{Backend, Buffer, Kernel, OutSpec};
 use crate::device::Device;

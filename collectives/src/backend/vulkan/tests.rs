@@ -18,6 +18,14 @@ pub(super) fn backend() -> Option<VulkanBackend> {
     }
 }
 
+/// [`backend`] running every kernel on the device, whatever its size (no kernel is left to the
+/// host, `on_host.rs`): for the tests of the shaders and of submissions.
+pub(super) fn device_kernels() -> Option<VulkanBackend> {
+    let mut vk = backend()?;
+    Arc::get_mut(&mut vk.gpu).expect("a device just opened").host_kernel_below = 0;
+    Some(vk)
+}
+
 #[test]
 fn allocation_failure_is_out_of_memory() {
     let Some(vk) = backend() else { return };
@@ -104,7 +112,7 @@ fn small_tensors_go_to_and_from_the_host_without_a_submission() {
 /// submission, every byte right, an input still being written by a kernel waited for first.
 #[test]
 fn small_slices_and_concats_in_host_memory_submit_nothing() {
-    let Some(vk) = backend() else { return };
+    let Some(vk) = device_kernels() else { return };
     if vk.gpu.host_below <= 4096 {
         println!("skipped: {VULKAN_HOST_ENV} keeps 4 KiB tensors in device memory");
         return;
@@ -184,7 +192,7 @@ fn a_kernel_waits_on_the_device_for_a_foreign_writers_signal() {
             self
         }
     }
-    let Some(vk) = backend() else { return };
+    let Some(vk) = device_kernels() else { return };
     let n = 4099;
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
     let x: Vec<f32> = (0..n).map(|_| rng.random_range(-1e3..1e3)).collect();

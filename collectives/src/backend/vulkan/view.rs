@@ -45,7 +45,7 @@ mod tests {
 
     use super::super::VulkanBackend;
     use super::super::memory::Usage;
-    use super::super::tests::backend;
+    use super::super::tests::{backend, device_kernels};
     use super::*;
     use crate::backend::{Backend, Kernel, OutSpec};
     use crate::device::Device;
@@ -70,10 +70,16 @@ mod tests {
     /// Views at every skew (0, 4, 8 and 12 bytes past 16-byte blocks) and at 4 KiB steps, of a
     /// tensor in device memory and of one in host memory, read by a copy to the host, an add of two
     /// views, a 3-input reduce, a cast and a view of a view, every element against the f64
-    /// reference; then read again after the parent is dropped.
+    /// reference; then read again after the parent is dropped. By the device's kernels, then with
+    /// the small ones left to the host (`on_host.rs`).
     #[test]
     fn slices_anywhere_are_views_every_kernel_reads_right() {
-        let Some(vk) = backend() else { return };
+        let (Some(device), Some(host)) = (device_kernels(), backend()) else { return };
+        views_read_right(&device);
+        views_read_right(&host);
+    }
+
+    fn views_read_right(vk: &VulkanBackend) {
         for n in [1 << 12, 1 << 19] {
             let values = random(n);
             let parent = Arc::new(vk.htod(&Buffer::from_vec(Device::Cpu(0), values.clone())).unwrap());
@@ -86,13 +92,13 @@ mod tests {
             for (x, y, z) in [(0, 1024, n / 2), (1, 1026, n / 2 + 3), (3, 2, n / 2 + 1), (1025, 0, 7)] {
                 let (a, b, c) = (at(x), at(y), at(z));
                 for (v, start) in [(&a, x), (&b, y), (&c, z)] {
-                    assert_eq!(read(&vk, v), values[start..start + len], "view at {start}");
+                    assert_eq!(read(vk, v), values[start..start + len], "view at {start}");
                 }
                 let spec = OutSpec { dtype: DType::F32, len };
                 let sum = vk.compute(&Kernel::Binary(BinaryOp::Add), &[&a, &b], spec).unwrap();
                 let reduce = Kernel::Reduce { kind: crate::graph::ReduceKind::Sum, scale: None };
                 let folded = vk.compute(&reduce, &[&a, &b, &c], spec).unwrap();
-                let (sum, folded) = (read(&vk, &sum), read(&vk, &folded));
+                let (sum, folded) = (read(vk, &sum), read(vk, &folded));
                 for i in 0..len {
                     let (p, q, r) = (values[x + i] as f64, values[y + i] as f64, values[z + i] as f64);
                     assert!((sum[i] as f64 - (p + q)).abs() <= 1e-5 * (p + q).abs().max(1.0), "add {i}");
@@ -105,20 +111,20 @@ mod tests {
                 }
                 let half = vk.compute(&Kernel::Cast, &[&b], OutSpec { dtype: DType::F16, len }).unwrap();
                 let back = vk.compute(&Kernel::Cast, &[&half], spec).unwrap();
-                for (i, got) in read(&vk, &back).into_iter().enumerate() {
+                for (i, got) in read(vk, &back).into_iter().enumerate() {
                     assert_eq!(got, half::f16::from_f32(values[y + i]).to_f32(), "cast {i}");
                 }
                 let inner = view(&b, 4100, 100).unwrap().expect("a view of a view");
                 let from = y + 1025;
                 assert_eq!(
-                    read(&vk, &inner),
+                    read(vk, &inner),
                     values[from..from + 100],
                     "a view of a view starts in the parent"
                 );
             }
             let c = at(n / 2 + 1);
             drop(parent);
-            assert_eq!(read(&vk, &c), values[n / 2 + 1..n / 2 + 1 + len], "the view keeps the memory");
+            assert_eq!(read(vk, &c), values[n / 2 + 1..n / 2 + 1 + len], "the view keeps the memory");
         }
     }
 
