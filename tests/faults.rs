@@ -32,6 +32,21 @@ const WIDTH: usize = 24576;
 /// upload and download in chunks (`exec/stream.rs`).
 const STREAMED_WIDTH: usize = collectives::exec::STREAM_MIN_BYTES.div_ceil(4 * ROWS) + 8;
 
+/// Elements per row of the shards of the small sweep: 48 f32 a shard, so a Vulkan member's folds
+/// and a join's computed part are run by the host (`collectives::VULKAN_HOST_KERNEL_BYTES`).
+const SMALL_WIDTH: usize = 4;
+
+/// The cases of the small sweep: those where a Vulkan member folds or computes a join's part.
+const SMALL: &[(Coll, Algorithm)] = &[
+    (Coll::AllReduce, Algorithm::Star),
+    (Coll::AllReduce, Algorithm::OneShot),
+    (Coll::Reduce, Algorithm::Star),
+    (Coll::ReduceScatter, Algorithm::Star),
+    (Coll::ReduceScatter, Algorithm::OneShot),
+    (Coll::AllReduceCoalesced, Algorithm::Star),
+    (Coll::ComputedJoin, Algorithm::Auto),
+];
+
 /// The cases of the streamed sweep: the star's folds on the CUDA leader.
 const STREAMED: &[(Coll, Algorithm)] = &[
     (Coll::AllReduce, Algorithm::Star),
@@ -370,6 +385,8 @@ fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were(
     if vulkan {
         groups.push(Group::new("vulkan+cpu x2", vec![vk, cpu(0), cpu(1)]));
         groups.push(Group::new("cpu x2+vulkan", vec![cpu(0), cpu(1), vk]));
+        let devices = vec![vk, cpu(0), cpu(1)];
+        groups.push(Group { kind: "vulkan+cpu x2, small", devices, width: SMALL_WIDTH, cases: SMALL });
     }
     // CUDA where there is one (the GPU machine; `COLLECTIVES_CUDA_DEVICES=0,0` makes two virtual
     // devices of one GPU): CUDA peers, and CUDA with host and Vulkan members (the staged chain).

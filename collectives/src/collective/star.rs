@@ -47,10 +47,12 @@ impl Work {
 /// exceptions keep the work on `to`:
 /// - a join of less than [`DEVICE_MIN_BYTES`]: its inputs and result live in host memory, which
 ///   the Vulkan device joins without a kernel (a Vulkan leader's gather at 4 KiB 14.2 µs, 34.5
-///   computed by CUDA). A fold there is a Vulkan kernel, so it moves at every size (the same
-///   run's reduce at 4 KiB 24.3 µs on CUDA, 45.1 on Vulkan; on an H100,
+///   computed by CUDA). A fold there was a Vulkan kernel when measured, so it moves at every
+///   size (the same run's reduce at 4 KiB 24.3 µs on CUDA, 45.1 on Vulkan; on an H100,
 ///   `bench/gpu/37-small-sites`, the one-shot all_reduce whose Vulkan member folded for itself
-///   360–460 µs from 4 to 128 KiB, the star's CUDA fold copied over 20–57);
+///   360–460 µs from 4 to 128 KiB, the star's CUDA fold copied over 20–57). A small fold of
+///   tensors in host memory is now the host's (`backend/vulkan/on_host.rs`), once the CUDA
+///   input is downloaded; that is not yet measured against the CUDA fold;
 /// - an input on `to` that leaves it by a Vulkan submission ([`copied_out_by_vulkan`]): the
 ///   CUDA work would follow it (the all_to_all of `cuda:0,vulkan:0` at 256 KiB, whose 128 KiB
 ///   parts are so, took 695–764 µs computed by CUDA and 360–420 by Vulkan, run 37).

@@ -5,11 +5,12 @@
 //!
 //! Why: a Vulkan dispatch and its wait cost a GPU some tens of microseconds whatever the size
 //! (a 4 KiB `local_reduce` of two shards on an H200's `vulkan:0`: 24–28 µs,
-//! `bench/gpu/26-peer-waits`; on lavapipe 118 µs), while the host folds 4 KiB in about one
+//! `bench/gpu/26-peer-waits`; on lavapipe 85–126 µs), while the host folds 4 KiB in about one
 //! (`bench/lavapipe-host-kernels`). Tensors this small live in host memory the host reads fast
 //! ([`super::VULKAN_HOST_BELOW_BYTES`]), so the host reads and writes them in place. The result
-//! is the kernel's bit for bit: the shaders compute what the CPU backend computes (module doc of
-//! [`super`]), in the same order.
+//! is the shader's bit for bit: the shaders compute what the CPU backend computes, in the same
+//! order, but where the module doc of [`super`] says a driver may differ (subnormals flushed, a
+//! quotient's last place), and there the host's result is IEEE's.
 //!
 //! ```
 //! use collectives::{Device, Tensor};
@@ -34,10 +35,10 @@ use crate::error::Result;
 pub const VULKAN_HOST_KERNEL_ENV: &str = "COLLECTIVES_VULKAN_HOST_KERNEL_BYTES";
 
 /// Elementwise kernels moving fewer bytes than this (inputs and output) are run by the host
-/// (unless [`VULKAN_HOST_KERNEL_ENV`] says otherwise). At this size the host's fold of two
-/// inputs takes about 5 µs on the 2-core development machine, of eight 6 µs (the CPU backend's
-/// `local_reduce`, `bench/lavapipe-host-kernels`), against 24–28 µs for any Vulkan dispatch and
-/// wait on an H200 (`bench/gpu/26-peer-waits`).
+/// (unless [`VULKAN_HOST_KERNEL_ENV`] says otherwise). Near this size the host's folds take 4–7
+/// µs on the 2-core development machine (`bench/lavapipe-host-kernels`: two shards of 64 KiB,
+/// 192 KiB moved, 4.5–7.4 µs; eight of 16 KiB, 144 KiB moved, 4.1–7.0), against 24–28 µs for
+/// any Vulkan dispatch and its wait on an H200 (`bench/gpu/26-peer-waits`).
 pub const VULKAN_HOST_KERNEL_BYTES: u64 = 256 << 10;
 
 /// The bound below which elementwise kernels are run by the host: [`VULKAN_HOST_KERNEL_ENV`] or
