@@ -3,8 +3,9 @@
 # Vulkan kernels of tensors in host memory run by the host (`backend/vulkan/on_host.rs`). One perf
 # binary, every kernel on the device (`COLLECTIVES_VULKAN_HOST_KERNEL_BYTES=0`, the build before's
 # path) against the default, four rounds, the order alternating: a Vulkan leader's small calls;
-# the bound's neighbourhood (`local_reduce` of two shards from 16 KiB to 512 KiB, the host's
-# column with the bound raised to 2 MiB so that it takes every size); `cuda:0,vulkan:0`, whose
+# the bound's neighbourhood (`local_reduce` of two shards from 16 KiB to 512 KiB and of eight
+# from 4 to 128 KiB, the host's column with the bound raised to 2 MiB so that it takes every
+# size); `cuda:0,vulkan:0`, whose
 # fold is CUDA's (should not move). Anchors.
 # Staged by: bash bench/gpu/stage.sh bench/gpu/43-host-kernels/b - joins
 # Invoked as: timeout -k 5 400 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
@@ -22,6 +23,7 @@ for r in 1 2 3 4; do
     p x_${m}_${r}_cv perf --op all_reduce --devices cuda:0,vulkan:0 --sizes 4K,64K --iters 300 --warmup 20
     [ $m = host ] && export COLLECTIVES_VULKAN_HOST_KERNEL_BYTES=2097152
     p x_${m}_${r}_bound perf --op local_reduce --devices vulkan:0,cpu:1 --sizes 16K..512K --iters 200 --warmup 20
+    p x_${m}_${r}_bound8 perf --op local_reduce --devices vulkan:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7 --sizes 4K..128K --iters 200 --warmup 20
   done
 done
 unset COLLECTIVES_VULKAN_HOST_KERNEL_BYTES
