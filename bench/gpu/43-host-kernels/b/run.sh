@@ -5,8 +5,7 @@
 # path) against the default, four rounds, the order alternating: a Vulkan leader's small calls;
 # the bound's neighbourhood (`local_reduce` of two shards from 16 KiB to 512 KiB and of eight
 # from 4 to 128 KiB, the host's column with the bound raised to 2 MiB so that it takes every
-# size); `cuda:0,vulkan:0`, whose
-# fold is CUDA's (should not move). Anchors.
+# size); `cuda:0,vulkan:0`, whose fold is CUDA's (should not move). Anchors.
 # Staged by: bash bench/gpu/stage.sh bench/gpu/43-host-kernels/b - joins
 # Invoked as: timeout -k 5 400 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
