@@ -14,8 +14,14 @@ use super::stream::{self, STREAM_MIN_BYTES};
 use crate::dtype::DType;
 use crate::graph::{BinaryOp, ReduceKind, Scale};
 
-/// Elements below which a kernel runs on the calling thread.
-pub(crate) const PAR_MIN_ELEMS: usize = 1 << 16;
+/// Bytes a kernel or copy moves (reads and writes, every copy of its result included) from
+/// which it runs on the thread pool; below it the calling thread does it all, as waking the pool
+/// costs more than it saves: about 50 µs on the H200 machine's 16 cores, where the host
+/// all_to_all was even both ways at 2 MiB moved and the pool twice as fast at 4
+/// (`bench/gpu/34-host-parallel`). On the 2-core development machine one thread was ahead up to
+/// about 8 MiB (`bench/cpu-par-threshold`). Until then a kernel went to the pool from 64 Ki
+/// elements of output: a fold of two f32 shards from 768 KiB moved, an add of two u8 from 192 KiB.
+pub(crate) const PAR_MIN_BYTES: usize = 2 << 20;
 /// Elements per parallel task.
 const PAR_CHUNK: usize = 1 << 15;
 /// Bytes of each input folded per block of the n-ary reduce (the accumulator stays in L1). Short
@@ -28,15 +34,21 @@ const BLOCK_BYTES: usize = 512;
 /// chunk into every buffer of `fan` (the same bytes, for other host devices) while it is still in
 /// cache: a kernel whose result several devices need reads its inputs once and writes each copy
 /// once, with no second pass over memory.
-/// Copies of [`STREAM_MIN_BYTES`] or more in all are written with non-temporal stores.
-fn for_chunks<T: Num>(out: &mut [T], fan: &mut [&mut [u8]], f: impl Fn(usize, &mut [T]) + Sync + Send) {
+/// Copies of [`STREAM_MIN_BYTES`] or more in all are written with non-temporal stores. `read`:
+/// the bytes the kernel reads, which with those it writes decide the pool ([`PAR_MIN_BYTES`]).
+fn for_chunks<T: Num>(
+    out: &mut [T],
+    fan: &mut [&mut [u8]],
+    read: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
     let streamed = std::mem::size_of_val(out) * fan.len() >= STREAM_MIN_BYTES;
     let spread = |o: &[T], fan: &mut [&mut [u8]]| {
         for dst in fan.iter_mut() {
             copy_chunk(bytemuck::cast_slice(o), dst, streamed);
         }
     };
-    if out.len() < PAR_MIN_ELEMS {
+    if read + std::mem::size_of_val(out) * (1 + fan.len()) < PAR_MIN_BYTES {
         f(0, out);
         return spread(out, fan);
     }
@@ -88,7 +100,8 @@ macro_rules! with_op {
 
 /// `out = a op b`.
 pub(crate) fn binary<T: Num>(op: BinaryOp, a: &[T], b: &[T], out: &mut [T], fan: &mut [&mut [u8]]) {
-    with_op!(op, T::A, |f| for_chunks(out, fan, |off, o| {
+    let read = std::mem::size_of_val(a) + std::mem::size_of_val(b);
+    with_op!(op, T::A, |f| for_chunks(out, fan, read, |off, o| {
         let (a, b) = (&a[off..off + o.len()], &b[off..off + o.len()]);
         match T::SLICES {
             true => by_blocks(o, a, Some(b), |x, y| x.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y))),
@@ -136,7 +149,8 @@ pub(crate) fn reduce<T: Num>(
     fan: &mut [&mut [u8]],
 ) {
     let streamed = std::mem::size_of_val(out) >= STREAM_MIN_BYTES;
-    with_op!(kind.binary(), T::A, |f| for_chunks(out, fan, |off, o| {
+    let read = inputs.iter().map(|x| std::mem::size_of_val(*x)).sum();
+    with_op!(kind.binary(), T::A, |f| for_chunks(out, fan, read, |off, o| {
         reduce_chunk(f, scale, inputs, off, o, streamed)
     }))
 }
@@ -190,7 +204,7 @@ fn reduce_chunk<T: Num>(
 
 /// `out = scale(x)`.
 pub(crate) fn scale<T: Num>(s: Scale, x: &[T], out: &mut [T], fan: &mut [&mut [u8]]) {
-    for_chunks(out, fan, |off, o| {
+    for_chunks(out, fan, std::mem::size_of_val(x), |off, o| {
         let x = &x[off..off + o.len()];
         match T::SLICES {
             true => by_blocks(o, x, None, |x, _| x.iter_mut().for_each(|a| *a = T::A::scale(s, *a))),
@@ -212,7 +226,7 @@ fn scale_chunk<T: Num>(s: Scale, x: &[T], o: &mut [T]) {
 /// saturates, NaN gives 0).
 pub(crate) fn cast<T: Num, U: Num>(x: &[T], out: &mut [U], fan: &mut [&mut [u8]]) {
     let ints = T::DTYPE.is_int() && U::DTYPE.is_int();
-    for_chunks(out, fan, |off, o| {
+    for_chunks(out, fan, std::mem::size_of_val(x), |off, o| {
         let x = &x[off..off + o.len()];
         if ints {
             for (o, &v) in o.iter_mut().zip(x) {
@@ -264,11 +278,10 @@ pub(crate) fn copy_bytes_to_staging(src: &[u8], dst: &mut [u8]) {
     copy_parallel(src, dst, true, 128 << 10);
 }
 
-/// `src` into `dst`: on the calling thread below a megabyte, else in parallel pieces of `piece`
-/// bytes (512 KiB by default), with non-temporal stores where `streamed`.
+/// `src` into `dst`: on the calling thread below [`PAR_MIN_BYTES`] moved, else in parallel pieces
+/// of `piece` bytes (512 KiB by default), with non-temporal stores where `streamed`.
 fn copy_parallel(src: &[u8], dst: &mut [u8], streamed: bool, piece: usize) {
-    const PAR_BYTES: usize = 1 << 20;
-    if dst.len() < PAR_BYTES {
+    if 2 * dst.len() < PAR_MIN_BYTES {
         dst.copy_from_slice(src);
     } else {
         dst.par_chunks_mut(piece).zip(src.par_chunks(piece)).for_each(|(d, s)| copy_chunk(s, d, streamed));
@@ -305,7 +318,7 @@ pub(crate) fn slice(
         let s = (o * in_mid + start) * inner;
         dst.copy_from_slice(&x[s..s + row]);
     };
-    if out.len() < PAR_MIN_ELEMS * 4 {
+    if 2 * out.len() < PAR_MIN_BYTES {
         out.chunks_mut(row).enumerate().for_each(copy);
     } else {
         out.par_chunks_mut(row).enumerate().for_each(copy);
@@ -330,7 +343,7 @@ pub(crate) fn concat(inputs: &[&[u8]], mids: &[usize], out: &mut [u8], outer: us
             at += n;
         }
     };
-    if outer == 1 || out.len() < PAR_MIN_ELEMS * 4 {
+    if outer == 1 || 2 * out.len() < PAR_MIN_BYTES {
         out.chunks_mut(row).enumerate().for_each(fill);
     } else {
         out.par_chunks_mut(row).enumerate().for_each(fill);
@@ -351,7 +364,7 @@ pub(crate) fn all_to_all_part(inputs: &[&[u8]], j: usize, out: &mut [u8], outer:
             if outer == 1 { copy_bytes(src, d) } else { d.copy_from_slice(src) }
         }
     };
-    if outer == 1 || out.len() < PAR_MIN_ELEMS * 4 {
+    if outer == 1 || 2 * out.len() < PAR_MIN_BYTES {
         out.chunks_mut(row).take(outer).enumerate().for_each(fill);
     } else {
         out.par_chunks_mut(row).take(outer).enumerate().for_each(fill);

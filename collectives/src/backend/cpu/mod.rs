@@ -260,13 +260,14 @@ mod tests {
     /// A sum of three random shards at odd sizes delivered whole and in ranges (a tail, the
     /// middle, an empty one) by the CPU backend's own fanout and by the default
     /// `compute_then_copy` (what a Vulkan device does): every element of every copy against the
-    /// f64 reference; a range past the result is refused before anything runs.
+    /// f64 reference; a range past the result is refused before anything runs. The largest size
+    /// runs on the thread pool, each whole copy written chunk by chunk.
     #[test]
     fn a_fold_delivers_whole_copies_and_ranges() {
         let seed: u64 = rand::rng().random();
         let mut r = StdRng::seed_from_u64(seed);
         let be = CpuBackend::on(Device::Cpu(0)).unwrap();
-        for n in [1usize, 7, 4099] {
+        for n in [1usize, 7, 4099, kernels::PAR_MIN_BYTES / 4 + 3] {
             let shards: Vec<Vec<f32>> =
                 (0..3).map(|_| (0..n).map(|_| r.random_range(-100.0f32..100.0)).collect()).collect();
             let bufs: Vec<Buffer> =
