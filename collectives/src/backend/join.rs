@@ -131,11 +131,15 @@ pub(crate) fn join(to: Device, parts: &[Part], out: OutSpec) -> Result<Buffer> {
 /// `out`.
 fn check(to: Device, parts: &[Part], out: OutSpec) -> Result<()> {
     for p in parts {
-        let (ok, dtype, what) = match p {
-            Part::Copy(b) => (placeable(b.device, to), b.dtype, format!("a part on {}", b.device)),
-            Part::Computed { out, .. } => (computable(to), out.dtype, "a computed part".to_string()),
+        let (ok, dtype) = match p {
+            Part::Copy(b) => (placeable(b.device, to), b.dtype),
+            Part::Computed { out, .. } => (computable(to), out.dtype),
         };
         if !ok || dtype != out.dtype {
+            let what = match p {
+                Part::Copy(b) => format!("a part on {}", b.device),
+                Part::Computed { .. } => "a computed part".to_string(),
+            };
             let msg = format!("{what} of {} x {dtype} cannot be placed in {to}", p.len());
             return Err(Error::internal("join", msg));
         }
