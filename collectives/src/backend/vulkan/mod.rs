@@ -17,13 +17,12 @@
 //!
 //! Every operation the host does not do itself ([`on_host`]) records one command buffer and
 //! submits it without waiting; the result carries a [`submit::TimelineFence`]. Work on one
-//! device runs in queue order, each command buffer
-//! starting with a barrier on all earlier writes, so consumers on the device never wait on the
-//! host; host readers wait on the fence. Host ↔ device copies go through host-visible staging,
-//! or straight through the mapping when the device memory is host-visible (as on lavapipe); an
-//! owned host buffer uploaded again is imported and copied from in place ([`register`]);
-//! copies within a device are buffer copies; copies between two Vulkan devices stage through
-//! the host.
+//! device runs in queue order, each command buffer starting with a barrier on all earlier
+//! writes, so consumers on the device never wait on the host; host readers wait on the fence.
+//! Host ↔ device copies go through host-visible staging, or straight through the mapping when
+//! the device memory is host-visible (as on lavapipe); an owned host buffer uploaded again is
+//! imported and copied from in place ([`register`]); copies within a device are buffer copies;
+//! copies between two Vulkan devices stage through the host.
 //!
 //! Semantics match the CPU backend bit for bit (see `shaders/`), except: floating-point division,
 //! which Vulkan lets be 2.5 ulp off (the H200's driver is up to 2 ulp off), is corrected by one fma
