@@ -16,7 +16,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for r in 1 2 3 4; do
   order="dev host"; [ $((r % 2)) = 0 ] && order="host dev"
   for m in $order; do
-    bound=$([ $m = dev ] && echo 0 || echo 262144)
+    bound=$([ $m = dev ] && echo 0 || echo 524288)
     export COLLECTIVES_VULKAN_HOST_KERNEL_BYTES=$bound
     p x_${m}_${r}_lr perf --op local_reduce --devices vulkan:0,cpu:1 --sizes 4K,64K --iters 300 --warmup 20
     p x_${m}_${r}_v1 perf --op all_reduce,reduce,reduce_scatter --devices vulkan:0,cpu:0 --sizes 4K,64K --iters 300 --warmup 20

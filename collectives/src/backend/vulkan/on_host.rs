@@ -35,11 +35,15 @@ use crate::error::Result;
 pub const VULKAN_HOST_KERNEL_ENV: &str = "COLLECTIVES_VULKAN_HOST_KERNEL_BYTES";
 
 /// Elementwise kernels moving fewer bytes than this (inputs and output) are run by the host
-/// (unless [`VULKAN_HOST_KERNEL_ENV`] says otherwise). Near this size the host's folds take 4–7
-/// µs on the 2-core development machine (`bench/lavapipe-host-kernels`: two shards of 64 KiB,
-/// 192 KiB moved, 4.5–7.4 µs; eight of 16 KiB, 144 KiB moved, 4.1–7.0), against 24–28 µs for
-/// any Vulkan dispatch and its wait on an H200 (`bench/gpu/26-peer-waits`).
-pub const VULKAN_HOST_KERNEL_BYTES: u64 = 256 << 10;
+/// (unless [`VULKAN_HOST_KERNEL_ENV`] says otherwise). On the H200 machine's host a fold of
+/// eight 64 KiB shards (576 KiB moved) took 22.4 µs as a whole host call (`cpu:0..7` reduce,
+/// `bench/gpu/34-host-parallel`), against 24–28 µs for any Vulkan dispatch and its wait on that
+/// GPU (`bench/gpu/26-peer-waits`, a 4 KiB `local_reduce` on `vulkan:0`); a Vulkan fold of two
+/// 512 KiB shards there (1.5 MiB moved) took 69–81 µs (`bench/gpu/16-vulkan-host`). Below this
+/// bound the host is ahead by that reckoning; to be measured there (`bench/gpu/43-host-kernels`).
+/// On the 2-core development machine two shards of 64 KiB (192 KiB moved) fold in 4.5–7.4 µs
+/// (`bench/lavapipe-host-kernels`).
+pub const VULKAN_HOST_KERNEL_BYTES: u64 = 512 << 10;
 
 /// The bound below which elementwise kernels are run by the host: [`VULKAN_HOST_KERNEL_ENV`] or
 /// [`VULKAN_HOST_KERNEL_BYTES`].
