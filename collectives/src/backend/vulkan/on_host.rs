@@ -218,7 +218,10 @@ mod tests {
         };
         // u8 differences wrap (the only results of these inputs out of their dtype's range).
         let wrap = |v: f64| if out == DType::U8 { v.rem_euclid(256.0) } else { v };
-        (0..ins[0].len()).map(|i| with_type!(out, T => T::from_f64(wrap(at(i))).to_f64())).collect()
+        // `Element::from_f64` (once to nearest-even), not `half`'s inherent `bf16::from_f64`.
+        (0..ins[0].len())
+            .map(|i| with_type!(out, T => <T as Element>::from_f64(wrap(at(i))).to_f64()))
+            .collect()
     }
 
     /// The kernels checked, with their input count and output dtype for inputs of `dtype`.
@@ -308,7 +311,12 @@ mod tests {
     fn the_bound_counts_every_byte_and_the_host_waits_for_the_inputs() {
         let Some(vk) = backend() else { return };
         let mut r = StdRng::seed_from_u64(rand::rng().random());
-        let n = (1 << 17) + 5;
+        // Three buffers of `len` f32 each: fewer than the bound's bytes, or not.
+        let fits = (vk.gpu.host_kernel_below as usize - 1) / 12;
+        // The first sum moves past the bound (a submission), and its result stays under 256 KiB,
+        // in host memory (larger tensors get device memory of their own on an NVIDIA GPU that
+        // CUDA may share).
+        let n = fits + 5;
         let x = random(DType::F32, n, &mut r);
         let up = buffer(Some(&vk), DType::F32, &x);
         let add = Kernel::Binary(BinaryOp::Add);
@@ -316,8 +324,6 @@ mod tests {
         let before = last();
         let twice = vk.compute(&add, &[&up, &up], OutSpec { dtype: DType::F32, len: n }).unwrap();
         assert_eq!(last(), before + 1, "{n} elements: a submission");
-        // Three buffers of `len` f32 each: fewer than the bound's bytes, or not.
-        let fits = (vk.gpu.host_kernel_below as usize - 1) / 12;
         for (len, on_host) in [(fits, true), (fits + 1, false)] {
             let v = super::super::view(&twice, 4 * 3, len).unwrap().expect("a view");
             let before = last();
