@@ -33,16 +33,23 @@ const WIDTH: usize = 24576;
 const STREAMED_WIDTH: usize = collectives::exec::STREAM_MIN_BYTES.div_ceil(4 * ROWS) + 8;
 
 /// Elements per row of the shards of the small sweep: 48 f32 a shard, so a Vulkan member's folds
-/// and a join's computed part are run by the host (`collectives::VULKAN_HOST_KERNEL_BYTES`).
+/// and a join's computed part are run by the host (`collectives::VULKAN_HOST_KERNEL_BYTES`), and
+/// the star collectives with a host call are one, the Vulkan member staged through the host
+/// (`collectives::collective::HOST_STAGED_BELOW_BYTES`).
 const SMALL_WIDTH: usize = 4;
 
-/// The cases of the small sweep: those where a Vulkan member folds or computes a join's part.
+/// The cases of the small sweep: those where a Vulkan member folds or computes a join's part,
+/// and the host calls with a Vulkan member staged.
 const SMALL: &[(Coll, Algorithm)] = &[
     (Coll::AllReduce, Algorithm::Star),
     (Coll::AllReduce, Algorithm::OneShot),
     (Coll::Reduce, Algorithm::Star),
     (Coll::ReduceScatter, Algorithm::Star),
     (Coll::ReduceScatter, Algorithm::OneShot),
+    (Coll::AllGather, Algorithm::Star),
+    (Coll::Broadcast, Algorithm::Star),
+    (Coll::Scatter, Algorithm::Star),
+    (Coll::AllToAll, Algorithm::Star),
     (Coll::AllReduceCoalesced, Algorithm::Star),
     (Coll::ComputedJoin, Algorithm::Auto),
 ];

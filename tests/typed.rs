@@ -358,7 +358,15 @@ fn vulkan_pairs_are_staged_as_the_runtime_stages_them() {
     let devices = [Device::Vulkan(0), Device::Vulkan(1), Device::Cpu(1)];
     let g: Group<(Vulkan, Vulkan, Cpu)> = Group::from_devices(&devices, devices[0]).unwrap();
     let rt = DeviceGroup::new(devices.to_vec()).unwrap();
-    let shards = g.make_shards(|_, d| Tensor::from_vec(vec![1.0f32; 64], [64], d)).unwrap();
+    // Below HOST_STAGED_BELOW_BYTES a shard the star is one host call, the Vulkan members'
+    // shards and outputs copied inside it: no hop.
+    let small = g.make_shards(|_, d| Tensor::from_vec(vec![1.0f32; 64], [64], d)).unwrap();
+    let plan = Plan::of(&g.all_reduce(small, ReduceOp::Sum).unwrap().tensors());
+    let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str())).collect();
+    assert_eq!(ks, [(Device::Cpu(1), "collective host all_reduce (staged through cpu:1)")], "{plan}");
+    assert!(plan.hops.is_empty(), "{plan}");
+    let len = collectives::collective::HOST_STAGED_BELOW_BYTES / 4;
+    let shards = g.make_shards(|_, d| Tensor::from_vec(vec![1.0f32; len], [len], d)).unwrap();
     let tensors = shards.tensors();
     for algorithm in [Algorithm::Star, Algorithm::Ring] {
         let typed = g.using(algorithm).all_reduce(shards.clone(), ReduceOp::Sum).unwrap().tensors();

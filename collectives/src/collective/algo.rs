@@ -233,6 +233,19 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 /// Vulkan device the star was ahead at every size.
 pub const HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES: usize = 1 << 20;
 
+/// Bytes per shard (of the whole tensor for a broadcast or scatter) below which the star
+/// collectives and the all_to_all of a group of host and Vulkan devices, at least one of them a
+/// host device, run as one host call, as a group of host devices' do: each Vulkan member's shard
+/// is copied to the host, the call runs there, and each Vulkan member's output is copied back
+/// (small Vulkan tensors live in memory the host maps, so those copies are host copies; the
+/// algorithm reported stays [`Algorithm::Star`]). Through the graph, an all_to_all of such a
+/// group is a slice, a hop and a join for every part. On the development machine with lavapipe
+/// (`bench/lavapipe-staged-calls`) the all_to_all of `cpu:0,cpu:1,cpu:2,vulkan:0` took 3.0 µs
+/// at 4 KiB against 27–31 through the graph and 18–19 at 64 KiB against 38–41; at 128 KiB the
+/// two were even on four members and the graph ahead on two (17 µs against 22), whose graph
+/// copies half of each shard where the host call copies all of it twice.
+pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
+
 /// Whether `devices`, led by `leader`, are one host device leading and one CUDA device (see
 /// [`HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES`]).
 pub fn host_led_cuda_pair(devices: &[Device], leader: Device) -> bool {

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use smallvec::smallvec;
 
-use super::{DeviceGroup, ReduceOp};
+use super::{Algorithm, DeviceGroup, HOST_STAGED_BELOW_BYTES, ReduceOp};
 use crate::backend::Kernel;
-use crate::backend::cpu::{HostAllToAll, HostReduceScatter, HostScatter, HostStar};
+use crate::backend::cpu::{HostAllToAll, HostReduceScatter, HostScatter, HostStaged, HostStar};
 use crate::device::Device;
 use crate::error::Result;
 use crate::graph::{CollectiveCall, MultiKernel, Op, Shape, Tensor};
@@ -24,15 +24,19 @@ pub(crate) fn nodes(
     inputs: &[Tensor],
     outs: &[(Device, Shape)],
 ) -> Vec<Tensor> {
+    nodes_on(group.leader(), kernel, inputs, outs)
+}
+
+/// `kernel`'s node over `inputs` on `at`, and one part per `(device, shape)` of `outs`.
+fn nodes_on(
+    at: Device,
+    kernel: Arc<dyn MultiKernel>,
+    inputs: &[Tensor],
+    outs: &[(Device, Shape)],
+) -> Vec<Tensor> {
     let dtype = inputs[0].dtype();
-    let node = Tensor::new_node(
-        Op::Collective(CollectiveCall(kernel)),
-        inputs.into(),
-        group.leader(),
-        dtype,
-        Shape::from([0]),
-        None,
-    );
+    let op = Op::Collective(CollectiveCall(kernel));
+    let node = Tensor::new_node(op, inputs.into(), at, dtype, Shape::from([0]), None);
     outs.iter()
         .enumerate()
         .map(|(index, (d, s))| {
@@ -52,10 +56,40 @@ pub(crate) fn all_but(group: &DeviceGroup, root: usize, shape: &Shape) -> Vec<(D
     others.map(|(_, &d)| (d, shape.clone())).collect()
 }
 
-/// Whether the star collectives of `group` run as one host call: every member is a host device,
-/// and there are at least two (one member's result is its shard).
-pub(crate) fn host_star(group: &DeviceGroup) -> bool {
-    group.size() >= 2 && group.devices().iter().all(|d| d.is_host())
+/// Whether the collectives of `group` that have a host call (the star all_reduce, all_gather,
+/// reduce_scatter and broadcast, the scatter and the all_to_all) run as one, `bytes` a shard and
+/// `algo` chosen: two or more members, every one a host device; or, below
+/// [`HOST_STAGED_BELOW_BYTES`] a shard and with the star chosen (the collectives of one form
+/// pass it), host and Vulkan devices, at least one of them a host device, the Vulkan members
+/// staged through it (`backend/cpu/staged.rs`).
+pub(crate) fn runs_on_host(group: &DeviceGroup, bytes: usize, algo: Algorithm) -> bool {
+    let members = group.devices();
+    let host_or_vulkan = |d: &Device| d.is_host() || matches!(d, Device::Vulkan(_));
+    let staged =
+        || algo == Algorithm::Star && bytes < HOST_STAGED_BELOW_BYTES && members.iter().all(host_or_vulkan);
+    members.len() >= 2
+        && members.iter().any(|d| d.is_host())
+        && (members.iter().all(|d| d.is_host()) || staged())
+}
+
+/// The host call `call` makes of the devices of `outs`, as [`nodes`] over `inputs`: where every
+/// member of `group` is a host device, the call itself on the leader; else on a host member
+/// (the leader where it is one), the other devices staged through it ([`HostStaged`]).
+fn host_nodes<K: MultiKernel + 'static>(
+    group: &DeviceGroup,
+    inputs: &[Tensor],
+    outs: &[(Device, Shape)],
+    call: impl FnOnce(Vec<Device>) -> K,
+) -> Vec<Tensor> {
+    let to: Vec<Device> = outs.iter().map(|&(d, _)| d).collect();
+    let members = group.devices();
+    let host = std::iter::once(group.leader()).chain(members.iter().copied()).find(|d| d.is_host());
+    match host {
+        Some(host) if members.iter().any(|d| !d.is_host()) => {
+            nodes_on(host, Arc::new(HostStaged::new(&to, host, call)), inputs, outs)
+        }
+        _ => nodes_on(group.leader(), Arc::new(call(to)), inputs, outs),
+    }
 }
 
 /// The fold of `op` over `k` shards, as a kernel.
@@ -81,9 +115,14 @@ fn host_call(
     shards: &[Tensor],
     out: &Shape,
 ) -> Vec<Tensor> {
-    let devices = group.devices().to_vec();
-    let call = HostStar { name, devices, root: group.leader_index(), kernel, len: out.numel() };
-    nodes(group, Arc::new(call), shards, &everywhere(group, out))
+    let (root, len) = (group.leader_index(), out.numel());
+    host_nodes(group, shards, &everywhere(group, out), |devices| HostStar {
+        name,
+        devices,
+        root,
+        kernel,
+        len,
+    })
 }
 
 /// The star all_reduce over host devices as one call.
@@ -103,12 +142,9 @@ pub(crate) fn host_all_gather(group: &DeviceGroup, shards: &[Tensor], dim: usize
 pub(crate) fn host_broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Vec<Tensor> {
     let outs = all_but(group, root, t.shape());
     let n = t.numel();
-    let call = HostScatter {
-        name: "host broadcast",
-        devices: outs.iter().map(|&(d, _)| d).collect(),
-        parts: vec![Kernel::Slice { outer: 1, in_mid: 1, start: 0, len: 1, inner: n }; outs.len()],
-    };
-    let mut got = nodes(group, Arc::new(call), std::slice::from_ref(t), &outs);
+    let parts = vec![Kernel::Slice { outer: 1, in_mid: 1, start: 0, len: 1, inner: n }; outs.len()];
+    let call = |devices| HostScatter { name: "host broadcast", devices, parts };
+    let mut got = host_nodes(group, std::slice::from_ref(t), &outs, call);
     got.insert(root, t.clone());
     got
 }
@@ -118,8 +154,11 @@ pub(crate) fn host_broadcast(group: &DeviceGroup, t: &Tensor, root: usize) -> Ve
 /// copied by member i.
 pub(crate) fn host_scatter(group: &DeviceGroup, t: &Tensor, dim: usize, sizes: &[usize]) -> Vec<Tensor> {
     let (parts, outs) = scatter_parts(group, t, dim, sizes);
-    let call = HostScatter { name: "host scatter", devices: group.devices().to_vec(), parts };
-    nodes(group, Arc::new(call), std::slice::from_ref(t), &outs)
+    host_nodes(group, std::slice::from_ref(t), &outs, |devices| HostScatter {
+        name: "host scatter",
+        devices,
+        parts,
+    })
 }
 
 /// The parts of a scatter of `t` along `dim` into `sizes`, in member order: each part's slice
@@ -152,15 +191,10 @@ pub(crate) fn host_reduce_scatter(
     let whole = shards[0].shape();
     let out = whole.with_dim(dim, part);
     let parts = (0..group.size()).map(|i| Kernel::slice(whole, dim, i * part, part)).collect();
-    let call = HostReduceScatter {
-        devices: group.devices().to_vec(),
-        root: group.leader_index(),
-        fold: fold(op, shards.len()),
-        len: whole.numel(),
-        parts,
-        part_len: out.numel(),
-    };
-    nodes(group, Arc::new(call), shards, &everywhere(group, &out))
+    let (root, fold, len, part_len) =
+        (group.leader_index(), fold(op, shards.len()), whole.numel(), out.numel());
+    let call = |devices| HostReduceScatter { devices, root, fold, len, parts, part_len };
+    host_nodes(group, shards, &everywhere(group, &out), call)
 }
 
 /// The all_to_all over host devices along `dim` (parts `part` long) as one call: member j's output
@@ -173,8 +207,8 @@ pub(crate) fn host_all_to_all(
 ) -> Vec<Tensor> {
     let shape = shards[0].shape();
     let (outer, _, inner) = shape.split_at_dim(dim);
-    let call = HostAllToAll { devices: group.devices().to_vec(), outer, part: part * inner };
-    nodes(group, Arc::new(call), shards, &everywhere(group, shape))
+    let call = |devices| HostAllToAll { devices, outer, part: part * inner };
+    host_nodes(group, shards, &everywhere(group, shape), call)
 }
 
 #[cfg(feature = "cuda")]

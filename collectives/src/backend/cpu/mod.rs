@@ -7,9 +7,11 @@
 mod call;
 pub(crate) mod kernels;
 mod num;
+mod staged;
 mod stream;
 
 pub(crate) use call::{HostAllToAll, HostReduceScatter, HostScatter, HostStar};
+pub(crate) use staged::HostStaged;
 
 use half::{bf16, f16};
 
