@@ -236,14 +236,21 @@ pub const HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES: usize = 1 << 20;
 /// Bytes per shard (of the whole tensor for a broadcast or scatter) below which the star
 /// collectives and the all_to_all of a group of host and Vulkan devices, at least one of them a
 /// host device, run as one host call, as a group of host devices' do: each Vulkan member's shard
-/// is copied to the host, the call runs there, and each Vulkan member's output is copied back
-/// (small Vulkan tensors live in memory the host maps, so those copies are host copies; the
-/// algorithm reported stays [`Algorithm::Star`]). Through the graph, an all_to_all of such a
-/// group is a slice, a hop and a join for every part. On the development machine with lavapipe
-/// (`bench/lavapipe-staged-calls`) the all_to_all of `cpu:0,cpu:1,cpu:2,vulkan:0` took 3.0 µs
-/// at 4 KiB against 27–31 through the graph and 18–19 at 64 KiB against 38–41; at 128 KiB the
-/// two were even on four members and the graph ahead on two (17 µs against 22), whose graph
-/// copies half of each shard where the host call copies all of it twice.
+/// is copied to a host member, the call runs there, and each Vulkan member's output is copied
+/// back (small Vulkan tensors live in memory the host maps, so those are host copies). Only where
+/// the star is chosen; the algorithm reported stays [`Algorithm::Star`]. Through the graph, an
+/// all_to_all of such a group is a slice, a hop and a join for every part.
+///
+/// On the development machine with lavapipe (`bench/lavapipe-staged-calls`, three rounds, µs):
+/// the all_to_all of `cpu:0,cpu:1,cpu:2,vulkan:0` 2.9–4.5 at 4 KiB against 25.6–25.9 through the
+/// graph, 17.0–21.6 at 64 KiB against 37.4–40.8, 24.5–38.8 at 96 KiB against 44.2–46.4; of
+/// `vulkan:0` and seven host devices 5.5–5.6 at 4 KiB against 85.4–94.2; every collective of
+/// four members 1.2–8.9 × faster below the bound. Two members lose on a few rows from 64 KiB:
+/// the scatter from `vulkan:0` (5.0–6.8 against 3.8–4.9; the host call copies the whole tensor
+/// to the host where the graph copies the host member's part) and the all_to_all at 96 KiB
+/// (16.2–17.8 against 13.7–14.2). With the bound raised, a trial build read even at 128 KiB on
+/// four members and the graph ahead on two (21.8–22.2 against 16.6–17.8): the graph copies half
+/// of each shard where the host call copies all of it twice.
 pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
 
 /// Whether `devices`, led by `leader`, are one host device leading and one CUDA device (see

@@ -74,9 +74,12 @@ impl DeviceGroup {
         gathered.iter().map(|chunks| Tensor::concat(chunks, 0)?.reshape(shards[0].shape())).collect()
     }
 
-    /// `t` copied from its device (a member, the root) to every device; entry i is on device i
-    /// (the root's entry is `t` itself). On a group of host devices the other members read `t`
-    /// in place: one call, no copy (they share one memory; a tensor never changes once realized).
+    /// `t` copied from its device (a member, the root) to every device; entry i is on device i (the
+    /// root's entry is `t` itself). On a group of host devices the other members read `t` in place:
+    /// one call, no copy (they share one memory; a tensor never changes once realized). So too on a
+    /// group of host and Vulkan devices below
+    /// [`HOST_STAGED_BELOW_BYTES`](super::HOST_STAGED_BELOW_BYTES), the Vulkan members staged
+    /// through a host member (`t` copied to it, the result copied to them).
     pub fn broadcast(&self, t: &Tensor) -> Result<Vec<Tensor>> {
         let root = self.check_member("broadcast", t)?;
         let mut hops = Hops::default();
@@ -168,12 +171,14 @@ impl DeviceGroup {
         }
     }
 
-    /// `t` (on a member device) cut along `dim` into `size()` equal parts, part i sent to device
-    /// i. `dim` must split evenly ([`Error::Uneven`]; see [`DeviceGroup::scatter_sizes`]). On a
-    /// group of host devices, one call: each member reads its part of `t` in place where the part
-    /// is one contiguous range (every dim before `dim` is 1), else copies it. On a group of CUDA
-    /// devices, where the parts are contiguous, one call of the root: its part a view of `t`, its
-    /// launch copying every other part into the member's memory.
+    /// `t` (on a member device) cut along `dim` into `size()` equal parts, part i sent to device i.
+    /// `dim` must split evenly ([`Error::Uneven`]; see [`DeviceGroup::scatter_sizes`]). On a group
+    /// of host devices, one call: each member reads its part of `t` in place where the part is one
+    /// contiguous range (every dim before `dim` is 1), else copies it; so too on a group of host
+    /// and Vulkan devices below [`HOST_STAGED_BELOW_BYTES`](super::HOST_STAGED_BELOW_BYTES), the
+    /// Vulkan members staged through a host member (see [`DeviceGroup::broadcast`]). On a group of
+    /// CUDA devices, where the parts are contiguous, one call of the root: its part a view of `t`,
+    /// its launch copying every other part into the member's memory.
     pub fn scatter(&self, t: &Tensor, dim: usize) -> Result<Vec<Tensor>> {
         let root = self.check_member("scatter", t)?;
         let hint = "use scatter_sizes to give each device its own length";
@@ -225,14 +230,16 @@ impl DeviceGroup {
     /// Each shard cut along `dim` into `size()` equal parts; device j receives part j of every
     /// shard, joined along `dim` in shard order. `dim` must split evenly. On a group of CUDA
     /// devices, where the parts are contiguous (every dim before `dim` is 1), one multi-device
-    /// call: the star (the leader's launches copy every part into its place) or the one-shot
-    /// (each member copies its part of every shard, read in place, into its output). On a group
-    /// of host devices, one call too: each member's output written in one pass over its parts.
-    /// Where a Vulkan member shares its GPU with a CUDA member, that CUDA device joins the Vulkan
-    /// member's parts (from 256 KiB joined, and parts of 256 KiB or more: a smaller part of a
-    /// Vulkan shard in device memory leaves it by a Vulkan copy) and copies the result over: on
-    /// one GPU a Vulkan submission after CUDA work waits for the GPU to switch APIs (about
-    /// 320 µs; a Vulkan leader's `gather` and `reduce` are computed so too).
+    /// call: the star (the leader's launches copy every part into its place) or the one-shot (each
+    /// member copies its part of every shard, read in place, into its output). On a group of host
+    /// devices, one call too: each member's output written in one pass over its parts; so too on a
+    /// group of host and Vulkan devices below
+    /// [`HOST_STAGED_BELOW_BYTES`](super::HOST_STAGED_BELOW_BYTES) a shard, the Vulkan members
+    /// staged through a host member. Where a Vulkan member shares its GPU with a CUDA member, that
+    /// CUDA device joins the Vulkan member's parts (from 256 KiB joined, and parts of 256 KiB or
+    /// more: a smaller part of a Vulkan shard in device memory leaves it by a Vulkan copy) and
+    /// copies the result over: on one GPU a Vulkan submission after CUDA work waits for the GPU to
+    /// switch APIs (about 320 µs; a Vulkan leader's `gather` and `reduce` are computed so too).
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";
