@@ -256,5 +256,16 @@ fn small_collectives_of_host_and_vulkan_devices_are_one_host_call_below_the_boun
                 }
             }
         }
+        // Uneven all_gather: the largest shard counts, wherever it is.
+        let at = HOST_STAGED_BELOW_BYTES / 4;
+        for (big, staged) in [(at - 1, true), (at, false)] {
+            let lens: Vec<usize> = (0..n).map(|i| if devices[i] == VK { big } else { 3 + i }).collect();
+            let vals: Vec<Vec<f64>> =
+                lens.iter().map(|&l| random(DType::F32, l, Range::General, &mut r)).collect();
+            let ctx = format!("uneven all_gather {devices:?} {lens:?}");
+            let out = g.all_gather(&shards(DType::F32, &vals, &devices), 0).unwrap();
+            check_plan(&out, staged, &ctx);
+            check_outs(&out, &devices, &vec![vals.concat(); n], |_| 0.0, &ctx);
+        }
     }
 }

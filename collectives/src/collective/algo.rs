@@ -233,9 +233,9 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 /// Vulkan device the star was ahead at every size.
 pub const HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES: usize = 1 << 20;
 
-/// Bytes per shard (of the whole tensor for a broadcast or scatter) below which the star
-/// collectives and the all_to_all of a group of host and Vulkan devices, at least one of them a
-/// host device, run as one host call, as a group of host devices' do: each Vulkan member's shard
+/// Bytes per shard (the largest, for an all_gather of uneven shards; the root's tensor, for a
+/// broadcast or scatter) below which the star collectives and the all_to_all of a group of host
+/// and Vulkan devices, at least one of them a host device, run as one host call, as a group of host devices' do: each Vulkan member's shard
 /// is copied to a host member, the call runs there, and each Vulkan member's output is copied
 /// back (small Vulkan tensors live in memory the host maps, so those are host copies). Only where
 /// the star is chosen; the algorithm reported stays [`Algorithm::Star`]. Through the graph, an

@@ -59,12 +59,13 @@ pub(crate) fn all_but(group: &DeviceGroup, root: usize, shape: &Shape) -> Vec<(D
 }
 
 /// Whether the collectives of `group` that have a host call (the star all_reduce, all_gather,
-/// reduce_scatter and broadcast, the scatter and the all_to_all) run as one, `bytes` a shard and
-/// `algo` chosen: two or more members, every one a host device; or, below
-/// [`HOST_STAGED_BELOW_BYTES`] a shard and with the star chosen (the collectives of one form
-/// pass it), host and Vulkan devices, at least one of them a host device, the Vulkan members
+/// reduce_scatter and broadcast, the scatter and the all_to_all) run as one over `inputs` (the
+/// shards, or the root's tensor), `algo` chosen: two or more members, every one a host device;
+/// or, every input below [`HOST_STAGED_BELOW_BYTES`] and the star chosen (the collectives of one
+/// form pass it), host and Vulkan devices, at least one of them a host device, the Vulkan members
 /// staged through it (`backend/cpu/staged.rs`).
-pub(crate) fn runs_on_host(group: &DeviceGroup, bytes: usize, algo: Algorithm) -> bool {
+pub(crate) fn runs_on_host(group: &DeviceGroup, inputs: &[Tensor], algo: Algorithm) -> bool {
+    let bytes = inputs.iter().map(Tensor::nbytes).max().unwrap_or(0);
     let members = group.devices();
     let host_or_vulkan = |d: &Device| d.is_host() || matches!(d, Device::Vulkan(_));
     let staged =
