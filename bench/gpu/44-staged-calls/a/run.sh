@@ -1,5 +1,5 @@
 #!/bin/bash
-# Run 44: the small star collectives and all_to_all of host and Vulkan devices as one host call,
+# Run 44a (one H100, 2026-12-06): the small star collectives and all_to_all of host and Vulkan devices as one host call,
 # the Vulkan member staged through a host member (`backend/cpu/staged.rs`, below
 # `HOST_STAGED_BELOW_BYTES` = 128 KiB a shard). The GPU tests this touches (`vulkan_collectives`
 # with the new test on both sides of the bound, `plans`, `typed`, `collective_props`, `joins`,
@@ -7,8 +7,8 @@
 # (`perf`) against main before it (`perf_old` = 6642a46), two rounds, the order alternating:
 # every collective of `cpu:0,cpu:1,cpu:2,vulkan:0`, `vulkan:0,cpu:0,cpu:1,cpu:2` and
 # `vulkan:0,cpu:0` at 4, 64 and 96 KiB (staged) and 128 KiB (the graph in both); anchors.
-# Staged by: bash bench/gpu/stage.sh bench/gpu/44-staged-calls 6642a46 lib vulkan_collectives plans typed collective_props joins faults
-# Invoked as: timeout -k 5 590 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+# Staged by: bash bench/gpu/stage.sh bench/gpu/44-staged-calls/a - lib vulkan_collectives plans typed collective_props joins faults (at 439dca8), then .gpu/bins.tar.xz repacked with perf_old = 6642a46's release perf tool (what the stage script's OLD_REV 6642a46 builds)
+# Invoked as: timeout -k 5 470 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
