@@ -21,8 +21,14 @@ pub(super) fn backend() -> Option<VulkanBackend> {
 /// [`backend`] running every kernel on the device, whatever its size (no kernel is left to the
 /// host, `on_host.rs`): for the tests of the shaders and of submissions.
 pub(super) fn device_kernels() -> Option<VulkanBackend> {
+    host_kernels_below(0)
+}
+
+/// [`backend`] whose host runs the elementwise kernels moving fewer than `bytes`
+/// (`on_host.rs`), whatever `VULKAN_HOST_KERNEL_BYTES` is.
+pub(super) fn host_kernels_below(bytes: u64) -> Option<VulkanBackend> {
     let mut vk = backend()?;
-    Arc::get_mut(&mut vk.gpu).expect("a device just opened").host_kernel_below = 0;
+    Arc::get_mut(&mut vk.gpu).expect("a device just opened").host_kernel_below = bytes;
     Some(vk)
 }
 
