@@ -1,10 +1,10 @@
 #!/bin/bash
-# Run 45: the host kernels' bound raised to 4 MiB moved (`VULKAN_HOST_KERNEL_BYTES`, from run
+# Run 45a (one H100, 2026-12-06): the host kernels' bound raised to 4 MiB moved (`VULKAN_HOST_KERNEL_BYTES`, from run
 # 44's b, d and e), its unit tests on their own bound. The Vulkan tests both ways (`vulkan_ops`
 # and `joins` with the default bound and with every kernel on the device), `lib`,
 # `vulkan_collectives`, the fault sweep; then perf, the old bound (`=524288`) against the
 # default, two rounds: a Vulkan leader's folds past the old bound, and run 44d's rows.
-# Staged by: bash bench/gpu/stage.sh bench/gpu/45-host-kernel-bound - lib vulkan_ops joins vulkan_collectives faults
+# Staged by: bash bench/gpu/stage.sh bench/gpu/45-host-kernel-bound/a - lib vulkan_ops joins vulkan_collectives faults
 # Invoked as: timeout -k 5 400 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
