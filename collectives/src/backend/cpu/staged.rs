@@ -26,7 +26,7 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Buffer, registry};
+use crate::backend::{Buffer, copy};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::graph::MultiKernel;
@@ -56,19 +56,19 @@ impl HostStaged {
         HostStaged { outs: outs.to_vec(), host, inner: Box::new(inner(stand_in)) }
     }
 
-    /// `b` on the host: itself, or its copy to `host`.
+    /// `b` on the host: itself, or its copy to `host` (the copy router's `dtoh`).
     fn to_host(&self, b: &Arc<Buffer>) -> Result<Arc<Buffer>> {
         match b.device.is_host() {
             true => Ok(b.clone()),
-            false => Ok(Arc::new(registry::get(b.device)?.dtoh(b, self.host)?)),
+            false => Ok(Arc::new(copy(b, self.host)?)),
         }
     }
 
-    /// `b` (on the host) on `to`: itself, or its copy there.
+    /// `b` (on the host) on `to`: itself, or its copy there (the copy router's `htod`).
     fn to_member(b: Arc<Buffer>, to: Device) -> Result<Arc<Buffer>> {
         match to.is_host() {
             true => Ok(b),
-            false => Ok(Arc::new(registry::get(to)?.htod(&b)?)),
+            false => Ok(Arc::new(copy(&b, to)?)),
         }
     }
 }
