@@ -6,7 +6,7 @@
 //! A group whose devices are absent is skipped (and says so), unless `REQUIRE_CUDA=1` or
 //! `REQUIRE_VULKAN=1` demands its devices.
 
-use collectives::{Algorithm, DType, Device, DeviceGroup, Error, Tensor, available_devices};
+use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Error, Tensor, available_devices};
 use collectives_tests::collective::{DTYPES, Shards, all_ops, check_exact, check_reduced, range_for};
 use collectives_tests::{Range, cuda_required, fresh_seed, rng, vulkan_required};
 use rand::rngs::StdRng;
@@ -215,6 +215,65 @@ fn rerun_on_virtual_devices(name: &str, map: &str) {
 #[test]
 fn cuda_with_host_devices() {
     every_collective("cuda:0+cpu:0..=2", &[CUDA0, CPU0, CPU1, CPU2], &NATIVE);
+}
+
+/// The small collectives of a CUDA device with host devices, with a Vulkan device beside, and
+/// of two CUDA devices with a host device (virtual devices of one GPU where
+/// `COLLECTIVES_CUDA_DEVICES=0,0`), on both sides of `HOST_STAGED_BELOW_BYTES`
+/// (`collectives_tests::staged`). Below it the CUDA members are staged through a host member
+/// in every collective of three or more members but the all_reduce of a CUDA leader beside
+/// host devices only (its fold stays on the GPU); the collectives of a pair stay on the graph at
+/// these sizes (its all_to_all is staged below a bound of its own: the next test).
+#[test]
+fn small_collectives_of_cuda_and_host_devices() {
+    let mut groups = vec![vec![CUDA0, CPU0, CPU1, CPU2], vec![CPU0, CPU1, CPU2, CUDA0], vec![CPU0, CUDA0]];
+    groups.extend([vec![CUDA0, VK0, CPU0], vec![VK0, CUDA0, CPU0]]);
+    groups.retain(|g| present(&format!("{g:?}"), g));
+    if available_devices().contains(&CUDA1) {
+        groups.push(vec![CUDA0, CUDA1, CPU0]);
+    }
+    let cuda_led_fold = |d: &[Device], kind| {
+        kind == CollectiveKind::AllReduce
+            && matches!(d[0], Device::Cuda(_))
+            && d.iter().all(|m| !matches!(m, Device::Vulkan(_)))
+    };
+    let staged = |d: &[Device], kind| d.len() >= 3 && !cuda_led_fold(d, kind);
+    collectives_tests::staged::small_calls_of_mixed_groups(&groups, staged);
+}
+
+/// The all_to_all of a CUDA device and a host device, the two alone, either leading: one host
+/// call below `HOST_STAGED_CUDA_PAIR_BELOW_BYTES` a shard, the graph at it; every element of
+/// every output against the inputs, each output on its member.
+#[test]
+fn the_small_all_to_all_of_a_cuda_and_host_pair_is_one_host_call() {
+    use collectives_tests::staged::{check_outs, check_plan};
+    let mut r = rng(fresh_seed());
+    for devices in [[CUDA0, CPU0], [CPU0, CUDA0]] {
+        if !present(&format!("{devices:?}"), &devices) {
+            continue;
+        }
+        let g = DeviceGroup::new(devices.to_vec()).unwrap();
+        for dtype in [DType::F32, DType::BF16, DType::U8, DType::I64] {
+            let at = collectives::collective::HOST_STAGED_CUDA_PAIR_BELOW_BYTES / dtype.size();
+            for (len, below) in [((at - 1) / 2 * 2, true), (at, false)] {
+                let ctx = format!("all_to_all {devices:?} {dtype} {len}");
+                let vals: Vec<Vec<f64>> =
+                    (0..2).map(|_| collectives_tests::random(dtype, len, Range::General, &mut r)).collect();
+                let src: Vec<Tensor> = vals
+                    .iter()
+                    .zip(devices)
+                    .map(|(v, d)| collectives_tests::tensor(dtype, v, [len], d))
+                    .collect();
+                let out = g.all_to_all(&src, 0).unwrap();
+                check_plan(&out, below, &ctx);
+                let half = len / 2;
+                let want: Vec<Vec<f64>> = (0..2)
+                    .map(|j| vals.iter().flat_map(|v| v[j * half..(j + 1) * half].iter().copied()).collect())
+                    .collect();
+                check_outs(&out, &devices, &want, |_| 0.0, &ctx);
+            }
+        }
+    }
 }
 
 /// Groups of 2, 3, 4 and 8 CUDA devices (virtual devices of one GPU on a one-GPU machine:

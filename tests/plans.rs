@@ -6,7 +6,7 @@
 #[path = "plans/choice.rs"]
 mod choice;
 
-use collectives::collective::{PlannedHop, on_one_gpu};
+use collectives::collective::{HOST_STAGED_BELOW_BYTES, PlannedHop, on_one_gpu};
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
 const CUDA0: Device = Device::Cuda(0);
@@ -19,12 +19,16 @@ fn mixed() -> DeviceGroup {
     DeviceGroup::new(vec![CUDA0, CUDA1, VK0, CPU0]).unwrap()
 }
 
-/// `n` f32 shards of 64 elements on the group's devices (no device is touched to build them).
+/// Elements of an f32 shard at `HOST_STAGED_BELOW_BYTES`: a smaller collective of a group with
+/// a host member is one host call, its other members staged through it, and plans no hop.
+const LEN: usize = HOST_STAGED_BELOW_BYTES / 4;
+
+/// `n` f32 shards of [`LEN`] elements on the group's devices (no device is touched to build them).
 fn shards(g: &DeviceGroup) -> Vec<Tensor> {
     g.devices()
         .iter()
         .enumerate()
-        .map(|(i, &d)| Tensor::from_vec(vec![i as f32 + 0.5; 64], [64], d).unwrap())
+        .map(|(i, &d)| Tensor::from_vec(vec![i as f32 + 0.5; LEN], [LEN], d).unwrap())
         .collect()
 }
 
@@ -92,7 +96,7 @@ fn a_staged_reduce_hop_is_two_copies_into_the_leader() {
 #[test]
 fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
     let g = mixed();
-    let b = 64 * 4;
+    let b = LEN * 4;
     let want = {
         // cuda:1's shard is read in place by the reduce on cuda:0 (peers); no hop.
         let mut v = vec![(VK0, CPU0, b), (CPU0, CUDA0, b), (CPU0, CUDA0, b)];
@@ -102,7 +106,7 @@ fn the_all_reduce_plan_lists_every_hop_with_the_shard_bytes() {
     };
     let outputs = g.all_reduce(&shards(&g), ReduceOp::Sum).unwrap();
     assert_eq!(hops(&Plan::of(&outputs)), want);
-    let plan = g.plan(CollectiveKind::AllReduce, [64], DType::F32).unwrap();
+    let plan = g.plan(CollectiveKind::AllReduce, [LEN], DType::F32).unwrap();
     assert_eq!(hops(&plan), want, "{plan}");
     assert_eq!(plan.algorithm, Some(Algorithm::Star));
     assert_eq!(plan.bytes_moved(), 6 * b);
@@ -116,13 +120,13 @@ fn a_vulkan_leader_of_a_mixed_group_leaves_the_all_reduce_fold_and_all_gather_jo
     let g = DeviceGroup::new(vec![VK0, CPU0, CUDA1]).unwrap();
     assert_eq!((g.leader(), g.star_hub()), (VK0, CUDA1));
     for kind in [CollectiveKind::AllReduce, CollectiveKind::ReduceScatter] {
-        let plan = g.using(Algorithm::Star).plan(kind, [96], DType::F32).unwrap();
+        let plan = g.using(Algorithm::Star).plan(kind, [3 * LEN / 2], DType::F32).unwrap();
         let reduce: Vec<_> = plan.kernels.iter().filter(|k| k.op.starts_with("reduce")).collect();
         assert_eq!(reduce.len(), 1, "{plan}");
         assert_eq!((reduce[0].device, reduce[0].inputs), (CUDA1, 3), "{plan}");
     }
     // The star all_gather joins there too: the one concat on CUDA1, its result hopped out.
-    let plan = g.using(Algorithm::Star).plan(CollectiveKind::AllGather, [96], DType::F32).unwrap();
+    let plan = g.using(Algorithm::Star).plan(CollectiveKind::AllGather, [3 * LEN / 2], DType::F32).unwrap();
     let joins: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
     assert_eq!(joins, [(CUDA1, "concat dim 0", 3)], "{plan}");
     // `reduce` puts its result on the leader, and folds there: a result this small even where
@@ -138,8 +142,8 @@ fn a_vulkan_leader_of_a_mixed_group_leaves_the_all_reduce_fold_and_all_gather_jo
 #[test]
 fn a_plan_names_each_cuda_vulkan_move_with_its_bridge() {
     let g = mixed();
-    let b = 64 * 4;
-    let plan = g.plan(CollectiveKind::AllReduce, [64], DType::F32).unwrap();
+    let b = LEN * 4;
+    let plan = g.plan(CollectiveKind::AllReduce, [LEN], DType::F32).unwrap();
     // vulkan:0's shard to the leader, and the result back: each two hops through cpu:0.
     let mut moves: Vec<_> = plan.bridges.iter().map(|m| (m.from, m.to, m.bytes)).collect();
     moves.sort();
@@ -155,7 +159,7 @@ fn a_plan_names_each_cuda_vulkan_move_with_its_bridge() {
     }
     // Host and same-vendor hops are no bridges.
     let cuda_cpu = DeviceGroup::new(vec![CUDA0, CUDA1, CPU0]).unwrap();
-    let plan = cuda_cpu.plan(CollectiveKind::AllGather, [8, 3], DType::BF16).unwrap();
+    let plan = cuda_cpu.plan(CollectiveKind::AllGather, [8, 3 * LEN / 8], DType::BF16).unwrap();
     assert!(!plan.hops.is_empty() && plan.bridges.is_empty(), "{plan}");
 }
 
@@ -186,7 +190,7 @@ fn no_plan_has_a_direct_cross_vendor_hop() {
     for leader in [CUDA0, CUDA1, VK0, CPU0] {
         let g = mixed().with_leader(leader).unwrap();
         for kind in [Reduce, AllReduce, Broadcast, Gather, AllGather, ReduceScatter, Scatter, AllToAll] {
-            let plan = g.plan(kind, [8, 3], DType::BF16).unwrap();
+            let plan = g.plan(kind, [8, 3 * LEN / 8], DType::BF16).unwrap();
             assert!(!plan.hops.is_empty(), "{kind:?} from {leader}: {plan}");
             for h in &plan.hops {
                 assert_ne!(g.route(h.from, h.to), Route::Staged { via: CPU0 }, "{kind:?}: {plan}");
@@ -302,13 +306,13 @@ fn display_names_members_leader_routes_and_algorithm() {
     ] {
         assert!(text.contains(needle), "{needle:?} missing from\n{text}");
     }
-    let plan = g.plan(CollectiveKind::Broadcast, [16], DType::F16).unwrap();
+    let plan = g.plan(CollectiveKind::Broadcast, [2 * LEN], DType::F16).unwrap();
     let text = plan.to_string();
     for needle in [
         "algorithm star",
-        "copy   vulkan:0 -> cpu:0  32 bytes",
-        "copy   cpu:0 -> cuda:0  32 bytes",
-        "copy   cpu:0 -> cuda:1  32 bytes",
+        "copy   vulkan:0 -> cpu:0  131072 bytes",
+        "copy   cpu:0 -> cuda:0  131072 bytes",
+        "copy   cpu:0 -> cuda:1  131072 bytes",
     ] {
         assert!(text.contains(needle), "{needle:?} missing from\n{text}");
     }
@@ -324,14 +328,14 @@ fn realized_outputs_have_nothing_left_to_plan() {
     assert_eq!((before.hops.len(), before.kernels.len()), (0, 1), "{before}");
     collectives::realize(&out).unwrap();
     assert_eq!(Plan::of(&out), Plan::default());
-    assert!(out.iter().all(|t| t.to_vec::<f32>().unwrap() == vec![2.5; 64]));
+    assert!(out.iter().all(|t| t.to_vec::<f32>().unwrap() == vec![2.5; LEN]));
     // The ring's graph of hops and reduces: nothing left once it ran.
     let out = g.using(Algorithm::Ring).all_reduce(&shards(&g), ReduceOp::Max).unwrap();
     let before = Plan::of(&out);
     assert_eq!(before.hops.len(), 6, "two hops per member: {before}");
     collectives::realize(&out).unwrap();
     assert_eq!(Plan::of(&out), Plan::default());
-    assert!(out.iter().all(|t| t.to_vec::<f32>().unwrap() == vec![2.5; 64]));
+    assert!(out.iter().all(|t| t.to_vec::<f32>().unwrap() == vec![2.5; LEN]));
 }
 
 #[test]
@@ -384,13 +388,23 @@ fn a_host_star_collective_is_one_call_on_the_leader() {
     let ks: Vec<_> = bcast.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
     assert_eq!(ks, [(Device::Cpu(2), "collective host broadcast", 1)], "{bcast}");
     assert_eq!(bcast.algorithm, Some(Algorithm::Star), "{bcast}");
-    // The other algorithms, and groups with a device member, stay graphs of hops and reduces.
+    // The other algorithms stay graphs of hops and reduces.
     let one_shot = g.using(Algorithm::OneShot).plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
     assert_eq!(one_shot.kernels.len(), 4, "{one_shot}");
     assert!(one_shot.kernels.iter().all(|k| k.op.starts_with("reduce")), "{one_shot}");
+    // With a CUDA member, the small all_reduce is one host call with the CUDA member staged
+    // through the leader; led by the CUDA device (its fold on the GPU), and at the bound, a graph.
     let with_gpu = DeviceGroup::new(vec![CPU0, Device::Cpu(1), CUDA0]).unwrap();
     let plan = with_gpu.plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
-    assert!(plan.kernels.iter().all(|k| !k.op.starts_with("collective")), "{plan}");
+    let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+    assert_eq!(ks, [(CPU0, "collective host all_reduce (staged through cpu:0)", 3)], "{plan}");
+    assert!(plan.hops.is_empty(), "{plan}");
+    let cuda_led =
+        with_gpu.clone().with_leader(CUDA0).unwrap().plan(CollectiveKind::AllReduce, [16], DType::F32);
+    let at_bound = with_gpu.plan(CollectiveKind::AllReduce, [LEN], DType::F32);
+    for plan in [cuda_led.unwrap(), at_bound.unwrap()] {
+        assert!(plan.kernels.iter().all(|k| !k.op.starts_with("collective")), "{plan}");
+    }
 }
 
 /// gather, scatter and all_to_all have one form outside groups of CUDA devices: the plan reports
@@ -431,33 +445,37 @@ fn collectives_of_one_form_report_the_star_whatever_the_setting() {
 /// call) fold their parts so too, each reading the other's slice in place.
 #[test]
 fn a_one_shot_reduce_scatter_moves_each_part_once() {
+    // Columns per unit: shards of 48 K bytes, past HOST_STAGED_BELOW_BYTES (smaller, the star
+    // is one host call, the others staged through it).
+    const K: usize = 4096;
     let devices = [CUDA0, VK0, CPU0];
     let g = DeviceGroup::new(devices.to_vec()).unwrap();
-    let one = g.using(Algorithm::OneShot).plan(CollectiveKind::ReduceScatter, [6, 2], DType::F32).unwrap();
-    let star = g.using(Algorithm::Star).plan(CollectiveKind::ReduceScatter, [6, 2], DType::F32).unwrap();
+    let one =
+        g.using(Algorithm::OneShot).plan(CollectiveKind::ReduceScatter, [6, 2 * K], DType::F32).unwrap();
+    let star = g.using(Algorithm::Star).plan(CollectiveKind::ReduceScatter, [6, 2 * K], DType::F32).unwrap();
     assert_eq!(one.algorithm, Some(Algorithm::OneShot), "{one}");
     let mut want = vec![
-        (VK0, CPU0, 16),
-        (CPU0, CUDA0, 16),
-        (CPU0, CUDA0, 16),
-        (CUDA0, CPU0, 16),
-        (CUDA0, CPU0, 16),
-        (VK0, CPU0, 16),
+        (VK0, CPU0, 16 * K),
+        (CPU0, CUDA0, 16 * K),
+        (CPU0, CUDA0, 16 * K),
+        (CUDA0, CPU0, 16 * K),
+        (CUDA0, CPU0, 16 * K),
+        (VK0, CPU0, 16 * K),
     ];
     let bridged = collectives_tests::device_bridged(CUDA0, VK0);
     let (vk_fold, to_vk) = if bridged {
         // Part 1 of the Vulkan and the host shard to the CUDA device, the fold back.
-        want.extend([(VK0, CPU0, 16), (CPU0, CUDA0, 16), (CPU0, CUDA0, 16), (CPU0, VK0, 16)]);
-        (CUDA0, 160)
+        want.extend([(VK0, CPU0, 16 * K), (CPU0, CUDA0, 16 * K), (CPU0, CUDA0, 16 * K), (CPU0, VK0, 16 * K)]);
+        (CUDA0, 160 * K)
     } else {
         // Part 1 of the CUDA and the host shard to the Vulkan device.
-        want.extend([(CPU0, VK0, 16), (CPU0, VK0, 16)]);
-        (VK0, 128)
+        want.extend([(CPU0, VK0, 16 * K), (CPU0, VK0, 16 * K)]);
+        (VK0, 128 * K)
     };
     want.sort();
     assert_eq!(hops(&one), want, "{one}");
-    assert_eq!(folds(&one), [(CUDA0, 3, 16), (vk_fold, 3, 16), (CPU0, 3, 16)], "{one}");
-    assert_eq!((star.bytes_moved(), one.bytes_moved()), (192, to_vk), "{star}\n{one}");
+    assert_eq!(folds(&one), [(CUDA0, 3, 16 * K), (vk_fold, 3, 16 * K), (CPU0, 3, 16 * K)], "{one}");
+    assert_eq!((star.bytes_moved(), one.bytes_moved()), (192 * K, to_vk), "{star}\n{one}");
     let g = DeviceGroup::new(vec![CUDA0, CUDA1]).unwrap().with_algorithm(Algorithm::OneShot);
     let cols: Vec<Tensor> =
         [CUDA0, CUDA1].map(|d| Tensor::from_vec(vec![1.5f32; 12], [3, 4], d).unwrap()).to_vec();

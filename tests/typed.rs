@@ -225,7 +225,9 @@ fn mixed_groups_build_the_runtime_graphs_without_the_gpus() {
     let devices = [Device::Cuda(0), Device::Cuda(1), Device::Vulkan(0), Device::Cpu(0)];
     let g: Group<(Cuda, Cuda, Vulkan, Cpu)> = Group::from_devices(&devices, Device::Cuda(0)).unwrap();
     let rt = DeviceGroup::new(devices.to_vec()).unwrap();
-    let shards = g.make_shards(|_, d| Tensor::from_vec(vec![1.0f32; 64], [64], d)).unwrap();
+    // At `HOST_STAGED_BELOW_BYTES` a shard: smaller, the group's all_reduce is one host call.
+    let len = collectives::collective::HOST_STAGED_BELOW_BYTES / 4;
+    let shards = g.make_shards(|_, d| Tensor::from_vec(vec![1.0f32; len], [len], d)).unwrap();
     let tensors = shards.tensors();
     let typed = g.all_reduce(shards, ReduceOp::Sum).unwrap().tensors();
     let runtime = rt.all_reduce(&tensors, ReduceOp::Sum).unwrap();

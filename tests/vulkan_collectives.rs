@@ -8,8 +8,7 @@
 //! `DeviceGroup`'s collectives on both sides of `HOST_STAGED_BELOW_BYTES`, where a small
 //! collective of such a group becomes one host call with the Vulkan member staged through it.
 
-use collectives::collective::HOST_STAGED_BELOW_BYTES;
-use collectives::{DType, Device, DeviceGroup, Plan, ReduceKind, ReduceOp, Scale, Tensor};
+use collectives::{DType, Device, ReduceKind, Scale, Tensor};
 use collectives_tests::{
     Range, check_all, fold_tol, random, ref_reduce, rng, tensor, values, vulkan_required,
 };
@@ -150,122 +149,15 @@ fn gather_scatter_and_all_to_all_with_vulkan_leading_and_not() {
     }
 }
 
-/// What a collective's plan must show: one host call staged through a host member, or no host
-/// call at all.
-fn check_plan(outs: &[Tensor], staged: bool, ctx: &str) {
-    let plan = Plan::of(outs);
-    let calls: Vec<&str> =
-        plan.kernels.iter().map(|k| k.op.as_str()).filter(|op| op.contains("host")).collect();
-    match staged {
-        true => {
-            assert_eq!(calls.len(), 1, "{ctx}: one host call\n{plan}");
-            assert!(
-                calls[0].starts_with("collective host") && calls[0].contains("staged through cpu:"),
-                "{ctx}\n{plan}"
-            );
-            assert!(plan.hops.is_empty(), "{ctx}: the staging is the call's own\n{plan}");
-        }
-        false => assert!(calls.is_empty(), "{ctx}: through the graph\n{plan}"),
-    }
-}
-
-/// `want[i]` against output i, every element, and each on member i.
-fn check_outs(
-    outs: &[Tensor],
-    devices: &[Device],
-    want: &[Vec<f64>],
-    tol: impl Fn(usize) -> f64 + Copy,
-    ctx: &str,
-) {
-    assert_eq!(outs.len(), want.len(), "{ctx}");
-    for (i, (t, w)) in outs.iter().zip(want).enumerate() {
-        assert_eq!(t.device(), devices[i], "{ctx}: output {i}");
-        check_all(&values(t), w, tol, &format!("{ctx} on {}", devices[i]));
-    }
-}
-
-/// Every collective of `DeviceGroup` with one output per member (and the root's broadcast and
-/// scatter, from the Vulkan device and from a host device) on shards one step below
-/// `HOST_STAGED_BELOW_BYTES` (one host call, the Vulkan member staged) and at it (the graph),
-/// against an f64 reference, every element of every output.
+/// Every collective with one output per member below `HOST_STAGED_BELOW_BYTES` a shard (one host
+/// call, the Vulkan member staged) and at it (the graph), on `vulkan:0` leading three host
+/// devices, last, and beside one (`collectives_tests::staged`).
 #[test]
 fn small_collectives_of_host_and_vulkan_devices_are_one_host_call_below_the_bound() {
     if !have_vulkan() {
         return;
     }
-    let seed = collectives_tests::fresh_seed();
-    println!("seed {seed}");
-    let mut r = rng(seed);
     let pair = vec![Device::Cpu(0), VK];
-    for devices in groups().into_iter().chain([pair]) {
-        let g = DeviceGroup::new(devices.clone()).unwrap();
-        let n = devices.len();
-        for dtype in [DType::F32, DType::BF16, DType::I32, DType::U8] {
-            let at = HOST_STAGED_BELOW_BYTES / dtype.size();
-            for (len, staged) in [(at - n, true), (at, false)] {
-                let ctx = format!("{devices:?} {dtype} {len}");
-                let vals: Vec<Vec<f64>> =
-                    (0..n).map(|_| random(dtype, len, Range::General, &mut r)).collect();
-                let refs: Vec<&[f64]> = vals.iter().map(|v| v.as_slice()).collect();
-                let src = shards(dtype, &vals, &devices);
-                let sum = ref_reduce(dtype, ReduceKind::Sum, None, &refs);
-                let mag = collectives_tests::magnitude(&refs);
-                let tol = |i: usize| fold_tol(dtype, n, mag[i]);
-                let part = len / n;
-                let cut = |v: &[f64], i: usize| v[i * part..(i + 1) * part].to_vec();
-
-                let out = g.all_reduce(&src, ReduceOp::Sum).unwrap();
-                check_plan(&out, staged, &format!("all_reduce {ctx}"));
-                check_outs(&out, &devices, &vec![sum.clone(); n], tol, &format!("all_reduce {ctx}"));
-
-                let out = g.reduce_scatter(&src, ReduceOp::Sum, 0).unwrap();
-                check_plan(&out, staged, &format!("reduce_scatter {ctx}"));
-                let want: Vec<Vec<f64>> = (0..n).map(|i| cut(&sum, i)).collect();
-                for (i, t) in out.iter().enumerate() {
-                    assert_eq!(t.device(), devices[i], "reduce_scatter {ctx}");
-                    let ctx = format!("reduce_scatter {ctx} part {i}");
-                    check_all(&values(t), &want[i], |k| tol(i * part + k), &ctx);
-                }
-
-                let exact = |_: usize| 0.0;
-                let out = g.all_gather(&src, 0).unwrap();
-                check_plan(&out, staged, &format!("all_gather {ctx}"));
-                check_outs(&out, &devices, &vec![vals.concat(); n], exact, &format!("all_gather {ctx}"));
-
-                let out = g.all_to_all(&src, 0).unwrap();
-                check_plan(&out, staged, &format!("all_to_all {ctx}"));
-                let want: Vec<Vec<f64>> =
-                    (0..n).map(|j| vals.iter().flat_map(|v| cut(v, j)).collect()).collect();
-                check_outs(&out, &devices, &want, exact, &format!("all_to_all {ctx}"));
-
-                for root in [0, n - 1] {
-                    let ctx = format!("{ctx} from {}", devices[root]);
-                    let out = g.broadcast(&src[root]).unwrap();
-                    check_plan(&out, staged, &format!("broadcast {ctx}"));
-                    check_outs(
-                        &out,
-                        &devices,
-                        &vec![vals[root].clone(); n],
-                        exact,
-                        &format!("broadcast {ctx}"),
-                    );
-                    let out = g.scatter(&src[root], 0).unwrap();
-                    check_plan(&out, staged, &format!("scatter {ctx}"));
-                    let want: Vec<Vec<f64>> = (0..n).map(|i| cut(&vals[root], i)).collect();
-                    check_outs(&out, &devices, &want, exact, &format!("scatter {ctx}"));
-                }
-            }
-        }
-        // Uneven all_gather: the largest shard counts, wherever it is.
-        let at = HOST_STAGED_BELOW_BYTES / 4;
-        for (big, staged) in [(at - 1, true), (at, false)] {
-            let lens: Vec<usize> = (0..n).map(|i| if devices[i] == VK { big } else { 3 + i }).collect();
-            let vals: Vec<Vec<f64>> =
-                lens.iter().map(|&l| random(DType::F32, l, Range::General, &mut r)).collect();
-            let ctx = format!("uneven all_gather {devices:?} {lens:?}");
-            let out = g.all_gather(&shards(DType::F32, &vals, &devices), 0).unwrap();
-            check_plan(&out, staged, &ctx);
-            check_outs(&out, &devices, &vec![vals.concat(); n], |_| 0.0, &ctx);
-        }
-    }
+    let groups: Vec<Vec<Device>> = groups().into_iter().chain([pair]).collect();
+    collectives_tests::staged::small_calls_of_mixed_groups(&groups, |_, _| true);
 }

@@ -331,6 +331,10 @@ pub fn device_bridged(cu: Device, vk: Device) -> bool {
 /// Helpers of the collective tests (groups, shards, references of every `ReduceOp`).
 pub mod collective;
 
+/// The small collectives of groups with host members staged through one, shared by the Vulkan
+/// and CUDA tests.
+pub mod staged;
+
 /// The elements `start..start + len` along `dim` of row-major `vals` of shape `dims`.
 pub fn ref_slice<T: Copy>(vals: &[T], dims: &[usize], dim: usize, start: usize, len: usize) -> Vec<T> {
     let outer: usize = dims[..dim].iter().product();

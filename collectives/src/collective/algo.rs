@@ -235,11 +235,13 @@ pub const HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES: usize = 1 << 20;
 
 /// Bytes per shard (the largest, for an all_gather of uneven shards; the root's tensor, for a
 /// broadcast or scatter) below which the star collectives and the all_to_all of a group of host
-/// and Vulkan devices, at least one of them a host device, run as one host call, as a group of host devices' do: each Vulkan member's shard
-/// is copied to a host member, the call runs there, and each Vulkan member's output is copied
-/// back (small Vulkan tensors live in memory the host maps, so those are host copies). Only where
-/// the star is chosen; the algorithm reported stays [`Algorithm::Star`]. Through the graph, an
-/// all_to_all of such a group is a slice, a hop and a join for every part.
+/// and Vulkan devices, at least one of them a host device, run as one host call, as a group of
+/// host devices' do: each Vulkan member's shard is copied to a host member, the call runs
+/// there, and each Vulkan member's output is copied back (small Vulkan tensors live in memory
+/// the host maps, so those are host copies). Only where the star is chosen; the algorithm
+/// reported stays [`Algorithm::Star`]. Through the graph, an all_to_all of such a group is a
+/// slice, a hop and a join for every part. A group with a CUDA member too is staged so where
+/// [`host_stages_cuda`] says.
 ///
 /// On the development machine with lavapipe (`bench/lavapipe-staged-calls`, three rounds, µs):
 /// the all_to_all of `cpu:0,cpu:1,cpu:2,vulkan:0` 2.9–4.5 at 4 KiB against 25.6–25.9 through the
@@ -252,6 +254,41 @@ pub const HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES: usize = 1 << 20;
 /// four members and the graph ahead on two (21.8–22.2 against 16.6–17.8): the graph copies half
 /// of each shard where the host call copies all of it twice.
 pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
+
+/// Bytes per shard below which the all_to_all of a CUDA device and a host device, the two
+/// alone, is one host call, the CUDA member staged through the host member (see
+/// [`host_stages_cuda`]). Through the graph that all_to_all is a slice, a hop and a join for
+/// each of four parts.
+pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 16 << 10;
+
+/// Whether a small collective of `kind` (below [`HOST_STAGED_BELOW_BYTES`] a shard, `bytes`;
+/// the star chosen) of `devices`, one of them a CUDA device and one a host device, with `hub`
+/// the star's hub ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)), is one host
+/// call with each CUDA member staged through a host member, as a Vulkan member is: its shard
+/// downloaded, the host call run, its output uploaded. Those two copies are each waited for, so
+/// a staged call takes two round trips to the GPU where the graph's CUDA fold or join of a
+/// pair takes one; the graph pays instead for each part it slices, hops and joins, and for
+/// every Vulkan hop and host fold.
+///
+/// Of three or more members, every collective but the all_reduce folded on a CUDA hub beside
+/// host devices only; of two, the all_to_all below [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`].
+/// Measured on one H200 (`bench/gpu/46-cuda-staged`, run a, three rounds, µs, graph → staged):
+/// at 4 KiB the all_to_all of `cuda:0,cpu:0,cpu:1,cpu:2` 57.1–82.7 → 17.8–21.4, of
+/// `cuda:0,vulkan:0,cpu:0` 46.7–57.6 → 17.1–21.0, of `cuda:0,cpu:0` 27.3–32.0 → 19.3–20.4; the
+/// all_reduce of `cpu:0,cpu:1,cpu:2,cuda:0` 27.7–28.3 → 18.1–21.6 (64 KiB 55.1–58.9 →
+/// 39.1–43.1), its broadcast at 64 KiB 28.4–33.7 → 17.7–18.9. Kept on the graph: the all_reduce
+/// of `cuda:0,cpu:0,cpu:1,cpu:2` (4 KiB 18.2–20.9 against 20.1–21.7 staged, 64 KiB 35.6–41.1
+/// against 40.4–44.3) and every other collective of a pair (`cuda:0,cpu:0` all_reduce 15.1–15.6
+/// against 17.1–20.5, all_gather at 64 KiB 17.7–19.0 against 32.3–33.5). One row of the rule
+/// loses: the all_gather of `cuda:0,cpu:0,cpu:1,cpu:2` at 96 KiB, 28.8–32.2 against 33.4–39.5
+/// staged (at 4 and 64 KiB it gains: 20.8–22.0 → 17.4–21.2, 35.7–38.5 → 27.9–33.7).
+pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, bytes: usize) -> bool {
+    let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));
+    match devices.len() {
+        2 => kind == CollectiveKind::AllToAll && bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
+        _ => kind != CollectiveKind::AllReduce || !matches!(hub, Device::Cuda(_)) || vulkan,
+    }
+}
 
 /// Whether `devices`, led by `leader`, are one host device leading and one CUDA device (see
 /// [`HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES`]).

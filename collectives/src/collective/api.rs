@@ -46,7 +46,9 @@ impl DeviceGroup {
             Algorithm::OneShot | Algorithm::TwoShot => {
                 star::all_reduce_in_place(&mut hops, shards, op, self.devices())
             }
-            algo if call::runs_on_host(self, shards, algo) => Ok(call::host_all_reduce(self, shards, op)),
+            algo if call::runs_on_host(self, CollectiveKind::AllReduce, shards, algo) => {
+                Ok(call::host_all_reduce(self, shards, op))
+            }
             _ => {
                 let r = star::reduce_to(&mut hops, shards, op, self.star_hub())?;
                 star::broadcast(&mut hops, &r, self.devices())
@@ -88,7 +90,7 @@ impl DeviceGroup {
             algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot) if call::cuda_native(self) => {
                 Ok(call::cuda_broadcast(self, t, root, algo))
             }
-            algo if call::runs_on_host(self, std::slice::from_ref(t), algo) => {
+            algo if call::runs_on_host(self, CollectiveKind::Broadcast, std::slice::from_ref(t), algo) => {
                 Ok(call::host_broadcast(self, t, root))
             }
             _ => star::broadcast(&mut hops, t, self.devices()),
@@ -121,7 +123,9 @@ impl DeviceGroup {
             algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot) if call::cuda_native(self) => {
                 call::cuda_all_gather(self, shards, dim, algo)
             }
-            algo if call::runs_on_host(self, shards, algo) => call::host_all_gather(self, shards, dim),
+            algo if call::runs_on_host(self, CollectiveKind::AllGather, shards, algo) => {
+                call::host_all_gather(self, shards, dim)
+            }
             Algorithm::OneShot | Algorithm::TwoShot => {
                 star::all_gather_in_place(&mut hops, shards, dim, self.devices())
             }
@@ -156,7 +160,7 @@ impl DeviceGroup {
             {
                 Ok(call::cuda_reduce_scatter(self, shards, (op, dim, part), algo))
             }
-            algo if call::runs_on_host(self, shards, algo) => {
+            algo if call::runs_on_host(self, CollectiveKind::ReduceScatter, shards, algo) => {
                 Ok(call::host_reduce_scatter(self, shards, op, dim, part))
             }
             Algorithm::OneShot | Algorithm::TwoShot => {
@@ -215,7 +219,7 @@ impl DeviceGroup {
     /// views and hops.
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
     fn scatter_parts(&self, t: &Tensor, root: usize, dim: usize, sizes: &[usize]) -> Result<Vec<Tensor>> {
-        if call::runs_on_host(self, std::slice::from_ref(t), Algorithm::Star) {
+        if call::runs_on_host(self, CollectiveKind::Scatter, std::slice::from_ref(t), Algorithm::Star) {
             return Ok(call::host_scatter(self, t, dim, sizes));
         }
         #[cfg(feature = "cuda")]
@@ -247,7 +251,7 @@ impl DeviceGroup {
             let algo = self.pick(CollectiveKind::AllToAll, shards[0].nbytes(), false)?;
             return Ok(call::cuda_all_to_all(self, shards, (dim, part), algo));
         }
-        if call::runs_on_host(self, shards, Algorithm::Star) {
+        if call::runs_on_host(self, CollectiveKind::AllToAll, shards, Algorithm::Star) {
             return Ok(call::host_all_to_all(self, shards, dim, part));
         }
         let parts = split(shards, dim, part, n)?;

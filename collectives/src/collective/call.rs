@@ -2,7 +2,7 @@
 //! `Op::Part` node per output, the shape shared by NCCL calls and the host star (all_reduce,
 //! all_gather and reduce_scatter of a group of host devices; its all_to_all too; and of a group of
 //! host and Vulkan devices below [`HOST_STAGED_BELOW_BYTES`] a shard, the Vulkan members staged
-//! through a host member).
+//! through a host member, CUDA members too where [`host_stages_cuda`] says).
 //!
 //! A realize whose targets are the parts of one call with its inputs in place issues the call
 //! directly, without the graph pass and the schedule (`exec/direct.rs`); that is why a call is
@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use smallvec::smallvec;
 
-use super::{Algorithm, DeviceGroup, HOST_STAGED_BELOW_BYTES, ReduceOp};
+use super::{Algorithm, CollectiveKind, DeviceGroup, HOST_STAGED_BELOW_BYTES, ReduceOp, host_stages_cuda};
 use crate::backend::Kernel;
 use crate::backend::cpu::{HostAllToAll, HostReduceScatter, HostScatter, HostStaged, HostStar};
 use crate::device::Device;
@@ -58,18 +58,26 @@ pub(crate) fn all_but(group: &DeviceGroup, root: usize, shape: &Shape) -> Vec<(D
     others.map(|(_, &d)| (d, shape.clone())).collect()
 }
 
-/// Whether the collectives of `group` that have a host call (the star all_reduce, all_gather,
-/// reduce_scatter and broadcast, the scatter and the all_to_all) run as one over `inputs` (the
-/// shards, or the root's tensor), `algo` chosen: two or more members, every one a host device;
-/// or, every input below [`HOST_STAGED_BELOW_BYTES`] and the star chosen (the collectives of one
-/// form pass it), host and Vulkan devices, at least one of them a host device, the Vulkan members
-/// staged through it (`backend/cpu/staged.rs`).
-pub(crate) fn runs_on_host(group: &DeviceGroup, inputs: &[Tensor], algo: Algorithm) -> bool {
+/// Whether the collective `kind` of `group` (one with a host call: the star all_reduce,
+/// all_gather, reduce_scatter and broadcast, the scatter and the all_to_all) runs as one over
+/// `inputs` (the shards, or the root's tensor), `algo` chosen: two or more members, every one a
+/// host device; or, every input below [`HOST_STAGED_BELOW_BYTES`] and the star chosen (the
+/// collectives of one form pass it), host and Vulkan devices, and CUDA devices where
+/// [`host_stages_cuda`] says, at least one of them a host device, the others staged through it
+/// (`backend/cpu/staged.rs`).
+pub(crate) fn runs_on_host(
+    group: &DeviceGroup,
+    kind: CollectiveKind,
+    inputs: &[Tensor],
+    algo: Algorithm,
+) -> bool {
     let bytes = inputs.iter().map(Tensor::nbytes).max().unwrap_or(0);
     let members = group.devices();
-    let host_or_vulkan = |d: &Device| d.is_host() || matches!(d, Device::Vulkan(_));
-    let staged =
-        || algo == Algorithm::Star && bytes < HOST_STAGED_BELOW_BYTES && members.iter().all(host_or_vulkan);
+    let stages = |d: &Device| match d {
+        Device::Cpu(_) | Device::Vulkan(_) => true,
+        Device::Cuda(_) => host_stages_cuda(kind, members, group.star_hub(), bytes),
+    };
+    let staged = || algo == Algorithm::Star && bytes < HOST_STAGED_BELOW_BYTES && members.iter().all(stages);
     members.len() >= 2
         && members.iter().any(|d| d.is_host())
         && (members.iter().all(|d| d.is_host()) || staged())

@@ -320,11 +320,14 @@ fn a_group_lists_each_cuda_vulkan_pair_with_its_bridge_once_decided() {
         assert!(listed(&g, x, y).ends_with(&format!("staged via cpu:0, bridge: {b}")), "{g}");
     }
     assert!(listed(&g, cpu, cu).ends_with(": direct") && listed(&g, vk, cpu).ends_with(": direct"), "{g}");
-    // A plan names it too, for each move between the two (shards of 16 f32 on every member).
+    // A plan names it too, for each move between the two (shards of f32 on every member, at
+    // `HOST_STAGED_BELOW_BYTES`: smaller ones are one host call, the others staged through it).
+    let len = crate::collective::HOST_STAGED_BELOW_BYTES / 4;
     let plan =
-        g.with_leader(cu).unwrap().plan(crate::CollectiveKind::AllReduce, [16], crate::DType::F32).unwrap();
+        g.with_leader(cu).unwrap().plan(crate::CollectiveKind::AllReduce, [len], crate::DType::F32).unwrap();
     let named: Vec<_> = plan.bridges.iter().map(|m| (m.from, m.to, m.bytes, m.bridge.clone())).collect();
-    assert_eq!(named, [(vk, cu, 64, Some(b.to_string())), (cu, vk, 64, Some(b.to_string()))], "{plan}");
+    let bytes = 4 * len;
+    assert_eq!(named, [(vk, cu, bytes, Some(b.to_string())), (cu, vk, bytes, Some(b.to_string()))], "{plan}");
     assert_eq!((decide_bridge(cpu, vk), decided_bridge(cu, Device::Cuda(14))), (None, None));
 }
 

@@ -1,0 +1,145 @@
+//! The small collectives of a group with host members as one host call, its other members
+//! staged through a host member, below `HOST_STAGED_BELOW_BYTES` a shard; the graph at it.
+//!
+//! Shared by the Vulkan and the CUDA tests: the same collectives, dtypes and sizes on each kind,
+//! every output element against an f64 reference, each output's device, and each plan's shape.
+
+use collectives::collective::HOST_STAGED_BELOW_BYTES;
+use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan, ReduceKind, ReduceOp, Tensor};
+
+use crate::{Range, check_all, fold_tol, magnitude, random, ref_reduce, rng, tensor, values};
+
+/// Shard i of `vals` on device i (shape `[len]` each).
+fn shards(dtype: DType, vals: &[Vec<f64>], devices: &[Device]) -> Vec<Tensor> {
+    vals.iter().zip(devices).map(|(v, &d)| tensor(dtype, v, [v.len()], d)).collect()
+}
+
+/// What a collective's plan must show: one host call staged through a host member, or no host
+/// call at all.
+pub fn check_plan(outs: &[Tensor], staged: bool, ctx: &str) {
+    let plan = Plan::of(outs);
+    let calls: Vec<&str> =
+        plan.kernels.iter().map(|k| k.op.as_str()).filter(|op| op.contains("host")).collect();
+    match staged {
+        true => {
+            assert_eq!(calls.len(), 1, "{ctx}: one host call\n{plan}");
+            assert!(
+                calls[0].starts_with("collective host") && calls[0].contains("staged through cpu:"),
+                "{ctx}\n{plan}"
+            );
+            assert!(plan.hops.is_empty(), "{ctx}: the staging is the call's own\n{plan}");
+        }
+        false => assert!(calls.is_empty(), "{ctx}: through the graph\n{plan}"),
+    }
+}
+
+/// `want[i]` against output i, every element, and each on member i.
+pub fn check_outs(
+    outs: &[Tensor],
+    devices: &[Device],
+    want: &[Vec<f64>],
+    tol: impl Fn(usize) -> f64 + Copy,
+    ctx: &str,
+) {
+    assert_eq!(outs.len(), want.len(), "{ctx}");
+    for (i, (t, w)) in outs.iter().zip(want).enumerate() {
+        assert_eq!(t.device(), devices[i], "{ctx}: output {i}");
+        check_all(&values(t), w, tol, &format!("{ctx} on {}", devices[i]));
+    }
+}
+
+/// Every collective of `DeviceGroup` with one output per member (and the root's broadcast and
+/// scatter, from the first member and from the last) on each group of `groups` (host devices
+/// and others, at least one of each), on shards one step below `HOST_STAGED_BELOW_BYTES` and at
+/// it, against an f64 reference, every element of every output. Below the bound a collective
+/// of a kind that `staged` accepts for the group's members must be one host call with the other
+/// members staged; every other must go through the graph. Then an uneven all_gather whose one
+/// large shard, on a member that is not a host device, decides the side of the bound.
+pub fn small_calls_of_mixed_groups(
+    groups: &[Vec<Device>],
+    staged: impl Fn(&[Device], CollectiveKind) -> bool,
+) {
+    let seed = crate::fresh_seed();
+    println!("seed {seed}");
+    let mut r = rng(seed);
+    for devices in groups {
+        let g = DeviceGroup::new(devices.clone()).unwrap();
+        let n = devices.len();
+        for dtype in [DType::F32, DType::BF16, DType::I32, DType::U8] {
+            let at = HOST_STAGED_BELOW_BYTES / dtype.size();
+            // The largest multiple of n below the bound, and the smallest at or past it.
+            for (len, below) in [((at - 1) / n * n, true), (at.div_ceil(n) * n, false)] {
+                let ctx = format!("{devices:?} {dtype} {len}");
+                let vals: Vec<Vec<f64>> =
+                    (0..n).map(|_| random(dtype, len, Range::General, &mut r)).collect();
+                let refs: Vec<&[f64]> = vals.iter().map(|v| v.as_slice()).collect();
+                let src = shards(dtype, &vals, devices);
+                let sum = ref_reduce(dtype, ReduceKind::Sum, None, &refs);
+                let mag = magnitude(&refs);
+                let tol = |i: usize| fold_tol(dtype, n, mag[i]);
+                let part = len / n;
+                let cut = |v: &[f64], i: usize| v[i * part..(i + 1) * part].to_vec();
+                let plan = |outs: &[Tensor], kind: CollectiveKind, ctx: &str| {
+                    check_plan(outs, below && staged(devices, kind), &format!("{} {ctx}", kind.name()))
+                };
+
+                let out = g.all_reduce(&src, ReduceOp::Sum).unwrap();
+                plan(&out, CollectiveKind::AllReduce, &ctx);
+                check_outs(&out, devices, &vec![sum.clone(); n], tol, &format!("all_reduce {ctx}"));
+
+                let out = g.reduce_scatter(&src, ReduceOp::Sum, 0).unwrap();
+                plan(&out, CollectiveKind::ReduceScatter, &ctx);
+                let want: Vec<Vec<f64>> = (0..n).map(|i| cut(&sum, i)).collect();
+                for (i, t) in out.iter().enumerate() {
+                    assert_eq!(t.device(), devices[i], "reduce_scatter {ctx}");
+                    let ctx = format!("reduce_scatter {ctx} part {i}");
+                    check_all(&values(t), &want[i], |k| tol(i * part + k), &ctx);
+                }
+
+                let exact = |_: usize| 0.0;
+                let out = g.all_gather(&src, 0).unwrap();
+                plan(&out, CollectiveKind::AllGather, &ctx);
+                check_outs(&out, devices, &vec![vals.concat(); n], exact, &format!("all_gather {ctx}"));
+
+                let out = g.all_to_all(&src, 0).unwrap();
+                plan(&out, CollectiveKind::AllToAll, &ctx);
+                let want: Vec<Vec<f64>> =
+                    (0..n).map(|j| vals.iter().flat_map(|v| cut(v, j)).collect()).collect();
+                check_outs(&out, devices, &want, exact, &format!("all_to_all {ctx}"));
+
+                for root in [0, n - 1] {
+                    let ctx = format!("{ctx} from {}", devices[root]);
+                    let out = g.broadcast(&src[root]).unwrap();
+                    plan(&out, CollectiveKind::Broadcast, &ctx);
+                    let want = vec![vals[root].clone(); n];
+                    check_outs(&out, devices, &want, exact, &format!("broadcast {ctx}"));
+                    let out = g.scatter(&src[root], 0).unwrap();
+                    plan(&out, CollectiveKind::Scatter, &ctx);
+                    let want: Vec<Vec<f64>> = (0..n).map(|i| cut(&vals[root], i)).collect();
+                    check_outs(&out, devices, &want, exact, &format!("scatter {ctx}"));
+                }
+            }
+        }
+        uneven_all_gather(&g, &mut r, &staged);
+    }
+}
+
+/// An all_gather of `g` whose one large shard is on its first member that is not a host device,
+/// the others of 3 + i elements: below the bound by one element and at it.
+fn uneven_all_gather(
+    g: &DeviceGroup,
+    r: &mut rand::rngs::StdRng,
+    staged: &impl Fn(&[Device], CollectiveKind) -> bool,
+) {
+    let devices = g.devices();
+    let other = devices.iter().position(|d| !d.is_host()).expect("a member that is not a host device");
+    let at = HOST_STAGED_BELOW_BYTES / 4;
+    for (big, below) in [(at - 1, true), (at, false)] {
+        let lens: Vec<usize> = (0..devices.len()).map(|i| if i == other { big } else { 3 + i }).collect();
+        let vals: Vec<Vec<f64>> = lens.iter().map(|&l| random(DType::F32, l, Range::General, r)).collect();
+        let ctx = format!("uneven all_gather {devices:?} {lens:?}");
+        let out = g.all_gather(&shards(DType::F32, &vals, devices), 0).unwrap();
+        check_plan(&out, below && staged(devices, CollectiveKind::AllGather), &ctx);
+        check_outs(&out, devices, &vec![vals.concat(); devices.len()], |_| 0.0, &ctx);
+    }
+}
