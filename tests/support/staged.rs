@@ -121,6 +121,7 @@ pub fn small_calls_of_mixed_groups(
             }
         }
         uneven_all_gather(&g, &mut r, &staged);
+        println!("{devices:?}: every collective checked on both sides of the bound");
     }
 }
 
