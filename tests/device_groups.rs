@@ -220,10 +220,11 @@ fn cuda_with_host_devices() {
 /// The small collectives of a CUDA device with host devices, with a Vulkan device beside, and
 /// of two CUDA devices with a host device (virtual devices of one GPU where
 /// `COLLECTIVES_CUDA_DEVICES=0,0`), on both sides of `HOST_STAGED_BELOW_BYTES`
-/// (`collectives_tests::staged`). Below it the CUDA members are staged through a host member
-/// in every collective of three or more members but the all_reduce of a CUDA leader beside
-/// host devices only (its fold stays on the GPU); the collectives of a pair stay on the graph at
-/// these sizes (its all_to_all is staged below a bound of its own: the next test).
+/// (`collectives_tests::staged`). Below it a CUDA member is staged through a host member in
+/// every collective of three or more members with one CUDA device but the all_reduce of a CUDA
+/// leader beside host devices only (its fold stays on the GPU); two CUDA members only in the
+/// all_to_all; the collectives of a pair stay on the graph at these sizes (its all_to_all is
+/// staged below a bound of its own: the next test).
 #[test]
 fn small_collectives_of_cuda_and_host_devices() {
     let mut groups = vec![vec![CUDA0, CPU0, CPU1, CPU2], vec![CPU0, CPU1, CPU2, CUDA0], vec![CPU0, CUDA0]];
@@ -237,7 +238,11 @@ fn small_collectives_of_cuda_and_host_devices() {
             && matches!(d[0], Device::Cuda(_))
             && d.iter().all(|m| !matches!(m, Device::Vulkan(_)))
     };
-    let staged = |d: &[Device], kind| d.len() >= 3 && !cuda_led_fold(d, kind);
+    let staged = |d: &[Device], kind| match d.iter().filter(|m| matches!(m, Device::Cuda(_))).count() {
+        _ if d.len() < 3 => false,
+        1 => !cuda_led_fold(d, kind),
+        _ => kind == CollectiveKind::AllToAll,
+    };
     collectives_tests::staged::small_calls_of_mixed_groups(&groups, staged);
 }
 

@@ -258,8 +258,12 @@ pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
 /// Bytes per shard below which the all_to_all of a CUDA device and a host device, the two
 /// alone, is one host call, the CUDA member staged through the host member (see
 /// [`host_stages_cuda`]). Through the graph that all_to_all is a slice, a hop and a join for
-/// each of four parts.
-pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 16 << 10;
+/// each of four parts. On one H100 (`bench/gpu/46-cuda-staged`, run b, three rounds, µs, graph
+/// against staged): led by `cuda:0`, 4 KiB 24.5–24.8 against 16.1–16.3, 16 KiB 24.8–25.2
+/// against 19.0–19.2, 24 KiB 25.3–25.8 against 21.4–21.8, 32 KiB 25.9–26.5 against 24.0–24.4,
+/// 48 KiB 27.3–28.0 against 28.0–28.5; led by `cpu:0`, 16 KiB 20.7–20.9 against 18.7–19.1,
+/// 24 KiB even (21.1–21.8 against 21.0–21.3), 32 KiB 22.0–22.4 against 24.1–24.4.
+pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 
 /// Whether a small collective of `kind` (below [`HOST_STAGED_BELOW_BYTES`] a shard, `bytes`;
 /// the star chosen) of `devices`, one of them a CUDA device and one a host device, with `hub`
@@ -268,25 +272,38 @@ pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 16 << 10;
 /// downloaded, the host call run, its output uploaded. Those two copies are each waited for, so
 /// a staged call takes two round trips to the GPU where the graph's CUDA fold or join of a
 /// pair takes one; the graph pays instead for each part it slices, hops and joins, and for
-/// every Vulkan hop and host fold.
+/// every Vulkan hop and host fold. CUDA members read each other in place on the graph, so
+/// staging two of them only pays where the graph's parts cost most.
 ///
-/// Of three or more members, every collective but the all_reduce folded on a CUDA hub beside
-/// host devices only; of two, the all_to_all below [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`].
-/// Measured on one H200 (`bench/gpu/46-cuda-staged`, run a, three rounds, µs, graph → staged):
-/// at 4 KiB the all_to_all of `cuda:0,cpu:0,cpu:1,cpu:2` 57.1–82.7 → 17.8–21.4, of
-/// `cuda:0,vulkan:0,cpu:0` 46.7–57.6 → 17.1–21.0, of `cuda:0,cpu:0` 27.3–32.0 → 19.3–20.4; the
-/// all_reduce of `cpu:0,cpu:1,cpu:2,cuda:0` 27.7–28.3 → 18.1–21.6 (64 KiB 55.1–58.9 →
-/// 39.1–43.1), its broadcast at 64 KiB 28.4–33.7 → 17.7–18.9. Kept on the graph: the all_reduce
-/// of `cuda:0,cpu:0,cpu:1,cpu:2` (4 KiB 18.2–20.9 against 20.1–21.7 staged, 64 KiB 35.6–41.1
-/// against 40.4–44.3) and every other collective of a pair (`cuda:0,cpu:0` all_reduce 15.1–15.6
-/// against 17.1–20.5, all_gather at 64 KiB 17.7–19.0 against 32.3–33.5). One row of the rule
-/// loses: the all_gather of `cuda:0,cpu:0,cpu:1,cpu:2` at 96 KiB, 28.8–32.2 against 33.4–39.5
-/// staged (at 4 and 64 KiB it gains: 20.8–22.0 → 17.4–21.2, 35.7–38.5 → 27.9–33.7).
+/// Of three or more members with one CUDA device, every collective but the all_reduce folded on
+/// a CUDA hub beside host devices only; with more CUDA devices, the all_to_all; of two members,
+/// the all_to_all below [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`]. Measured on one H200 (run a,
+/// three rounds, µs, graph → staged) and one H100 (run b, two rounds), `bench/gpu/46-cuda-staged`:
+/// - the all_to_all at 4 KiB: of `cuda:0,cpu:0,cpu:1,cpu:2` 57.1–82.7 → 17.8–21.4 (H100
+///   52.7–53.0 → 17.1), of `cuda:0,vulkan:0,cpu:0` 46.7–57.6 → 17.1–21.0 (44.2–56.0 →
+///   16.5–16.7), of `cuda:0,cuda:1,cpu:0` (two virtual devices of the H100) 52.9–53.6 →
+///   22.2–22.4, 64 KiB 58.8–59.3 → 45.1–45.3;
+/// - the all_reduce of `cpu:0,cpu:1,cpu:2,cuda:0` at 4 KiB 27.7–28.3 → 18.1–21.6 (21.3–22.4 →
+///   17.0), at 64 KiB 55.1–58.9 → 39.1–43.1 (44.0–44.7 → 33.0–33.1); on the H100 every
+///   staged collective of the three-member and four-member groups with one CUDA device above
+///   1.05–3.1 × faster at 4 and 64 KiB (the mean of two rounds' medians).
+///
+/// Kept on the graph: the all_reduce of `cuda:0,cpu:0,cpu:1,cpu:2` (4 KiB 18.2–20.9 against
+/// 20.1–21.7 staged, 64 KiB 35.6–41.1 against 40.4–44.3), every other collective of a pair
+/// (`cuda:0,cpu:0` all_reduce 15.1–15.6 against 17.1–20.5, all_gather at 64 KiB 17.7–19.0
+/// against 32.3–33.5), and all but the all_to_all of `cuda:0,cuda:1,cpu:0` (its all_gather at
+/// 64 KiB 24.3–25.3 against 36.6–36.8 staged, its reduce_scatter 32.6–32.9 against 40.2–41.4).
+/// One row of the rule lost on the H200: the all_gather of `cuda:0,cpu:0,cpu:1,cpu:2` at
+/// 96 KiB, 28.8–32.2 against 33.4–39.5 staged (at 4 and 64 KiB it gains: 20.8–22.0 →
+/// 17.4–21.2, 35.7–38.5 → 27.9–33.7; on the H100 at 64 KiB 32.7–32.8 → 27.0–27.1).
 pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, bytes: usize) -> bool {
+    let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
     let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));
-    match devices.len() {
-        2 => kind == CollectiveKind::AllToAll && bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
-        _ => kind != CollectiveKind::AllReduce || !matches!(hub, Device::Cuda(_)) || vulkan,
+    let cuda_fold = kind == CollectiveKind::AllReduce && matches!(hub, Device::Cuda(_)) && !vulkan;
+    match (devices.len(), cuda) {
+        (2, _) => kind == CollectiveKind::AllToAll && bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
+        (_, 1) => !cuda_fold,
+        _ => kind == CollectiveKind::AllToAll,
     }
 }
 
