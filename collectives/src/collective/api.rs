@@ -79,7 +79,8 @@ impl DeviceGroup {
     /// one call, no copy (they share one memory; a tensor never changes once realized). So too on a
     /// group of host and Vulkan devices below
     /// [`HOST_STAGED_BELOW_BYTES`](super::HOST_STAGED_BELOW_BYTES), the Vulkan members staged
-    /// through a host member (`t` copied to it, the result copied to them).
+    /// through a host member (`t` copied to it, the result copied to them); CUDA members too where
+    /// [`host_stages_cuda`](super::host_stages_cuda) says.
     pub fn broadcast(&self, t: &Tensor) -> Result<Vec<Tensor>> {
         let root = self.check_member("broadcast", t)?;
         let mut hops = Hops::default();
@@ -178,9 +179,10 @@ impl DeviceGroup {
     /// of host devices, one call: each member reads its part of `t` in place where the part is one
     /// contiguous range (every dim before `dim` is 1), else copies it; so too on a group of host
     /// and Vulkan devices below [`HOST_STAGED_BELOW_BYTES`](super::HOST_STAGED_BELOW_BYTES), the
-    /// Vulkan members staged through a host member (see [`DeviceGroup::broadcast`]). On a group of
-    /// CUDA devices, where the parts are contiguous, one call of the root: its part a view of `t`,
-    /// its launch copying every other part into the member's memory.
+    /// Vulkan members staged through a host member, CUDA members too where
+    /// [`host_stages_cuda`](super::host_stages_cuda) says (see [`DeviceGroup::broadcast`]). On a
+    /// group of CUDA devices, where the parts are contiguous, one call of the root: its part a
+    /// view of `t`, its launch copying every other part into the member's memory.
     pub fn scatter(&self, t: &Tensor, dim: usize) -> Result<Vec<Tensor>> {
         let root = self.check_member("scatter", t)?;
         let hint = "use scatter_sizes to give each device its own length";
@@ -237,10 +239,13 @@ impl DeviceGroup {
     /// devices, one call too: each member's output written in one pass over its parts; so too on a
     /// group of host and Vulkan devices below
     /// [`HOST_STAGED_BELOW_BYTES`](super::HOST_STAGED_BELOW_BYTES) a shard, the Vulkan members
-    /// staged through a host member. Where a Vulkan member shares its GPU with a CUDA member, that
-    /// CUDA device joins the Vulkan member's parts (from 256 KiB joined, and parts of 256 KiB or
-    /// more: a smaller part of a Vulkan shard in device memory leaves it by a Vulkan copy) and
-    /// copies the result over: on one GPU a Vulkan submission after CUDA work waits for the GPU to
+    /// staged through a host member, CUDA members too where
+    /// [`host_stages_cuda`](super::host_stages_cuda) says (of a CUDA device and a host device
+    /// alone, below
+    /// [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`](super::HOST_STAGED_CUDA_PAIR_BELOW_BYTES)). Where a
+    /// Vulkan member shares its GPU with a CUDA member, that CUDA device joins the Vulkan
+    /// member's parts (from 256 KiB joined, and parts of 256 KiB or more: a smaller part of a
+    /// Vulkan shard in device memory leaves it by a Vulkan copy) and copies the result over: on one GPU a Vulkan submission after CUDA work waits for the GPU to
     /// switch APIs (about 320 µs; a Vulkan leader's `gather` and `reduce` are computed so too).
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;

@@ -6,7 +6,9 @@
 //! development machine where the all_gather of the same members cost 6. Small Vulkan tensors
 //! live in memory the host maps (`COLLECTIVES_VULKAN_HOST_BYTES`), so the Vulkan backend's `dtoh`
 //! and `htod` of them are host copies; staged so, the whole call is two such copies a Vulkan
-//! member and the host call's one pass.
+//! member and the host call's one pass. A CUDA member's copies are a download and an upload,
+//! each waited for: two round trips to the GPU, which pay only where the graph's would cost
+//! more (`collective::host_stages_cuda`).
 //!
 //! ```
 //! use collectives::{Device, DeviceGroup, Tensor, realize};
