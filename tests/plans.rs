@@ -5,6 +5,8 @@
 
 #[path = "plans/choice.rs"]
 mod choice;
+#[path = "plans/staged.rs"]
+mod staged;
 
 use collectives::collective::{HOST_STAGED_BELOW_BYTES, PlannedHop, on_one_gpu};
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};

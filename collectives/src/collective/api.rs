@@ -245,8 +245,9 @@ impl DeviceGroup {
     /// [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`](super::HOST_STAGED_CUDA_PAIR_BELOW_BYTES)). Where a
     /// Vulkan member shares its GPU with a CUDA member, that CUDA device joins the Vulkan
     /// member's parts (from 256 KiB joined, and parts of 256 KiB or more: a smaller part of a
-    /// Vulkan shard in device memory leaves it by a Vulkan copy) and copies the result over: on one GPU a Vulkan submission after CUDA work waits for the GPU to
-    /// switch APIs (about 320 µs; a Vulkan leader's `gather` and `reduce` are computed so too).
+    /// Vulkan shard in device memory leaves it by a Vulkan copy) and copies the result over: on
+    /// one GPU a Vulkan submission after CUDA work waits for the GPU to switch APIs (about
+    /// 320 µs; a Vulkan leader's `gather` and `reduce` are computed so too).
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";

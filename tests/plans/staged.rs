@@ -1,0 +1,74 @@
+//! Which small collectives of a group with a CUDA member and a host member are one host call
+//! with the CUDA member staged through the host member (`host_stages_cuda`), spelled here as
+//! measured: with three or more members and one CUDA device, every collective with a host call
+//! but the all_reduce folded on a CUDA leader beside host devices only; with two CUDA devices the
+//! all_to_all; of a pair, the all_to_all below `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`. Plans only:
+//! no device is touched.
+
+use collectives::collective::{HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES};
+use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan};
+
+use super::{CPU0, CUDA0, CUDA1, VK0};
+
+/// The collectives with a host call.
+const KINDS: [CollectiveKind; 6] = [
+    CollectiveKind::AllReduce,
+    CollectiveKind::AllGather,
+    CollectiveKind::ReduceScatter,
+    CollectiveKind::Broadcast,
+    CollectiveKind::Scatter,
+    CollectiveKind::AllToAll,
+];
+
+/// Whether `plan` is one host call staged through a host member (and no hop); panics on a plan
+/// that is half of each.
+fn staged(plan: &Plan) -> bool {
+    let calls = plan.kernels.iter().filter(|k| k.op.contains("staged through cpu:")).count();
+    assert!(calls <= 1 && (calls == 0 || plan.hops.is_empty() && plan.kernels.len() == 1), "{plan}");
+    calls == 1
+}
+
+/// The rule, from the group's members (the first leads) and the shard's bytes.
+fn want(devices: &[Device], kind: CollectiveKind, bytes: usize) -> bool {
+    let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
+    let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));
+    let cuda_led_fold = kind == CollectiveKind::AllReduce && matches!(devices[0], Device::Cuda(_)) && !vulkan;
+    let all_to_all = kind == CollectiveKind::AllToAll;
+    bytes < HOST_STAGED_BELOW_BYTES
+        && match (devices.len(), cuda) {
+            (2, _) => all_to_all && bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
+            (_, 1) => !cuda_led_fold,
+            _ => all_to_all,
+        }
+}
+
+#[test]
+fn small_collectives_with_a_cuda_member_are_staged_where_measured_faster() {
+    let (cpu1, cpu2) = (Device::Cpu(1), Device::Cpu(2));
+    let groups = [
+        vec![CUDA0, CPU0, cpu1, cpu2],
+        vec![CPU0, cpu1, cpu2, CUDA0],
+        vec![CUDA0, VK0, CPU0],
+        vec![VK0, CUDA0, CPU0],
+        vec![CUDA0, CUDA1, CPU0],
+        vec![CUDA0, CPU0],
+        vec![CPU0, CUDA0],
+    ];
+    let pair = HOST_STAGED_CUDA_PAIR_BELOW_BYTES / 4;
+    let bound = HOST_STAGED_BELOW_BYTES / 4;
+    // f32 elements, multiples of 12 (every group size divides them) but at the bounds.
+    let lens = [12, (pair - 1) / 12 * 12, pair, (bound - 1) / 12 * 12, bound.div_ceil(12) * 12];
+    let mut seen = [false; 2];
+    for devices in groups {
+        let g = DeviceGroup::new(devices.clone()).unwrap();
+        for kind in KINDS {
+            for len in lens {
+                let plan = g.plan(kind, [len], DType::F32).unwrap();
+                let expect = want(&devices, kind, 4 * len);
+                assert_eq!(staged(&plan), expect, "{devices:?} {kind:?} {len}: {plan}");
+                seen[expect as usize] = true;
+            }
+        }
+    }
+    assert_eq!(seen, [true, true], "both sides of the rule");
+}
