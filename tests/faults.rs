@@ -39,7 +39,7 @@ const STREAMED_WIDTH: usize = collectives::exec::STREAM_MIN_BYTES.div_ceil(4 * R
 const SMALL_WIDTH: usize = 4;
 
 /// The cases of the small sweep: those where a Vulkan member folds or computes a join's part,
-/// and the host calls with a Vulkan member staged.
+/// and the host calls with a Vulkan member (or a CUDA member) staged.
 const SMALL: &[(Coll, Algorithm)] = &[
     (Coll::AllReduce, Algorithm::Star),
     (Coll::AllReduce, Algorithm::OneShot),
@@ -53,6 +53,10 @@ const SMALL: &[(Coll, Algorithm)] = &[
     (Coll::AllReduceCoalesced, Algorithm::Star),
     (Coll::ComputedJoin, Algorithm::Auto),
 ];
+
+/// The all_to_all alone: what a pair of a CUDA and a host device, or two CUDA devices with a host
+/// device, stage through the host when small.
+const STAGED_ALL_TO_ALL: &[(Coll, Algorithm)] = &[(Coll::AllToAll, Algorithm::Star)];
 
 /// The cases of the streamed sweep: the star's folds on the CUDA leader.
 const STREAMED: &[(Coll, Algorithm)] = &[
@@ -412,6 +416,21 @@ fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were(
             width: STREAMED_WIDTH,
             cases: STREAMED,
         });
+        // Small: the host calls with the CUDA member staged through a host member
+        // (`collectives::collective::host_stages_cuda`): every one of two host devices and a CUDA
+        // device, the all_to_all of a pair and of two CUDA devices with a host device.
+        let devices = vec![cpu(0), cpu(1), cuda0];
+        groups.push(Group { kind: "cpu x2+cuda, small", devices, width: SMALL_WIDTH, cases: SMALL });
+        let (width, cases) = (SMALL_WIDTH, STAGED_ALL_TO_ALL);
+        groups.push(Group { kind: "cpu+cuda, small", devices: vec![cpu(0), cuda0], width, cases });
+        if works(cuda1, false) {
+            groups.push(Group {
+                kind: "cuda x2+cpu, small",
+                devices: vec![cuda0, cuda1, cpu(0)],
+                width,
+                cases,
+            });
+        }
     }
     let seed = fresh_seed();
     println!("seed {seed}");
