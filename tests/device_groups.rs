@@ -6,7 +6,7 @@
 //! A group whose devices are absent is skipped (and says so), unless `REQUIRE_CUDA=1` or
 //! `REQUIRE_VULKAN=1` demands its devices.
 
-use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Error, Tensor, available_devices};
+use collectives::{Algorithm, DType, Device, DeviceGroup, Error, Tensor, available_devices};
 use collectives_tests::collective::{DTYPES, Shards, all_ops, check_exact, check_reduced, range_for};
 use collectives_tests::{Range, cuda_required, fresh_seed, rng, vulkan_required};
 use rand::rngs::StdRng;
@@ -220,30 +220,19 @@ fn cuda_with_host_devices() {
 /// The small collectives of a CUDA device with host devices, with a Vulkan device beside, and
 /// of two CUDA devices with a host device (virtual devices of one GPU where
 /// `COLLECTIVES_CUDA_DEVICES=0,0`), on both sides of `HOST_STAGED_BELOW_BYTES`
-/// (`collectives_tests::staged`). Below it a CUDA member is staged through a host member in
-/// every collective of three or more members with one CUDA device but the all_reduce of a CUDA
-/// leader beside host devices only (its fold stays on the GPU); two CUDA members only in the
-/// all_to_all; the collectives of a pair stay on the graph at these sizes (its all_to_all is
-/// staged below a bound of its own: the next test).
+/// (`collectives_tests::staged`). Below it a CUDA member is staged through a host member as
+/// `staged::cuda_staged_as_measured` spells the rule; the collectives of a pair stay on the
+/// graph at these sizes (its all_to_all is staged below a bound of its own: the next test).
 #[test]
 fn small_collectives_of_cuda_and_host_devices() {
+    use collectives_tests::staged;
     let mut groups = vec![vec![CUDA0, CPU0, CPU1, CPU2], vec![CPU0, CPU1, CPU2, CUDA0], vec![CPU0, CUDA0]];
     groups.extend([vec![CUDA0, VK0, CPU0], vec![VK0, CUDA0, CPU0]]);
     groups.retain(|g| present(&format!("{g:?}"), g));
     if available_devices().contains(&CUDA1) {
         groups.push(vec![CUDA0, CUDA1, CPU0]);
     }
-    let cuda_led_fold = |d: &[Device], kind| {
-        kind == CollectiveKind::AllReduce
-            && matches!(d[0], Device::Cuda(_))
-            && d.iter().all(|m| !matches!(m, Device::Vulkan(_)))
-    };
-    let staged = |d: &[Device], kind| match d.iter().filter(|m| matches!(m, Device::Cuda(_))).count() {
-        _ if d.len() < 3 => false,
-        1 => !cuda_led_fold(d, kind),
-        _ => kind == CollectiveKind::AllToAll,
-    };
-    collectives_tests::staged::small_calls_of_mixed_groups(&groups, staged);
+    staged::small_calls_of_mixed_groups(&groups, staged::cuda_staged_as_measured);
 }
 
 /// The all_to_all of a CUDA device and a host device, the two alone, either leading: one host

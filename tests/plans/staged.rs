@@ -1,12 +1,12 @@
 //! Which small collectives of a group with a CUDA member and a host member are one host call
-//! with the CUDA member staged through the host member (`host_stages_cuda`), spelled here as
-//! measured: with three or more members and one CUDA device, every collective with a host call
-//! but the all_reduce folded on a CUDA leader beside host devices only; with two CUDA devices the
-//! all_to_all; of a pair, the all_to_all below `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`. Plans only:
-//! no device is touched.
+//! with the CUDA member staged through the host member (`host_stages_cuda`), against the rule as
+//! measured (`collectives_tests::staged::cuda_staged_as_measured`). Plans only: no device is
+//! touched.
 
 use collectives::collective::{HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES};
 use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan};
+
+use collectives_tests::staged::cuda_staged_as_measured;
 
 use super::{CPU0, CUDA0, CUDA1, VK0};
 
@@ -26,20 +26,6 @@ fn staged(plan: &Plan) -> bool {
     let calls = plan.kernels.iter().filter(|k| k.op.contains("staged through cpu:")).count();
     assert!(calls <= 1 && (calls == 0 || plan.hops.is_empty() && plan.kernels.len() == 1), "{plan}");
     calls == 1
-}
-
-/// The rule, from the group's members (the first leads) and the shard's bytes.
-fn want(devices: &[Device], kind: CollectiveKind, bytes: usize) -> bool {
-    let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
-    let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));
-    let cuda_led_fold = kind == CollectiveKind::AllReduce && matches!(devices[0], Device::Cuda(_)) && !vulkan;
-    let all_to_all = kind == CollectiveKind::AllToAll;
-    bytes < HOST_STAGED_BELOW_BYTES
-        && match (devices.len(), cuda) {
-            (2, _) => all_to_all && bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
-            (_, 1) => !cuda_led_fold,
-            _ => all_to_all,
-        }
 }
 
 #[test]
@@ -64,7 +50,8 @@ fn small_collectives_with_a_cuda_member_are_staged_where_measured_faster() {
         for kind in KINDS {
             for len in lens {
                 let plan = g.plan(kind, [len], DType::F32).unwrap();
-                let expect = want(&devices, kind, 4 * len);
+                let expect =
+                    4 * len < HOST_STAGED_BELOW_BYTES && cuda_staged_as_measured(&devices, kind, 4 * len);
                 assert_eq!(staged(&plan), expect, "{devices:?} {kind:?} {len}: {plan}");
                 seen[expect as usize] = true;
             }

@@ -4,10 +4,28 @@
 //! Shared by the Vulkan and the CUDA tests: the same collectives, dtypes and sizes on each kind,
 //! every output element against an f64 reference, each output's device, and each plan's shape.
 
-use collectives::collective::HOST_STAGED_BELOW_BYTES;
+use collectives::collective::{HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES};
 use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan, ReduceKind, ReduceOp, Tensor};
 
 use crate::{Range, check_all, fold_tol, magnitude, random, ref_reduce, rng, tensor, values};
+
+/// Whether a collective of `kind` of `devices` (the first leads; one a CUDA device, one a host
+/// device), of shards of `bytes` below `HOST_STAGED_BELOW_BYTES`, stages its CUDA members through a
+/// host member: the rule `host_stages_cuda` documents, spelled as `bench/gpu/46-cuda-staged`
+/// measured it. Three or more members with one CUDA device: every collective with a host call
+/// but the all_reduce folded on a CUDA leader beside host devices only; two CUDA devices: the
+/// all_to_all; a pair: the all_to_all below `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`.
+pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: usize) -> bool {
+    let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
+    let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));
+    let cuda_led_fold = kind == CollectiveKind::AllReduce && matches!(devices[0], Device::Cuda(_)) && !vulkan;
+    let all_to_all = kind == CollectiveKind::AllToAll;
+    match (devices.len(), cuda) {
+        (2, _) => all_to_all && bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
+        (_, 1) => !cuda_led_fold,
+        _ => all_to_all,
+    }
+}
 
 /// Shard i of `vals` on device i (shape `[len]` each).
 fn shards(dtype: DType, vals: &[Vec<f64>], devices: &[Device]) -> Vec<Tensor> {
@@ -52,12 +70,12 @@ pub fn check_outs(
 /// scatter, from the first member and from the last) on each group of `groups` (host devices
 /// and others, at least one of each), on shards one step below `HOST_STAGED_BELOW_BYTES` and at
 /// it, against an f64 reference, every element of every output. Below the bound a collective
-/// of a kind that `staged` accepts for the group's members must be one host call with the other
-/// members staged; every other must go through the graph. Then an uneven all_gather whose one
+/// that `staged` accepts (the group's members, its kind, the shard's bytes) must be one host call
+/// with the other members staged; every other must go through the graph. Then an uneven all_gather whose one
 /// large shard, on a member that is not a host device, decides the side of the bound.
 pub fn small_calls_of_mixed_groups(
     groups: &[Vec<Device>],
-    staged: impl Fn(&[Device], CollectiveKind) -> bool,
+    staged: impl Fn(&[Device], CollectiveKind, usize) -> bool,
 ) {
     let seed = crate::fresh_seed();
     println!("seed {seed}");
@@ -80,7 +98,8 @@ pub fn small_calls_of_mixed_groups(
                 let part = len / n;
                 let cut = |v: &[f64], i: usize| v[i * part..(i + 1) * part].to_vec();
                 let plan = |outs: &[Tensor], kind: CollectiveKind, ctx: &str| {
-                    check_plan(outs, below && staged(devices, kind), &format!("{} {ctx}", kind.name()))
+                    let staged = below && staged(devices, kind, len * dtype.size());
+                    check_plan(outs, staged, &format!("{} {ctx}", kind.name()))
                 };
 
                 let out = g.all_reduce(&src, ReduceOp::Sum).unwrap();
@@ -130,7 +149,7 @@ pub fn small_calls_of_mixed_groups(
 fn uneven_all_gather(
     g: &DeviceGroup,
     r: &mut rand::rngs::StdRng,
-    staged: &impl Fn(&[Device], CollectiveKind) -> bool,
+    staged: &impl Fn(&[Device], CollectiveKind, usize) -> bool,
 ) {
     let devices = g.devices();
     let other = devices.iter().position(|d| !d.is_host()).expect("a member that is not a host device");
@@ -140,7 +159,7 @@ fn uneven_all_gather(
         let vals: Vec<Vec<f64>> = lens.iter().map(|&l| random(DType::F32, l, Range::General, r)).collect();
         let ctx = format!("uneven all_gather {devices:?} {lens:?}");
         let out = g.all_gather(&shards(DType::F32, &vals, devices), 0).unwrap();
-        check_plan(&out, below && staged(devices, CollectiveKind::AllGather), &ctx);
+        check_plan(&out, below && staged(devices, CollectiveKind::AllGather, 4 * big), &ctx);
         check_outs(&out, devices, &vec![vals.concat(); devices.len()], |_| 0.0, &ctx);
     }
 }
