@@ -3,7 +3,7 @@
 # (`cpu x2+cuda, small`: every small case; `cpu+cuda, small` and `cuda x2+cpu, small`: the
 # all_to_all), on two virtual CUDA devices with the Vulkan device; `plans` (its new hardware-free
 # test of the rule); `device_groups`' two new tests again on two virtual CUDA devices.
-# Staged by: bash bench/gpu/stage.sh bench/gpu/46-cuda-staged/d - faults plans device_groups (at 23ea83e)
+# Staged by: bash bench/gpu/stage.sh bench/gpu/46-cuda-staged/d - faults plans device_groups (at 6c1d437)
 # Invoked as: timeout -k 5 200 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
