@@ -217,20 +217,23 @@ fn cuda_with_host_devices() {
     every_collective("cuda:0+cpu:0..=2", &[CUDA0, CPU0, CPU1, CPU2], &NATIVE);
 }
 
-/// The small collectives of a CUDA device with host devices, with a Vulkan device beside, and
-/// of two CUDA devices with a host device (virtual devices of one GPU where
-/// `COLLECTIVES_CUDA_DEVICES=0,0`), on both sides of `HOST_STAGED_BELOW_BYTES`
-/// (`collectives_tests::staged`). Below it a CUDA member is staged through a host member as
-/// `staged::cuda_staged_as_measured` spells the rule; the collectives of a pair stay on the
-/// graph at these sizes (its all_to_all is staged below a bound of its own: the next test).
+/// The small collectives of a CUDA device with host devices, with a Vulkan device beside, of a
+/// CUDA device and a Vulkan device alone, and of two CUDA devices with a host device or a Vulkan
+/// device (virtual devices of one GPU where `COLLECTIVES_CUDA_DEVICES=0,0`), on both sides of
+/// `HOST_STAGED_BELOW_BYTES` and of `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`
+/// (`collectives_tests::staged`). Below them a CUDA member is staged through a host device as
+/// `staged::cuda_staged_as_measured` spells the rule.
 #[test]
 fn small_collectives_of_cuda_and_host_devices() {
     use collectives_tests::staged;
     let mut groups = vec![vec![CUDA0, CPU0, CPU1, CPU2], vec![CPU0, CPU1, CPU2, CUDA0], vec![CPU0, CUDA0]];
-    groups.extend([vec![CUDA0, VK0, CPU0], vec![VK0, CUDA0, CPU0]]);
+    groups.extend([vec![CUDA0, VK0, CPU0], vec![VK0, CUDA0, CPU0], vec![CUDA0, VK0], vec![VK0, CUDA0]]);
     groups.retain(|g| present(&format!("{g:?}"), g));
     if available_devices().contains(&CUDA1) {
         groups.push(vec![CUDA0, CUDA1, CPU0]);
+        if available_devices().contains(&VK0) {
+            groups.push(vec![CUDA0, CUDA1, VK0]);
+        }
     }
     staged::small_calls_of_mixed_groups(&groups, staged::cuda_staged_as_measured);
 }

@@ -408,6 +408,9 @@ fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were(
         }
         if vulkan {
             groups.push(Group::new("cuda+cpu+vulkan", vec![cuda0, cpu(0), vk]));
+            // No host member: the host calls staged through `cpu:0` all the same.
+            let devices = vec![cuda0, vk];
+            groups.push(Group { kind: "cuda+vulkan, small", devices, width: SMALL_WIDTH, cases: SMALL });
         }
         let streamed = vec![cuda0, cpu(0)];
         groups.push(Group {

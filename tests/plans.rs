@@ -351,9 +351,15 @@ fn a_user_copy_across_vendors_is_refused() {
 fn staging_goes_through_cpu0_even_when_it_is_not_a_member() {
     let g = DeviceGroup::new(vec![VK0, CUDA1]).unwrap();
     assert_eq!(g.route(CUDA1, VK0), Route::Staged { via: CPU0 });
-    let plan = g.plan(CollectiveKind::AllReduce, [10], DType::I64).unwrap();
-    let want = vec![(CPU0, CUDA1, 80), (CPU0, VK0, 80), (CUDA1, CPU0, 80), (VK0, CPU0, 80)];
+    // At the bound, the graph's hops; below it, one host call on cpu:0 (`host_stages_cuda`).
+    let plan = g.plan(CollectiveKind::AllReduce, [LEN], DType::F32).unwrap();
+    let b = 4 * LEN;
+    let want = vec![(CPU0, CUDA1, b), (CPU0, VK0, b), (CUDA1, CPU0, b), (VK0, CPU0, b)];
     assert_eq!(hops(&plan), want, "{plan}");
+    let plan = g.plan(CollectiveKind::AllReduce, [10], DType::I64).unwrap();
+    assert!(plan.hops.is_empty() && plan.kernels.len() == 1, "{plan}");
+    assert_eq!(plan.kernels[0].device, CPU0, "{plan}");
+    assert!(plan.kernels[0].op.contains("staged through cpu:0"), "{plan}");
     // The fold is on cuda:1 (the star's hub: the Vulkan leader leaves it to CUDA), the result
     // staged back to vulkan:0 through cpu:0.
     let out = g.all_reduce(&shards(&g), ReduceOp::Min).unwrap();

@@ -159,5 +159,5 @@ fn small_collectives_of_host_and_vulkan_devices_are_one_host_call_below_the_boun
     }
     let pair = vec![Device::Cpu(0), VK];
     let groups: Vec<Vec<Device>> = groups().into_iter().chain([pair]).collect();
-    collectives_tests::staged::small_calls_of_mixed_groups(&groups, |_, _, _| true);
+    collectives_tests::staged::small_calls_of_mixed_groups(&groups, |_, _, _, _| true);
 }

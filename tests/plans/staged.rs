@@ -1,7 +1,7 @@
-//! Which small collectives of a group with a CUDA member and a host member are one host call
-//! with the CUDA member staged through the host member (`host_stages_cuda`), against the rule as
-//! measured (`collectives_tests::staged::cuda_staged_as_measured`). Plans only: no device is
-//! touched.
+//! Which small collectives of a group with a CUDA member and a host member, or a CUDA member and
+//! a Vulkan member alone, are one host call with the CUDA member staged through a host device
+//! (the host member, or `cpu:0`; `host_stages_cuda`), against the rule as measured
+//! (`collectives_tests::staged::cuda_staged_as_measured`). Plans only: no device is touched.
 
 use collectives::collective::{HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES};
 use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan};
@@ -39,6 +39,9 @@ fn small_collectives_with_a_cuda_member_are_staged_where_measured_faster() {
         vec![CUDA0, CUDA1, CPU0],
         vec![CUDA0, CPU0],
         vec![CPU0, CUDA0],
+        vec![CUDA0, VK0],
+        vec![VK0, CUDA0],
+        vec![CUDA0, CUDA1, VK0],
     ];
     let pair = HOST_STAGED_CUDA_PAIR_BELOW_BYTES / 4;
     let bound = HOST_STAGED_BELOW_BYTES / 4;
@@ -50,8 +53,8 @@ fn small_collectives_with_a_cuda_member_are_staged_where_measured_faster() {
         for kind in KINDS {
             for len in lens {
                 let plan = g.plan(kind, [len], DType::F32).unwrap();
-                let expect =
-                    4 * len < HOST_STAGED_BELOW_BYTES && cuda_staged_as_measured(&devices, kind, 4 * len);
+                let expect = 4 * len < HOST_STAGED_BELOW_BYTES
+                    && cuda_staged_as_measured(&devices, kind, 4 * len, devices[0]);
                 assert_eq!(staged(&plan), expect, "{devices:?} {kind:?} {len}: {plan}");
                 seen[expect as usize] = true;
             }

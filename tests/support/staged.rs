@@ -1,5 +1,6 @@
 //! The small collectives of a group with host members as one host call, its other members
-//! staged through a host member, below `HOST_STAGED_BELOW_BYTES` a shard; the graph at it.
+//! staged through a host member, below `HOST_STAGED_BELOW_BYTES` a shard; the graph at it. And
+//! those of a CUDA device and a Vulkan device alone, staged through `cpu:0`.
 //!
 //! Shared by the Vulkan and the CUDA tests: the same collectives, dtypes and sizes on each kind,
 //! every output element against an f64 reference, each output's device, and each plan's shape.
@@ -10,20 +11,29 @@ use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan, ReduceKind, 
 use crate::{Range, check_all, fold_tol, magnitude, random, ref_reduce, rng, tensor, values};
 
 /// Whether a collective of `kind` of `devices` (the first leads; one a CUDA device, one a host
-/// device), of shards of `bytes` below `HOST_STAGED_BELOW_BYTES`, stages its CUDA members through a
-/// host member: the rule `host_stages_cuda` documents, spelled as `bench/gpu/46-cuda-staged`
-/// measured it. Three or more members with one CUDA device: every collective with a host call
-/// but the all_reduce folded on a CUDA leader beside host devices only; two CUDA devices: the
-/// all_to_all; a pair: the all_to_all below `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`.
-pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: usize) -> bool {
+/// or Vulkan device), from `root` where it is a broadcast or scatter, of shards of `bytes` below
+/// `HOST_STAGED_BELOW_BYTES`, stages its CUDA members through a host device: the rule
+/// `host_stages_cuda` documents, spelled as `bench/gpu/46-cuda-staged` and
+/// `bench/gpu/47-vulkan-pair` measured it. With a host member: three or more members with one
+/// CUDA device, every collective with a host call but the all_reduce folded on a CUDA leader
+/// beside host devices only; two CUDA devices, the all_to_all; a pair, the all_to_all below
+/// `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`. With none: a pair, every collective below that bound
+/// but the scatter from the CUDA device; two CUDA devices, the all_to_all and the broadcast.
+pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: usize, root: Device) -> bool {
     let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
     let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));
+    let host = devices.iter().any(|d| d.is_host());
     let cuda_led_fold = kind == CollectiveKind::AllReduce && matches!(devices[0], Device::Cuda(_)) && !vulkan;
     let all_to_all = kind == CollectiveKind::AllToAll;
-    match (devices.len(), cuda) {
-        (2, _) => all_to_all && bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
-        (_, 1) => !cuda_led_fold,
-        _ => all_to_all,
+    let below_pair_bound = bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES;
+    match (devices.len(), cuda, host) {
+        (2, _, true) => all_to_all && below_pair_bound,
+        (2, _, false) => {
+            below_pair_bound && !(kind == CollectiveKind::Scatter && matches!(root, Device::Cuda(_)))
+        }
+        (_, 1, _) => !cuda_led_fold,
+        (_, _, true) => all_to_all,
+        (_, _, false) => all_to_all || kind == CollectiveKind::Broadcast,
     }
 }
 
@@ -68,14 +78,16 @@ pub fn check_outs(
 
 /// Every collective of `DeviceGroup` with one output per member (and the root's broadcast and
 /// scatter, from the first member and from the last) on each group of `groups` (host devices
-/// and others, at least one of each), on shards one step below `HOST_STAGED_BELOW_BYTES` and at
-/// it, against an f64 reference, every element of every output. Below the bound a collective
-/// that `staged` accepts (the group's members, its kind, the shard's bytes) must be one host call
-/// with the other members staged; every other must go through the graph. Then an uneven all_gather whose one
-/// large shard, on a member that is not a host device, decides the side of the bound.
+/// and others, or Vulkan and CUDA devices), on shards one step below `HOST_STAGED_BELOW_BYTES`
+/// and at it, and one step below `HOST_STAGED_CUDA_PAIR_BELOW_BYTES` and at it, against an f64
+/// reference, every element of every output. Below the first bound a collective that `staged`
+/// accepts (the group's members, its kind, the shard's bytes, the root of a broadcast or scatter
+/// or else the leader) must be one host call with the other members staged; every other must go
+/// through the graph. Then an uneven all_gather whose one large shard, on a member that is not a
+/// host device, decides the side of the bound.
 pub fn small_calls_of_mixed_groups(
     groups: &[Vec<Device>],
-    staged: impl Fn(&[Device], CollectiveKind, usize) -> bool,
+    staged: impl Fn(&[Device], CollectiveKind, usize, Device) -> bool,
 ) {
     let seed = crate::fresh_seed();
     println!("seed {seed}");
@@ -84,9 +96,11 @@ pub fn small_calls_of_mixed_groups(
         let g = DeviceGroup::new(devices.clone()).unwrap();
         let n = devices.len();
         for dtype in [DType::F32, DType::BF16, DType::I32, DType::U8] {
-            let at = HOST_STAGED_BELOW_BYTES / dtype.size();
-            // The largest multiple of n below the bound, and the smallest at or past it.
-            for (len, below) in [((at - 1) / n * n, true), (at.div_ceil(n) * n, false)] {
+            let bounds =
+                [HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES].map(|b| b / dtype.size());
+            // About each bound, the largest multiple of n below it and the smallest at or past it.
+            for len in bounds.into_iter().flat_map(|at| [(at - 1) / n * n, at.div_ceil(n) * n]) {
+                let below = len * dtype.size() < HOST_STAGED_BELOW_BYTES;
                 let ctx = format!("{devices:?} {dtype} {len}");
                 let vals: Vec<Vec<f64>> =
                     (0..n).map(|_| random(dtype, len, Range::General, &mut r)).collect();
@@ -97,17 +111,17 @@ pub fn small_calls_of_mixed_groups(
                 let tol = |i: usize| fold_tol(dtype, n, mag[i]);
                 let part = len / n;
                 let cut = |v: &[f64], i: usize| v[i * part..(i + 1) * part].to_vec();
-                let plan = |outs: &[Tensor], kind: CollectiveKind, ctx: &str| {
-                    let staged = below && staged(devices, kind, len * dtype.size());
+                let plan = |outs: &[Tensor], kind: CollectiveKind, root: usize, ctx: &str| {
+                    let staged = below && staged(devices, kind, len * dtype.size(), devices[root]);
                     check_plan(outs, staged, &format!("{} {ctx}", kind.name()))
                 };
 
                 let out = g.all_reduce(&src, ReduceOp::Sum).unwrap();
-                plan(&out, CollectiveKind::AllReduce, &ctx);
+                plan(&out, CollectiveKind::AllReduce, 0, &ctx);
                 check_outs(&out, devices, &vec![sum.clone(); n], tol, &format!("all_reduce {ctx}"));
 
                 let out = g.reduce_scatter(&src, ReduceOp::Sum, 0).unwrap();
-                plan(&out, CollectiveKind::ReduceScatter, &ctx);
+                plan(&out, CollectiveKind::ReduceScatter, 0, &ctx);
                 let want: Vec<Vec<f64>> = (0..n).map(|i| cut(&sum, i)).collect();
                 for (i, t) in out.iter().enumerate() {
                     assert_eq!(t.device(), devices[i], "reduce_scatter {ctx}");
@@ -117,11 +131,11 @@ pub fn small_calls_of_mixed_groups(
 
                 let exact = |_: usize| 0.0;
                 let out = g.all_gather(&src, 0).unwrap();
-                plan(&out, CollectiveKind::AllGather, &ctx);
+                plan(&out, CollectiveKind::AllGather, 0, &ctx);
                 check_outs(&out, devices, &vec![vals.concat(); n], exact, &format!("all_gather {ctx}"));
 
                 let out = g.all_to_all(&src, 0).unwrap();
-                plan(&out, CollectiveKind::AllToAll, &ctx);
+                plan(&out, CollectiveKind::AllToAll, 0, &ctx);
                 let want: Vec<Vec<f64>> =
                     (0..n).map(|j| vals.iter().flat_map(|v| cut(v, j)).collect()).collect();
                 check_outs(&out, devices, &want, exact, &format!("all_to_all {ctx}"));
@@ -129,11 +143,11 @@ pub fn small_calls_of_mixed_groups(
                 for root in [0, n - 1] {
                     let ctx = format!("{ctx} from {}", devices[root]);
                     let out = g.broadcast(&src[root]).unwrap();
-                    plan(&out, CollectiveKind::Broadcast, &ctx);
+                    plan(&out, CollectiveKind::Broadcast, root, &ctx);
                     let want = vec![vals[root].clone(); n];
                     check_outs(&out, devices, &want, exact, &format!("broadcast {ctx}"));
                     let out = g.scatter(&src[root], 0).unwrap();
-                    plan(&out, CollectiveKind::Scatter, &ctx);
+                    plan(&out, CollectiveKind::Scatter, root, &ctx);
                     let want: Vec<Vec<f64>> = (0..n).map(|i| cut(&vals[root], i)).collect();
                     check_outs(&out, devices, &want, exact, &format!("scatter {ctx}"));
                 }
@@ -149,7 +163,7 @@ pub fn small_calls_of_mixed_groups(
 fn uneven_all_gather(
     g: &DeviceGroup,
     r: &mut rand::rngs::StdRng,
-    staged: &impl Fn(&[Device], CollectiveKind, usize) -> bool,
+    staged: &impl Fn(&[Device], CollectiveKind, usize, Device) -> bool,
 ) {
     let devices = g.devices();
     let other = devices.iter().position(|d| !d.is_host()).expect("a member that is not a host device");
@@ -159,7 +173,7 @@ fn uneven_all_gather(
         let vals: Vec<Vec<f64>> = lens.iter().map(|&l| random(DType::F32, l, Range::General, r)).collect();
         let ctx = format!("uneven all_gather {devices:?} {lens:?}");
         let out = g.all_gather(&shards(DType::F32, &vals, devices), 0).unwrap();
-        check_plan(&out, below && staged(devices, CollectiveKind::AllGather, 4 * big), &ctx);
+        check_plan(&out, below && staged(devices, CollectiveKind::AllGather, 4 * big, devices[0]), &ctx);
         check_outs(&out, devices, &vec![vals.concat(); devices.len()], |_| 0.0, &ctx);
     }
 }

@@ -266,19 +266,21 @@ pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
 pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 
 /// Whether a small collective of `kind` (below [`HOST_STAGED_BELOW_BYTES`] a shard, `bytes`;
-/// the star chosen) of `devices`, one of them a CUDA device and one a host device, with `hub`
-/// the star's hub ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)), is one host
-/// call with each CUDA member staged through a host member, as a Vulkan member is: its shard
-/// downloaded, the host call run, its output uploaded. Those two copies are each waited for, so
-/// a staged call takes two round trips to the GPU where the graph's CUDA fold or join of a
-/// pair takes one; the graph pays instead for each part it slices, hops and joins, and for
-/// every Vulkan hop and host fold. CUDA members read each other in place on the graph, so
+/// the star chosen) of `devices`, one of them a CUDA device and one a host or Vulkan device,
+/// with `hub` the star's hub ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)) or, for a
+/// broadcast or scatter, the root, is one host call with each CUDA member staged through a host
+/// device, as a Vulkan member is: its shard downloaded, the host call run, its output uploaded.
+/// The host device is a host member, or `cpu:0` where there is none. Those two copies are each
+/// waited for, so a staged call takes two round trips to the GPU where the graph's CUDA fold or
+/// join of a pair takes one; the graph pays instead for each part it slices, hops and joins, and
+/// for every Vulkan hop and host fold. CUDA members read each other in place on the graph, so
 /// staging two of them only pays where the graph's parts cost most.
 ///
-/// Of three or more members with one CUDA device, every collective but the all_reduce folded on
-/// a CUDA hub beside host devices only; with more CUDA devices, the all_to_all; of two members,
-/// the all_to_all below [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`]. Measured on one H200 (run a,
-/// three rounds, µs, graph → staged) and one H100 (run b, two rounds), `bench/gpu/46-cuda-staged`:
+/// With a host member: of three or more members with one CUDA device, every collective but the
+/// all_reduce folded on a CUDA hub beside host devices only; with more CUDA devices, the
+/// all_to_all; of two members, the all_to_all below [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`].
+/// Measured on one H200 (run a, three rounds, µs, graph → staged) and one H100 (run b, two
+/// rounds), `bench/gpu/46-cuda-staged`:
 /// - the all_to_all at 4 KiB: of `cuda:0,cpu:0,cpu:1,cpu:2` 57.1–82.7 → 17.8–21.4 (H100
 ///   52.7–53.0 → 17.1), of `cuda:0,vulkan:0,cpu:0` 46.7–57.6 → 17.1–21.0 (44.2–56.0 →
 ///   16.5–16.7), of `cuda:0,cuda:1,cpu:0` (two virtual devices of the H100) 52.9–53.6 →
@@ -296,14 +298,38 @@ pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 /// One row of the rule lost on the H200: the all_gather of `cuda:0,cpu:0,cpu:1,cpu:2` at
 /// 96 KiB, 28.8–32.2 against 33.4–39.5 staged (at 4 and 64 KiB it gains: 20.8–22.0 →
 /// 17.4–21.2, 35.7–38.5 → 27.9–33.7; on the H100 at 64 KiB 32.7–32.8 → 27.0–27.1).
+///
+/// With no host member (a CUDA device and a Vulkan device, which on one GPU reach each other
+/// through the host), staged through `cpu:0`: of two members, every collective below
+/// [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`] but the scatter from the CUDA member; with two CUDA
+/// devices, the all_to_all and the broadcast; with one, as with a host member. Measured on one
+/// H100 (`bench/gpu/47-vulkan-pair`, run a, three rounds, µs, graph → staged), at 4 KiB:
+/// - `cuda:0,vulkan:0`: all_to_all 30.1–37.2 → 19.8–20.6, reduce_scatter 25.2–28.6 →
+///   19.8–20.7, all_reduce 20.3–32.9 → 18.2–21.1, broadcast 12.4–14.3 → 10.9–11.4;
+/// - `vulkan:0,cuda:0`: all_to_all 36.9–39.2 → 21.2–23.0, reduce_scatter 29.5–30.4 →
+///   21.2–23.3, scatter 15.4–16.3 → 12.0–13.1, broadcast 13.3–14.0 → 10.7–11.9;
+/// - `cuda:0,cuda:1,vulkan:0` (virtual devices): all_to_all 69.0–92.4 → 25.3–31.1 (64 KiB
+///   77.1–100.3 → 50.6–59.0), broadcast 19.4–24.5 → 15.5–17.0 (64 KiB 24.8–30.1 → 19.2–20.3).
+///
+/// At 16 KiB the pair's staged collectives read even or ahead; at 32 KiB its Vulkan-led
+/// all_reduce lost (30.2–31.9 against 32.2–33.8 staged), and from 64 KiB its all_reduce and
+/// all_gather (`cuda:0,vulkan:0` all_gather 29.2–31.0 against 32.6–34.8). The scatter from
+/// `cuda:0` lost at 4 KiB (12.5–15.5 against 15.6–16.4): staged, its own part comes back up.
+/// The all_reduce, all_gather and reduce_scatter of `cuda:0,cuda:1,vulkan:0` read even at 4 KiB
+/// and lost at 64 KiB (all_gather 34.9–41.0 against 45.3–49.5).
 pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, bytes: usize) -> bool {
     let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
     let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));
-    let cuda_fold = kind == CollectiveKind::AllReduce && matches!(hub, Device::Cuda(_)) && !vulkan;
+    let host = devices.iter().any(|d| d.is_host());
+    let cuda_hub = matches!(hub, Device::Cuda(_));
+    let cuda_fold = kind == CollectiveKind::AllReduce && cuda_hub && !vulkan;
+    let all_to_all = kind == CollectiveKind::AllToAll;
+    let pair = bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES;
     match (devices.len(), cuda) {
-        (2, _) => kind == CollectiveKind::AllToAll && bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
+        (2, _) if host => all_to_all && pair,
+        (2, _) => pair && !(kind == CollectiveKind::Scatter && cuda_hub),
         (_, 1) => !cuda_fold,
-        _ => kind == CollectiveKind::AllToAll,
+        _ => all_to_all || (!host && kind == CollectiveKind::Broadcast),
     }
 }
 

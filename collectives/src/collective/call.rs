@@ -2,7 +2,8 @@
 //! `Op::Part` node per output, the shape shared by NCCL calls and the host star (all_reduce,
 //! all_gather and reduce_scatter of a group of host devices; its all_to_all too; and of a group of
 //! host and Vulkan devices below [`HOST_STAGED_BELOW_BYTES`] a shard, the Vulkan members staged
-//! through a host member, CUDA members too where [`host_stages_cuda`] says).
+//! through a host member, CUDA members too where [`host_stages_cuda`] says, as they are, through
+//! `cpu:0`, in a small group of Vulkan and CUDA devices alone).
 //!
 //! A realize whose targets are the parts of one call with its inputs in place issues the call
 //! directly, without the graph pass and the schedule (`exec/direct.rs`); that is why a call is
@@ -15,9 +16,10 @@ use smallvec::smallvec;
 use super::{Algorithm, CollectiveKind, DeviceGroup, HOST_STAGED_BELOW_BYTES, ReduceOp, host_stages_cuda};
 use crate::backend::Kernel;
 use crate::backend::cpu::{HostAllToAll, HostReduceScatter, HostScatter, HostStaged, HostStar};
-use crate::device::Device;
+use crate::device::{Device, DeviceKind};
 use crate::error::Result;
 use crate::graph::{CollectiveCall, MultiKernel, Op, Shape, Tensor};
+use crate::route::STAGING_HOST;
 
 /// `kernel`'s node over `inputs` on `group`'s leader, and one part per `(device, shape)` of `outs`.
 pub(crate) fn nodes(
@@ -63,8 +65,8 @@ pub(crate) fn all_but(group: &DeviceGroup, root: usize, shape: &Shape) -> Vec<(D
 /// `inputs` (the shards, or the root's tensor), `algo` chosen: two or more members, every one a
 /// host device; or, every input below [`HOST_STAGED_BELOW_BYTES`] and the star chosen (the
 /// collectives of one form pass it), host and Vulkan devices, and CUDA devices where
-/// [`host_stages_cuda`] says, at least one of them a host device, the others staged through it
-/// (`backend/cpu/staged.rs`).
+/// [`host_stages_cuda`] says, with a host member or else a Vulkan and a CUDA member, the devices
+/// that are not host devices staged through a host device (`backend/cpu/staged.rs`).
 pub(crate) fn runs_on_host(
     group: &DeviceGroup,
     kind: CollectiveKind,
@@ -73,19 +75,25 @@ pub(crate) fn runs_on_host(
 ) -> bool {
     let bytes = inputs.iter().map(Tensor::nbytes).max().unwrap_or(0);
     let members = group.devices();
+    let hub = match kind {
+        CollectiveKind::Broadcast | CollectiveKind::Scatter => inputs[0].device(),
+        _ => group.star_hub(),
+    };
     let stages = |d: &Device| match d {
         Device::Cpu(_) | Device::Vulkan(_) => true,
-        Device::Cuda(_) => host_stages_cuda(kind, members, group.star_hub(), bytes),
+        Device::Cuda(_) => host_stages_cuda(kind, members, hub, bytes),
     };
     let staged = || algo == Algorithm::Star && bytes < HOST_STAGED_BELOW_BYTES && members.iter().all(stages);
+    let is = |kind: DeviceKind| members.iter().any(|d| d.kind() == kind);
     members.len() >= 2
-        && members.iter().any(|d| d.is_host())
+        && (is(DeviceKind::Cpu) || (is(DeviceKind::Vulkan) && is(DeviceKind::Cuda)))
         && (members.iter().all(|d| d.is_host()) || staged())
 }
 
 /// The host call `call` makes of the devices of `outs`, as [`nodes`] over `inputs`: where every
 /// member of `group` is a host device, the call itself on the leader; else on a host member
-/// (the leader where it is one), the other devices staged through it ([`HostStaged`]).
+/// (the leader where it is one), or [`STAGING_HOST`] where there is none, the other devices
+/// staged through it ([`HostStaged`]).
 fn host_nodes<K: MultiKernel + 'static>(
     group: &DeviceGroup,
     inputs: &[Tensor],
@@ -94,13 +102,12 @@ fn host_nodes<K: MultiKernel + 'static>(
 ) -> Vec<Tensor> {
     let to: Vec<Device> = outs.iter().map(|&(d, _)| d).collect();
     let members = group.devices();
-    let host = std::iter::once(group.leader()).chain(members.iter().copied()).find(|d| d.is_host());
-    match host {
-        Some(host) if members.iter().any(|d| !d.is_host()) => {
-            nodes_on(host, Arc::new(HostStaged::new(&to, host, call)), inputs, outs)
-        }
-        _ => nodes_on(group.leader(), Arc::new(call(to)), inputs, outs),
+    if members.iter().all(|d| d.is_host()) {
+        return nodes_on(group.leader(), Arc::new(call(to)), inputs, outs);
     }
+    let mut hosts = std::iter::once(group.leader()).chain(members.iter().copied());
+    let host = hosts.find(|d| d.is_host()).unwrap_or(STAGING_HOST);
+    nodes_on(host, Arc::new(HostStaged::new(&to, host, call)), inputs, outs)
 }
 
 /// The fold of `op` over `k` shards, as a kernel.
