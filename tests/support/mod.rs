@@ -324,7 +324,9 @@ pub fn device_bridged(cu: Device, vk: Device) -> bool {
     if pair.validate().is_err() {
         return false;
     }
-    let plan = pair.plan(collectives::CollectiveKind::Broadcast, [1], DType::F32).expect("a plan");
+    // A shard at `HOST_STAGED_BELOW_BYTES`: a smaller broadcast of the pair is one host call, no hop.
+    let len = collectives::collective::HOST_STAGED_BELOW_BYTES / 4;
+    let plan = pair.plan(collectives::CollectiveKind::Broadcast, [len], DType::F32).expect("a plan");
     plan.bridges.iter().any(|b| b.bridge.as_deref().is_some_and(|x| x.starts_with("device")))
 }
 
