@@ -8,7 +8,9 @@ mod choice;
 #[path = "plans/staged.rs"]
 mod staged;
 
-use collectives::collective::{HOST_STAGED_BELOW_BYTES, PlannedHop, on_one_gpu};
+use collectives::collective::{
+    HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES, PlannedHop, on_one_gpu,
+};
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup, Op, Plan, ReduceOp, Route, Tensor};
 
 const CUDA0: Device = Device::Cuda(0);
@@ -537,12 +539,14 @@ fn a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu() {
         }
     }
     // A join below the device bridge's 256 KiB lives in host memory, where the Vulkan leader
-    // joins it without a kernel; a fold is a kernel, computed by CUDA at every size.
+    // joins it without a kernel; a fold is a kernel, computed by CUDA at every size. (Shards at
+    // `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`: a smaller all_to_all of the pair is one host call.)
     let g = DeviceGroup::new(vec![VK0, CUDA0]).unwrap();
+    let rows = HOST_STAGED_CUDA_PAIR_BELOW_BYTES / 16;
     for (kind, on_vulkan) in
         [(CollectiveKind::Gather, 1), (CollectiveKind::AllToAll, 1), (CollectiveKind::Reduce, 0)]
     {
-        let plan = g.plan(kind, [1 << 10, 4], DType::F32).unwrap();
+        let plan = g.plan(kind, [rows, 4], DType::F32).unwrap();
         assert_eq!(computes_on(&plan, VK0), on_vulkan, "{kind:?}: {plan}");
     }
     // 256 KiB shards cut into 128 KiB parts: the Vulkan shard is in device memory and its part
