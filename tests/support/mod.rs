@@ -324,7 +324,8 @@ pub fn device_bridged(cu: Device, vk: Device) -> bool {
     if pair.validate().is_err() {
         return false;
     }
-    // A shard at `HOST_STAGED_BELOW_BYTES`: a smaller broadcast of the pair is one host call, no hop.
+    // A shard at `HOST_STAGED_BELOW_BYTES`: a smaller broadcast of the pair is one host call, no
+    // hop.
     let len = collectives::collective::HOST_STAGED_BELOW_BYTES / 4;
     let plan = pair.plan(collectives::CollectiveKind::Broadcast, [len], DType::F32).expect("a plan");
     plan.bridges.iter().any(|b| b.bridge.as_deref().is_some_and(|x| x.starts_with("device")))

@@ -241,7 +241,8 @@ pub const HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES: usize = 1 << 20;
 /// the host maps, so those are host copies). Only where the star is chosen; the algorithm
 /// reported stays [`Algorithm::Star`]. Through the graph, an all_to_all of such a group is a
 /// slice, a hop and a join for every part. A group with a CUDA member too is staged so where
-/// [`host_stages_cuda`] says.
+/// [`host_stages_cuda`] says, and so is a group of Vulkan and CUDA devices alone, through
+/// `cpu:0`.
 ///
 /// On the development machine with lavapipe (`bench/lavapipe-staged-calls`, three rounds, µs):
 /// the all_to_all of `cpu:0,cpu:1,cpu:2,vulkan:0` 2.9–4.5 at 4 KiB against 25.6–25.9 through the
@@ -256,9 +257,12 @@ pub const HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES: usize = 1 << 20;
 pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
 
 /// Bytes per shard below which the all_to_all of a CUDA device and a host device, the two
-/// alone, is one host call, the CUDA member staged through the host member (see
-/// [`host_stages_cuda`]). Through the graph that all_to_all is a slice, a hop and a join for
-/// each of four parts. On one H100 (`bench/gpu/46-cuda-staged`, run b, three rounds, µs, graph
+/// alone, is one host call, the CUDA member staged through the host member; and below which
+/// every collective with a host call of a CUDA device and a Vulkan device alone is one, but the
+/// scatter from the CUDA device, both staged through `cpu:0` (see [`host_stages_cuda`], where
+/// the second pair's figures are: staged, it read even or ahead at 16 KiB and partly behind at
+/// 32). Through the graph the first pair's all_to_all is a slice, a hop and a join for each of
+/// four parts. On one H100 (`bench/gpu/46-cuda-staged`, run b, three rounds, µs, graph
 /// against staged): led by `cuda:0`, 4 KiB 24.5–24.8 against 16.1–16.3, 16 KiB 24.8–25.2
 /// against 19.0–19.2, 24 KiB 25.3–25.8 against 21.4–21.8, 32 KiB 25.9–26.5 against 24.0–24.4,
 /// 48 KiB 27.3–28.0 against 28.0–28.5; led by `cpu:0`, 16 KiB 20.7–20.9 against 18.7–19.1,
@@ -316,7 +320,10 @@ pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 /// all_gather (`cuda:0,vulkan:0` all_gather 29.2–31.0 against 32.6–34.8). The scatter from
 /// `cuda:0` lost at 4 KiB (12.5–15.5 against 15.6–16.4): staged, its own part comes back up.
 /// The all_reduce, all_gather and reduce_scatter of `cuda:0,cuda:1,vulkan:0` read even at 4 KiB
-/// and lost at 64 KiB (all_gather 34.9–41.0 against 45.3–49.5).
+/// and lost at 64 KiB (all_gather 34.9–41.0 against 45.3–49.5). The rule built, against the
+/// graph (run b, another H100, two rounds): at 4 KiB every collective it stages 1.04–2.6 ×
+/// faster; at 16 KiB all but the Vulkan-led all_gather (18.4–18.6 against 19.5–19.8) and
+/// all_reduce (21.5–21.6 against 21.7–22.1).
 pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, bytes: usize) -> bool {
     let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
     let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));

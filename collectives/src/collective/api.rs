@@ -240,8 +240,8 @@ impl DeviceGroup {
     /// group of host and Vulkan devices below
     /// [`HOST_STAGED_BELOW_BYTES`](super::HOST_STAGED_BELOW_BYTES) a shard, the Vulkan members
     /// staged through a host member, CUDA members too where
-    /// [`host_stages_cuda`](super::host_stages_cuda) says (of a CUDA device and a host device
-    /// alone, below
+    /// [`host_stages_cuda`](super::host_stages_cuda) says (of a CUDA device and a host or Vulkan
+    /// device alone, below
     /// [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`](super::HOST_STAGED_CUDA_PAIR_BELOW_BYTES)). Where a
     /// Vulkan member shares its GPU with a CUDA member, that CUDA device joins the Vulkan
     /// member's parts (from 256 KiB joined, and parts of 256 KiB or more: a smaller part of a

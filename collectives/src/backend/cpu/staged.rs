@@ -8,7 +8,8 @@
 //! and `htod` of them are host copies; staged so, the whole call is two such copies a Vulkan
 //! member and the host call's one pass. A CUDA member's copies are a download and an upload,
 //! each waited for: two round trips to the GPU, which pay only where the graph's would cost
-//! more (`collective::host_stages_cuda`).
+//! more (`collective::host_stages_cuda`). The host device is a host member, or `cpu:0` for a
+//! group of Vulkan and CUDA devices alone (the graph routes their hops through it anyway).
 //!
 //! ```
 //! use collectives::{Device, DeviceGroup, Tensor, realize};
