@@ -303,7 +303,7 @@ pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 /// 96 KiB, 28.8–32.2 against 33.4–39.5 staged (at 4 and 64 KiB it gains: 20.8–22.0 →
 /// 17.4–21.2, 35.7–38.5 → 27.9–33.7; on the H100 at 64 KiB 32.7–32.8 → 27.0–27.1).
 ///
-/// With no host member (a CUDA device and a Vulkan device, which on one GPU reach each other
+/// With no host member (a CUDA device and a Vulkan device, whose small tensors reach each other
 /// through the host), staged through `cpu:0`: of two members, every collective below
 /// [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`] but the scatter from the CUDA member; with two CUDA
 /// devices, the all_to_all and the broadcast; with one, as with a host member. Measured on one

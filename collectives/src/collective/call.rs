@@ -2,8 +2,8 @@
 //! `Op::Part` node per output, the shape shared by NCCL calls and the host star (all_reduce,
 //! all_gather and reduce_scatter of a group of host devices; its all_to_all too; and of a group of
 //! host and Vulkan devices below [`HOST_STAGED_BELOW_BYTES`] a shard, the Vulkan members staged
-//! through a host member, CUDA members too where [`host_stages_cuda`] says, as they are, through
-//! `cpu:0`, in a small group of Vulkan and CUDA devices alone).
+//! through a host member, CUDA members too where [`host_stages_cuda`] says; and so of a group
+//! of Vulkan and CUDA devices alone, staged through `cpu:0`).
 //!
 //! A realize whose targets are the parts of one call with its inputs in place issues the call
 //! directly, without the graph pass and the schedule (`exec/direct.rs`); that is why a call is
