@@ -4,9 +4,9 @@
 //! (`collectives_tests::staged::cuda_staged_as_measured`). Plans only: no device is touched.
 
 use collectives::collective::{HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES};
-use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan};
+use collectives::{CollectiveKind, DType, Device, DeviceGroup};
 
-use collectives_tests::staged::cuda_staged_as_measured;
+use collectives_tests::staged::{cuda_staged_as_measured, staged_call};
 
 use super::{CPU0, CUDA0, CUDA1, VK0};
 
@@ -19,14 +19,6 @@ const KINDS: [CollectiveKind; 6] = [
     CollectiveKind::Scatter,
     CollectiveKind::AllToAll,
 ];
-
-/// Whether `plan` is one host call staged through a host member (and no hop); panics on a plan
-/// that is half of each.
-fn staged(plan: &Plan) -> bool {
-    let calls = plan.kernels.iter().filter(|k| k.op.contains("staged through cpu:")).count();
-    assert!(calls <= 1 && (calls == 0 || plan.hops.is_empty() && plan.kernels.len() == 1), "{plan}");
-    calls == 1
-}
 
 #[test]
 fn small_collectives_with_a_cuda_member_are_staged_where_measured_faster() {
@@ -55,7 +47,8 @@ fn small_collectives_with_a_cuda_member_are_staged_where_measured_faster() {
                 let plan = g.plan(kind, [len], DType::F32).unwrap();
                 let expect = 4 * len < HOST_STAGED_BELOW_BYTES
                     && cuda_staged_as_measured(&devices, kind, 4 * len, devices[0]);
-                assert_eq!(staged(&plan), expect, "{devices:?} {kind:?} {len}: {plan}");
+                let ctx = format!("{devices:?} {kind:?} {len}");
+                assert_eq!(staged_call(&plan, &ctx), expect, "{ctx}: {plan}");
                 seen[expect as usize] = true;
             }
         }

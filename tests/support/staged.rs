@@ -42,23 +42,30 @@ fn shards(dtype: DType, vals: &[Vec<f64>], devices: &[Device]) -> Vec<Tensor> {
     vals.iter().zip(devices).map(|(v, &d)| tensor(dtype, v, [v.len()], d)).collect()
 }
 
-/// What a collective's plan must show: one host call staged through a host member, or no host
-/// call at all.
-pub fn check_plan(outs: &[Tensor], staged: bool, ctx: &str) {
-    let plan = Plan::of(outs);
+/// Whether `plan` is one host call with the members that are not host devices staged through a
+/// host device, and nothing else (no hop, no other kernel); `false` where it has no host call.
+/// Panics on a plan with a host call of any other shape.
+pub fn staged_call(plan: &Plan, ctx: &str) -> bool {
     let calls: Vec<&str> =
         plan.kernels.iter().map(|k| k.op.as_str()).filter(|op| op.contains("host")).collect();
-    match staged {
-        true => {
-            assert_eq!(calls.len(), 1, "{ctx}: one host call\n{plan}");
-            assert!(
-                calls[0].starts_with("collective host") && calls[0].contains("staged through cpu:"),
-                "{ctx}\n{plan}"
-            );
-            assert!(plan.hops.is_empty(), "{ctx}: the staging is the call's own\n{plan}");
-        }
-        false => assert!(calls.is_empty(), "{ctx}: through the graph\n{plan}"),
+    if calls.is_empty() {
+        return false;
     }
+    assert_eq!(calls.len(), 1, "{ctx}: one host call\n{plan}");
+    assert!(
+        calls[0].starts_with("collective host") && calls[0].contains("staged through cpu:"),
+        "{ctx}\n{plan}"
+    );
+    assert!(plan.hops.is_empty() && plan.kernels.len() == 1, "{ctx}: the staging is the call's own\n{plan}");
+    true
+}
+
+/// What a collective's plan must show: one host call staged through a host device
+/// ([`staged_call`]), or no host call at all.
+pub fn check_plan(outs: &[Tensor], staged: bool, ctx: &str) {
+    let plan = Plan::of(outs);
+    let what = if staged { "one staged host call" } else { "through the graph" };
+    assert_eq!(staged_call(&plan, ctx), staged, "{ctx}: {what}\n{plan}");
 }
 
 /// `want[i]` against output i, every element, and each on member i.
