@@ -449,10 +449,10 @@ fn collectives_of_one_form_report_the_star_whatever_the_setting() {
 /// The one-shot reduce_scatter of a group that is not one call: each member folds its part of
 /// every shard, so each other member's part crosses to it once (a CUDA ↔ Vulkan crossing as two
 /// copies through the host), where the star brings every shard to the hub and sends every other
-/// part back. Where the CUDA and the Vulkan device share a GPU (the GPU machine), the CUDA device
-/// folds the Vulkan member's part too and copies it over (`site`): two crossings more, still
-/// fewer than the star's. CUDA devices cut along a later dim (no contiguous parts, so no one
-/// call) fold their parts so too, each reading the other's slice in place.
+/// part back. The Vulkan member folds its own part wherever its GPU is: parts this small live in
+/// host memory, where the host folds them (`site`). CUDA devices cut along a later dim (no
+/// contiguous parts, so no one call) fold their parts so too, each reading the other's slice in
+/// place.
 #[test]
 fn a_one_shot_reduce_scatter_moves_each_part_once() {
     // Columns per unit: shards of 48 K bytes, past HOST_STAGED_BELOW_BYTES (smaller, the star
@@ -471,21 +471,14 @@ fn a_one_shot_reduce_scatter_moves_each_part_once() {
         (CUDA0, CPU0, 16 * K),
         (CUDA0, CPU0, 16 * K),
         (VK0, CPU0, 16 * K),
-    ];
-    let bridged = collectives_tests::device_bridged(CUDA0, VK0);
-    let (vk_fold, to_vk) = if bridged {
-        // Part 1 of the Vulkan and the host shard to the CUDA device, the fold back.
-        want.extend([(VK0, CPU0, 16 * K), (CPU0, CUDA0, 16 * K), (CPU0, CUDA0, 16 * K), (CPU0, VK0, 16 * K)]);
-        (CUDA0, 160 * K)
-    } else {
         // Part 1 of the CUDA and the host shard to the Vulkan device.
-        want.extend([(CPU0, VK0, 16 * K), (CPU0, VK0, 16 * K)]);
-        (VK0, 128 * K)
-    };
+        (CPU0, VK0, 16 * K),
+        (CPU0, VK0, 16 * K),
+    ];
     want.sort();
     assert_eq!(hops(&one), want, "{one}");
-    assert_eq!(folds(&one), [(CUDA0, 3, 16 * K), (vk_fold, 3, 16 * K), (CPU0, 3, 16 * K)], "{one}");
-    assert_eq!((star.bytes_moved(), one.bytes_moved()), (192 * K, to_vk), "{star}\n{one}");
+    assert_eq!(folds(&one), [(CUDA0, 3, 16 * K), (VK0, 3, 16 * K), (CPU0, 3, 16 * K)], "{one}");
+    assert_eq!((star.bytes_moved(), one.bytes_moved()), (192 * K, 128 * K), "{star}\n{one}");
     let g = DeviceGroup::new(vec![CUDA0, CUDA1]).unwrap().with_algorithm(Algorithm::OneShot);
     let cols: Vec<Tensor> =
         [CUDA0, CUDA1].map(|d| Tensor::from_vec(vec![1.5f32; 12], [3, 4], d).unwrap()).to_vec();
@@ -505,7 +498,8 @@ fn folds(plan: &Plan) -> Vec<(Device, usize, usize)> {
 /// all_to_all join, a Vulkan leader's gather and reduce, the Vulkan member's part of a one-shot
 /// all_gather, reduce_scatter or all_reduce — is computed by the CUDA device and copied over, so
 /// that no Vulkan kernel follows the call's CUDA work (on one GPU it waits about 340 µs for the
-/// GPU to switch APIs); a fold so at every size. Smaller joins, parts that leave the Vulkan
+/// GPU to switch APIs); the one-shot all_reduce's fold so at every size (the CUDA member folds
+/// anyway). Smaller joins and folds (the host's, in host memory), parts that leave the Vulkan
 /// device by a Vulkan copy, and elsewhere, are computed on the Vulkan device. Runs where both
 /// devices are present (the GPU machine).
 #[test]
@@ -538,16 +532,22 @@ fn a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu() {
             assert_eq!(computes_on(&plan, CUDA0), on_cuda, "{what}");
         }
     }
-    // A join below the device bridge's 256 KiB lives in host memory, where the Vulkan leader
-    // joins it without a kernel; a fold is a kernel, computed by CUDA at every size. (Shards at
-    // `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`: a smaller all_to_all of the pair is one host call.)
+    // Below the device bridge's 256 KiB tensors live in host memory, where the Vulkan leader
+    // joins them without a kernel and the host folds them; the one-shot all_reduce's fold is
+    // still CUDA's, whose member computes it anyway. (Shards at
+    // `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`: smaller, most of the pair's collectives are one host
+    // call.)
     let g = DeviceGroup::new(vec![VK0, CUDA0]).unwrap();
     let rows = HOST_STAGED_CUDA_PAIR_BELOW_BYTES / 16;
-    for (kind, on_vulkan) in
-        [(CollectiveKind::Gather, 1), (CollectiveKind::AllToAll, 1), (CollectiveKind::Reduce, 0)]
-    {
-        let plan = g.plan(kind, [rows, 4], DType::F32).unwrap();
-        assert_eq!(computes_on(&plan, VK0), on_vulkan, "{kind:?}: {plan}");
+    for (kind, algo, on_vulkan) in [
+        (CollectiveKind::Gather, Algorithm::Auto, 1),
+        (CollectiveKind::AllToAll, Algorithm::Auto, 1),
+        (CollectiveKind::Reduce, Algorithm::Auto, 1),
+        (CollectiveKind::ReduceScatter, Algorithm::OneShot, 1),
+        (CollectiveKind::AllReduce, Algorithm::OneShot, 0),
+    ] {
+        let plan = g.using(algo).plan(kind, [rows, 4], DType::F32).unwrap();
+        assert_eq!(computes_on(&plan, VK0), on_vulkan, "{kind:?} {algo}: {plan}");
     }
     // 256 KiB shards cut into 128 KiB parts: the Vulkan shard is in device memory and its part
     // too small for the device bridge, so it leaves by a Vulkan copy; the Vulkan member's join

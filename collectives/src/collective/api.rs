@@ -12,7 +12,10 @@ impl DeviceGroup {
     /// The shards folded with `op` onto the leader (NCCL's `reduce` with the leader as root). Takes
     /// one to `size()` shards, shard i on device i; all of one shape and dtype. A Vulkan leader
     /// sharing its GPU with a CUDA member that holds a shard has that CUDA device fold them and
-    /// copy the result over, at every size (see [`DeviceGroup::all_to_all`]).
+    /// copy the result over, from 256 KiB shards (see [`DeviceGroup::all_to_all`]); smaller
+    /// shards live in host memory, where the host folds them once the CUDA shards are downloaded
+    /// (while the fold moves fewer than
+    /// [`VULKAN_HOST_KERNEL_BYTES`](crate::VULKAN_HOST_KERNEL_BYTES) in all).
     pub fn reduce(&self, shards: &[Tensor], op: ReduceOp) -> Result<Tensor> {
         self.check_shards("reduce", shards, Count::UpToAll, Shapes::Equal)?;
         op.check("reduce", shards[0].dtype())?;
@@ -247,7 +250,8 @@ impl DeviceGroup {
     /// member's parts (from 256 KiB joined, and parts of 256 KiB or more: a smaller part of a
     /// Vulkan shard in device memory leaves it by a Vulkan copy) and copies the result over: on
     /// one GPU a Vulkan submission after CUDA work waits for the GPU to switch APIs (about
-    /// 320 µs; a Vulkan leader's `gather` and `reduce` are computed so too).
+    /// 320 µs; a Vulkan leader's `gather` from 256 KiB joined and `reduce` from 256 KiB shards
+    /// are computed so too).
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";

@@ -22,8 +22,12 @@ pub(crate) fn reduce_to(hops: &mut Hops, shards: &[Tensor], op: ReduceOp, root: 
 /// What [`site`] is asked to place.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Work {
-    /// A fold of the inputs (a reduce).
+    /// A fold of the inputs for the device it is bound for alone (a reduce, a one-shot
+    /// reduce_scatter's part, the star's fold on its hub).
     Fold,
+    /// A fold that every member computes for itself (the one-shot all_reduce's): where another
+    /// member computes it, the device it is bound for takes a copy.
+    SharedFold,
     /// A join of the inputs, of this many bytes in all.
     Join(usize),
 }
@@ -32,6 +36,29 @@ impl Work {
     /// The join of `parts`.
     pub(crate) fn join_of(parts: &[Tensor]) -> Work {
         Work::Join(parts.iter().map(Tensor::nbytes).sum())
+    }
+
+    /// Whether a Vulkan device does this work over `inputs` in host memory, with no submission:
+    /// a join of less than [`DEVICE_MIN_BYTES`], or a fold of inputs each under it (they and the
+    /// result live in host memory) that the host computes (`backend/vulkan/on_host.rs`).
+    fn in_host_memory(self, inputs: &[Tensor]) -> bool {
+        let each = inputs.iter().map(Tensor::nbytes).max().unwrap_or(0);
+        match self {
+            Work::Join(bytes) => bytes < DEVICE_MIN_BYTES,
+            Work::Fold => each < DEVICE_MIN_BYTES && folds_on_host(each, (inputs.len() + 1) * each),
+            Work::SharedFold => false,
+        }
+    }
+}
+
+/// Whether the host computes a Vulkan fold of tensors of at most `each` bytes moving `bytes`.
+fn folds_on_host(each: usize, bytes: usize) -> bool {
+    #[cfg(feature = "vulkan")]
+    return crate::backend::vulkan::kernel_on_host(each, bytes);
+    #[cfg(not(feature = "vulkan"))]
+    {
+        let _ = (each, bytes);
+        false
     }
 }
 
@@ -43,23 +70,28 @@ impl Work {
 /// 337–362 µs, the move alone 10 and the add alone 21: H100,
 /// `bench/gpu/35-one-shot-reduce-scatter`, run a's probe). Moved so on an H200
 /// (`bench/gpu/36-cuda-computes-for-vulkan`, run a): the all_to_all of `cuda:0,vulkan:0` 55.3 µs
-/// at 1 MiB (355.5 before), a Vulkan leader's gather 40.6 (375.7) and reduce 45.3 (381.2). Two
+/// at 1 MiB (355.5 before), a Vulkan leader's gather 40.6 (375.7) and reduce 45.3 (381.2). These
 /// exceptions keep the work on `to`:
-/// - a join of less than [`DEVICE_MIN_BYTES`]: its inputs and result live in host memory, which
+/// - work the Vulkan device does in host memory, with no submission ([`Work::in_host_memory`]).
+///   A join of less than [`DEVICE_MIN_BYTES`]: its inputs and result live in host memory, which
 ///   the Vulkan device joins without a kernel (a Vulkan leader's gather at 4 KiB 14.2 µs, 34.5
-///   computed by CUDA). A fold there was a Vulkan kernel when measured, so it moves at every
-///   size (the same run's reduce at 4 KiB 24.3 µs on CUDA, 45.1 on Vulkan; on an H100,
-///   `bench/gpu/37-small-sites`, the one-shot all_reduce whose Vulkan member folded for itself
-///   360–460 µs from 4 to 128 KiB, the star's CUDA fold copied over 20–57). A small fold of
-///   tensors in host memory is now the host's (`backend/vulkan/on_host.rs`), once the CUDA
-///   input is downloaded; that is not yet measured against the CUDA fold;
+///   computed by CUDA). A fold for `to` alone of inputs under that size, which the host computes
+///   once the CUDA input is downloaded (`backend/vulkan/on_host.rs`); on an H100
+///   (`bench/gpu/48-host-time`, run c, three rounds, µs, computed by CUDA → on `to`): the reduce
+///   of `vulkan:0,cuda:0` 20.0–25.8 → 13.5–18.5 at 4 KiB, 32.9–42.8 → 23.6–31.0 at 64 KiB,
+///   72.6–102.5 → 51.1–75.3 at 240 KiB; of `vulkan:0,cpu:0,cuda:0` 25.0–30.3 → 19.3–22.4 at
+///   4 KiB; the one-shot reduce_scatter of `vulkan:0,cuda:0` 48.7–51.6 → 32.3–40.7 at 4 KiB,
+///   84.0–89.6 → 61.8–65.3 at 192 KiB. (When these folds moved, a Vulkan fold was a Vulkan
+///   kernel: the reduce at 4 KiB 24.3 µs on CUDA, 45.1 on Vulkan, run 36.) A fold that every
+///   member computes ([`Work::SharedFold`], the one-shot all_reduce's) moves at every size: the
+///   CUDA member folds anyway, and the Vulkan member's own fold lost (run b: `cuda:0,vulkan:0`
+///   at 4 KiB 23.6–25.6 copied → 34.7–35.9 its own);
 /// - an input on `to` that leaves it by a Vulkan submission ([`copied_out_by_vulkan`]): the
 ///   CUDA work would follow it (the all_to_all of `cuda:0,vulkan:0` at 256 KiB, whose 128 KiB
 ///   parts are so, took 695–764 µs computed by CUDA and 360–420 by Vulkan, run 37).
 pub(crate) fn site(to: Device, inputs: &[Tensor], work: Work) -> Device {
-    let small_join = matches!(work, Work::Join(bytes) if bytes < DEVICE_MIN_BYTES);
     let submits = |x: &Tensor| x.device() == to && copied_out_by_vulkan(x);
-    if !matches!(to, Device::Vulkan(_)) || small_join || inputs.iter().any(submits) {
+    if !matches!(to, Device::Vulkan(_)) || work.in_host_memory(inputs) || inputs.iter().any(submits) {
         return to;
     }
     let cuda = |d: &Device| matches!(d, Device::Cuda(_)) && crate::backend::staged::will_share_gpu(*d, to);
@@ -100,7 +132,7 @@ pub(crate) fn all_reduce_in_place(
         folds.push(t.clone());
         Ok(t)
     };
-    devices.iter().map(|&d| Ok(hops.hop(&fold_on(site(d, shards, Work::Fold))?, d))).collect()
+    devices.iter().map(|&d| Ok(hops.hop(&fold_on(site(d, shards, Work::SharedFold))?, d))).collect()
 }
 
 /// `t` hopped from its device to each of `devices`.
@@ -210,9 +242,24 @@ mod tests {
         assert!(copied_out_by_vulkan(&big.narrow(0, 0, AT / 4 - 1).unwrap()));
     }
 
+    /// A fold for one device alone of tensors under `DEVICE_MIN_BYTES` is done in host memory
+    /// (with the default bounds), not one past the host's kernel bound (4 MiB moved), nor one
+    /// that every member computes, nor one of larger tensors.
+    #[test]
+    fn a_small_fold_for_one_device_is_done_in_host_memory() {
+        let small = [tensor(AT - 4, Device::Cuda(0)), tensor(AT - 4, VK)];
+        let defaults = [crate::VULKAN_HOST_ENV, crate::VULKAN_HOST_KERNEL_ENV]
+            .iter()
+            .all(|k| std::env::var_os(k).is_none());
+        assert_eq!(Work::Fold.in_host_memory(&small), defaults);
+        assert!(!Work::SharedFold.in_host_memory(&small));
+        assert!(!Work::Fold.in_host_memory(&[tensor(AT, Device::Cuda(0)), tensor(AT, VK)]));
+        assert!(!Work::Fold.in_host_memory(&vec![tensor(AT - 4, VK); 16]), "17 × (256 KiB − 4) moved");
+    }
+
     /// Whatever the machine has, `site` keeps on its device work bound for a device that is not
-    /// Vulkan, a join under `DEVICE_MIN_BYTES`, and work one of whose inputs on that Vulkan
-    /// device leaves it by a Vulkan copy.
+    /// Vulkan, a join under `DEVICE_MIN_BYTES`, a fold for that device alone of inputs under it,
+    /// and work one of whose inputs on that Vulkan device leaves it by a Vulkan copy.
     #[test]
     fn site_keeps_what_must_stay() {
         let cuda = tensor(AT, Device::Cuda(0));
@@ -222,6 +269,8 @@ mod tests {
             Device::Cpu(0)
         );
         assert_eq!(site(VK, &[cuda.clone(), tensor(4096, VK)], Work::Join(AT - 1)), VK);
+        let small = [tensor(AT - 4, Device::Cuda(0)), tensor(AT - 4, VK)];
+        assert_eq!(site(VK, &small, Work::Fold), VK);
         assert_eq!(site(VK, &[cuda.clone(), part.clone()], Work::Fold), VK);
         assert_eq!(site(VK, &[part, cuda], Work::Join(AT)), VK);
     }

@@ -85,7 +85,7 @@ fn spin_budget() -> Duration {
 
 /// The bound below which tensor buffers live in host memory: [`VULKAN_HOST_ENV`] or
 /// [`VULKAN_HOST_BELOW_BYTES`].
-fn host_below() -> u64 {
+pub(super) fn host_below() -> u64 {
     crate::knob::var(VULKAN_HOST_ENV, "a byte count (0 keeps every tensor in device memory)", |_: &u64| true)
         .unwrap_or(VULKAN_HOST_BELOW_BYTES)
 }

@@ -93,6 +93,14 @@ pub(crate) fn unavailable_reason() -> Option<String> {
     instance::get().err().map(str::to_string)
 }
 
+/// Whether the host runs an elementwise kernel over tensors of at most `each` bytes that moves
+/// `bytes` (inputs and output together): tensors that small live in host memory (under
+/// [`VULKAN_HOST_ENV`]'s bound) and the kernel is under [`VULKAN_HOST_KERNEL_ENV`]'s
+/// ([`on_host`]).
+pub(crate) fn kernel_on_host(each: usize, bytes: usize) -> bool {
+    (each as u64) < device::host_below() && (bytes as u64) < on_host::host_kernel_below()
+}
+
 /// One Vulkan device.
 pub(crate) struct VulkanBackend {
     gpu: Arc<Gpu>,
