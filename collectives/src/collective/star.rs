@@ -90,12 +90,16 @@ fn folds_on_host(each: usize, bytes: usize) -> bool {
 ///   CUDA work would follow it (the all_to_all of `cuda:0,vulkan:0` at 256 KiB, whose 128 KiB
 ///   parts are so, took 695–764 µs computed by CUDA and 360–420 by Vulkan, run 37).
 pub(crate) fn site(to: Device, inputs: &[Tensor], work: Work) -> Device {
-    let submits = |x: &Tensor| x.device() == to && copied_out_by_vulkan(x);
-    if !matches!(to, Device::Vulkan(_)) || work.in_host_memory(inputs) || inputs.iter().any(submits) {
+    if !matches!(to, Device::Vulkan(_)) {
         return to;
     }
     let cuda = |d: &Device| matches!(d, Device::Cuda(_)) && crate::backend::staged::will_share_gpu(*d, to);
-    inputs.iter().map(Tensor::device).find(cuda).unwrap_or(to)
+    let Some(at) = inputs.iter().map(Tensor::device).find(cuda) else { return to };
+    let submits = |x: &Tensor| x.device() == to && copied_out_by_vulkan(x);
+    match work.in_host_memory(inputs) || inputs.iter().any(submits) {
+        true => to,
+        false => at,
+    }
 }
 
 /// Whether Vulkan tensor `x` reaches a CUDA device of its GPU by a Vulkan submission: a part
