@@ -8,7 +8,7 @@
 
 use collectives::{Algorithm, DType, Device, DeviceGroup, Error, Tensor, available_devices};
 use collectives_tests::collective::{DTYPES, Shards, all_ops, check_exact, check_reduced, range_for};
-use collectives_tests::{Range, cuda_required, fresh_seed, rng, vulkan_required};
+use collectives_tests::{Range, cuda_required, fresh_seed, ref_concat, ref_slice, rng, vulkan_required};
 use rand::rngs::StdRng;
 
 const CUDA0: Device = Device::Cuda(0);
@@ -292,6 +292,53 @@ fn cuda_groups_of_every_size() {
 fn cuda_and_vulkan() {
     every_collective("cuda:0+vulkan:0", &[CUDA0, VK0], &NATIVE);
     every_collective("vulkan:0+cuda:0", &[VK0, CUDA0], &NATIVE);
+}
+
+/// Shards of at least the device bridge's 256 KiB cut into smaller parts, a CUDA and a Vulkan
+/// device either leading: a contiguous part of the Vulkan shard (in device memory) crosses to
+/// the CUDA device by the bridge, read in place, and the Vulkan member's join (all_to_all along
+/// dim 0) or fold (the one-shot reduce_scatter) is CUDA's; a strided part (all_to_all along
+/// dim 1) is cut out on the Vulkan device. Every element against the f64 reference, every op
+/// of the fold, the inputs untouched.
+#[test]
+fn parts_of_vulkan_shards_in_device_memory() {
+    for (name, devices) in [("cuda:0+vulkan:0", [CUDA0, VK0]), ("vulkan:0+cuda:0", [VK0, CUDA0])] {
+        if !present(name, &devices) {
+            continue;
+        }
+        let seed = fresh_seed();
+        let mut r = rng(seed);
+        let g = DeviceGroup::new(devices.to_vec()).unwrap();
+        for dtype in [DType::F32, DType::BF16, DType::I32] {
+            // Two rows of an even `cols`: a shard of 256 KiB or a little more, parts of half.
+            let cols = (collectives::exec::DEVICE_MIN_BYTES / dtype.size()).div_ceil(4) * 2 + 6;
+            let ctx = format!("{name} seed {seed} {dtype} [2, {cols}]");
+            let s = Shards::even(dtype, &[2, cols], &devices, Range::General, &mut r);
+            for (dim, dims) in [(0, [1, cols]), (1, [2, cols / 2])] {
+                let out = g.all_to_all(&s.tensors, dim).expect(&ctx);
+                for (j, (t, &d)) in out.iter().zip(&devices).enumerate() {
+                    let parts: Vec<Vec<f64>> = s
+                        .vals
+                        .iter()
+                        .map(|v| ref_slice(v, &[2, cols], dim, j * dims[dim], dims[dim]))
+                        .collect();
+                    let parts: Vec<(&[f64], &[usize])> = parts.iter().map(|p| (&p[..], &dims[..])).collect();
+                    let want = ref_concat(&parts, dim);
+                    check_exact(t, d, &[2, cols], &want, &format!("{ctx} all_to_all along {dim}"));
+                }
+            }
+            for op in all_ops(dtype, &mut r) {
+                let s = Shards::even(dtype, &[2, cols], &devices, range_for(op), &mut r);
+                let parts = g.using(Algorithm::OneShot).reduce_scatter(&s.tensors, op, 0).expect(&ctx);
+                for (i, (t, &d)) in parts.iter().zip(&devices).enumerate() {
+                    let rows: Vec<&[f64]> = s.vals.iter().map(|v| &v[i * cols..(i + 1) * cols]).collect();
+                    check_reduced(t, d, op, &rows, &format!("{ctx} {op} one-shot reduce_scatter part {i}"));
+                }
+                s.assert_untouched(&ctx);
+            }
+            s.assert_untouched(&ctx);
+        }
+    }
 }
 
 #[test]

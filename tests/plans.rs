@@ -499,9 +499,10 @@ fn folds(plan: &Plan) -> Vec<(Device, usize, usize)> {
 /// all_gather, reduce_scatter or all_reduce — is computed by the CUDA device and copied over, so
 /// that no Vulkan kernel follows the call's CUDA work (on one GPU it waits about 340 µs for the
 /// GPU to switch APIs); the one-shot all_reduce's fold so at every size (the CUDA member folds
-/// anyway). Smaller joins and folds (the host's, in host memory), parts that leave the Vulkan
-/// device by a Vulkan copy, and elsewhere, are computed on the Vulkan device. Runs where both
-/// devices are present (the GPU machine).
+/// anyway); so too a result from contiguous parts of a Vulkan tensor in device memory, which the
+/// bridge reads in place. Smaller joins and folds (the host's, in host memory), strided parts
+/// of one (cut out by a Vulkan kernel), and elsewhere, are computed on the Vulkan device. Runs
+/// where both devices are present (the GPU machine).
 #[test]
 fn a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu() {
     if !collectives_tests::device_bridged(CUDA0, VK0) {
@@ -549,13 +550,17 @@ fn a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu() {
         let plan = g.using(algo).plan(kind, [rows, 4], DType::F32).unwrap();
         assert_eq!(computes_on(&plan, VK0), on_vulkan, "{kind:?} {algo}: {plan}");
     }
-    // 256 KiB shards cut into 128 KiB parts: the Vulkan shard is in device memory and its part
-    // too small for the device bridge, so it leaves by a Vulkan copy; the Vulkan member's join
-    // and fold stay on the Vulkan device, not after the CUDA work.
+    // 256 KiB shards cut into 128 KiB parts: the Vulkan shard is in device memory, and a
+    // contiguous part of it the device bridge reads in place, so the Vulkan member's join and
+    // fold are CUDA's; a strided part (cut along dim 1) a Vulkan kernel cuts out, so the join of
+    // the parts stays on the Vulkan device, not after the CUDA work.
     for (kind, algo) in
         [(CollectiveKind::AllToAll, Algorithm::Auto), (CollectiveKind::ReduceScatter, Algorithm::OneShot)]
     {
         let plan = g.using(algo).plan(kind, [16 << 10, 4], DType::F32).unwrap();
-        assert_eq!(computes_on(&plan, VK0), 1, "{kind:?}: {plan}");
+        assert_eq!(computes_on(&plan, VK0), 0, "{kind:?}: {plan}");
     }
+    let shards = [VK0, CUDA0].map(|d| Tensor::from_vec(vec![1.0f32; 64 << 10], [16 << 10, 4], d).unwrap());
+    let strided = Plan::of(&g.all_to_all(&shards, 1).unwrap());
+    assert_eq!(computes_on(&strided, VK0), 1, "all_to_all along dim 1: {strided}");
 }

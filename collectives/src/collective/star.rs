@@ -4,6 +4,7 @@ use super::ReduceOp;
 use crate::backend::chain::DEVICE_MIN_BYTES;
 use crate::device::Device;
 use crate::error::Result;
+use crate::exec::views_vulkan_device_memory;
 use crate::graph::{Op, Tensor};
 use crate::route::Hops;
 
@@ -39,9 +40,13 @@ impl Work {
     }
 
     /// Whether a Vulkan device does this work over `inputs` in host memory, with no submission:
-    /// a join of less than [`DEVICE_MIN_BYTES`], or a fold of inputs each under it (they and the
-    /// result live in host memory) that the host computes (`backend/vulkan/on_host.rs`).
+    /// none of them in its device memory ([`in_vulkan_device_memory`]), and a join of less than
+    /// [`DEVICE_MIN_BYTES`], or a fold of inputs each under it (they and the result live in host
+    /// memory) that the host computes (`backend/vulkan/on_host.rs`).
     fn in_host_memory(self, inputs: &[Tensor]) -> bool {
+        if inputs.iter().any(in_vulkan_device_memory) {
+            return false;
+        }
         let each = inputs.iter().map(Tensor::nbytes).max().unwrap_or(0);
         match self {
             Work::Join(bytes) => bytes < DEVICE_MIN_BYTES,
@@ -86,9 +91,11 @@ fn folds_on_host(each: usize, bytes: usize) -> bool {
 ///   member computes ([`Work::SharedFold`], the one-shot all_reduce's) moves at every size: the
 ///   CUDA member folds anyway, and the Vulkan member's own fold lost (run b: `cuda:0,vulkan:0`
 ///   at 4 KiB 23.6–25.6 copied → 34.7–35.9 its own);
-/// - an input on `to` that leaves it by a Vulkan submission ([`copied_out_by_vulkan`]): the
-///   CUDA work would follow it (the all_to_all of `cuda:0,vulkan:0` at 256 KiB, whose 128 KiB
-///   parts are so, took 695–764 µs computed by CUDA and 360–420 by Vulkan, run 37).
+/// - an input on `to` that leaves it by a Vulkan submission ([`copied_out_by_vulkan`], a strided
+///   part under [`DEVICE_MIN_BYTES`] of a tensor in device memory): the CUDA work would follow
+///   it. A contiguous part of one the device bridge reads in place, and work over it moves (the
+///   all_to_all of `cuda:0,vulkan:0` at 256 KiB, whose 128 KiB parts are so, took 695–764 µs
+///   computed by CUDA and 360–420 by Vulkan in run 37, when such a part left by a Vulkan copy).
 pub(crate) fn site(to: Device, inputs: &[Tensor], work: Work) -> Device {
     if !matches!(to, Device::Vulkan(_)) {
         return to;
@@ -102,18 +109,24 @@ pub(crate) fn site(to: Device, inputs: &[Tensor], work: Work) -> Device {
     }
 }
 
-/// Whether Vulkan tensor `x` reaches a CUDA device of its GPU by a Vulkan submission: a part
-/// (slice) of less than [`DEVICE_MIN_BYTES`] of a tensor of at least that size. The whole is in
-/// the Vulkan device's memory (the Vulkan backend gives tensors of that size memory of their
-/// own, which the CUDA device reads), the part is too small for the device bridge, so it is
-/// copied out to the host by the Vulkan device. A smaller whole lives in host memory, which the
-/// host reads without a submission.
+/// Whether Vulkan tensor `x` reaches a CUDA device of its GPU by a Vulkan submission: a part of
+/// less than [`DEVICE_MIN_BYTES`] of a tensor in the device's memory ([`in_vulkan_device_memory`])
+/// that is not a view of it, so a Vulkan kernel cuts it out. A view (a contiguous part) the device
+/// bridge reads in place, however small ([`views_vulkan_device_memory`]); a part of that size or
+/// more it moves; a smaller whole lives in host memory, which the host reads without a submission.
 fn copied_out_by_vulkan(x: &Tensor) -> bool {
+    x.nbytes() < DEVICE_MIN_BYTES && in_vulkan_device_memory(x) && !views_vulkan_device_memory(x)
+}
+
+/// Whether Vulkan tensor `x` is, or is a part of (through slices and reshapes), a tensor of at
+/// least [`DEVICE_MIN_BYTES`]: the Vulkan backend gives a tensor that size memory of its own on
+/// the device (which the CUDA device of its GPU reads), where the host does not read it.
+fn in_vulkan_device_memory(x: &Tensor) -> bool {
     let mut whole = x;
     while let (Op::Slice { .. } | Op::Reshape, [of]) = (whole.op(), whole.inputs()) {
         whole = of;
     }
-    x.nbytes() < DEVICE_MIN_BYTES && whole.nbytes() >= DEVICE_MIN_BYTES
+    matches!(x.device(), Device::Vulkan(_)) && whole.nbytes() >= DEVICE_MIN_BYTES
 }
 
 /// The one-shot all_reduce: every device folds every shard itself, read in place (the graph pass
@@ -228,27 +241,30 @@ mod tests {
         Tensor::placeholder(Shape::from(vec![bytes / 4]), DType::F32, device)
     }
 
-    /// A part under `DEVICE_MIN_BYTES` of a whole of at least that size leaves by a Vulkan copy,
-    /// through reshapes too; the whole itself, a part of a smaller whole and a part of that size
-    /// do not.
+    /// A strided part under `DEVICE_MIN_BYTES` of a whole of at least that size (cut out by a
+    /// Vulkan kernel) leaves by a Vulkan copy, through reshapes too; a contiguous part (a view,
+    /// which the device bridge reads in place), the whole itself, a part of a smaller whole and a
+    /// part of that size do not.
     #[test]
-    fn only_a_small_part_of_a_large_vulkan_tensor_is_copied_out_by_vulkan() {
+    fn only_a_small_strided_part_of_a_large_vulkan_tensor_is_copied_out_by_vulkan() {
         let whole = tensor(AT, VK);
         assert!(!copied_out_by_vulkan(&whole));
-        assert!(copied_out_by_vulkan(&whole.narrow(0, 0, AT / 8).unwrap()), "half of it");
-        let row = whole.reshape([2, AT / 8]).unwrap().narrow(0, 1, 1).unwrap();
-        assert!(copied_out_by_vulkan(&row), "a row of it reshaped");
-        assert!(copied_out_by_vulkan(&row.flatten().unwrap()), "that row flattened");
-        let small = tensor(AT - 16, VK);
-        assert!(!copied_out_by_vulkan(&small.narrow(0, 0, 4).unwrap()), "a part of a whole in host memory");
-        let big = tensor(AT * 4, VK);
-        assert!(!copied_out_by_vulkan(&big.narrow(0, 0, AT / 4).unwrap()), "a part the bridge moves");
-        assert!(copied_out_by_vulkan(&big.narrow(0, 0, AT / 4 - 1).unwrap()));
+        assert!(!copied_out_by_vulkan(&whole.narrow(0, 0, AT / 8).unwrap()), "half of it, a view");
+        let rows = whole.reshape([2, AT / 8]).unwrap();
+        assert!(!copied_out_by_vulkan(&rows.narrow(0, 1, 1).unwrap().flatten().unwrap()), "a row");
+        let columns = rows.narrow(1, 0, AT / 16).unwrap();
+        assert!(copied_out_by_vulkan(&columns), "half of each row: strided");
+        assert!(copied_out_by_vulkan(&columns.flatten().unwrap()), "that part flattened");
+        let small = tensor(AT - 16, VK).reshape([2, (AT - 16) / 8]).unwrap();
+        assert!(!copied_out_by_vulkan(&small.narrow(1, 0, 4).unwrap()), "a part of a whole in host memory");
+        let big = tensor(AT * 4, VK).reshape([2, AT / 2]).unwrap();
+        assert!(!copied_out_by_vulkan(&big.narrow(1, 0, AT / 8).unwrap()), "a part the bridge moves");
+        assert!(copied_out_by_vulkan(&big.narrow(1, 0, AT / 8 - 1).unwrap()));
     }
 
     /// A fold for one device alone of tensors under `DEVICE_MIN_BYTES` is done in host memory
     /// (with the default bounds), not one past the host's kernel bound (4 MiB moved), nor one
-    /// that every member computes, nor one of larger tensors.
+    /// that every member computes, nor one of larger tensors or of a part of one.
     #[test]
     fn a_small_fold_for_one_device_is_done_in_host_memory() {
         let small = [tensor(AT - 4, Device::Cuda(0)), tensor(AT - 4, VK)];
@@ -259,6 +275,9 @@ mod tests {
         assert!(!Work::SharedFold.in_host_memory(&small));
         assert!(!Work::Fold.in_host_memory(&[tensor(AT, Device::Cuda(0)), tensor(AT, VK)]));
         assert!(!Work::Fold.in_host_memory(&vec![tensor(AT - 4, VK); 16]), "17 × (256 KiB − 4) moved");
+        let part = tensor(AT, VK).narrow(0, 0, AT / 8).unwrap();
+        let cuda = tensor(AT / 2, Device::Cuda(0));
+        assert!(!Work::Fold.in_host_memory(&[cuda, part]), "a part of a tensor in device memory");
     }
 
     /// Whatever the machine has, `site` keeps on its device work bound for a device that is not
@@ -267,7 +286,7 @@ mod tests {
     #[test]
     fn site_keeps_what_must_stay() {
         let cuda = tensor(AT, Device::Cuda(0));
-        let part = tensor(AT, VK).narrow(0, 0, AT / 8).unwrap();
+        let part = tensor(AT, VK).reshape([2, AT / 8]).unwrap().narrow(1, 0, AT / 16).unwrap();
         assert_eq!(
             site(Device::Cpu(0), &[cuda.clone(), tensor(AT, Device::Cpu(0))], Work::Fold),
             Device::Cpu(0)

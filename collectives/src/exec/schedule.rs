@@ -4,6 +4,7 @@ use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::backend::Buffer;
+use crate::backend::chain::DEVICE_MIN_BYTES;
 use crate::device::Device;
 use crate::graph::{Op, Tensor};
 
@@ -252,6 +253,10 @@ impl Schedule {
 /// Fuses each CUDA → host → Vulkan (or Vulkan → host → CUDA) pair of copies of at least
 /// `min_bytes(from, to)` whose host intermediate nobody else needs (see [`super::staged`]): the host hop is
 /// fused away, and the second hop reads the chain's source (its copy crosses the whole chain).
+/// Where that bound is the device bridge's ([`DEVICE_MIN_BYTES`]), a smaller chain fuses too when
+/// its source is a view of a larger Vulkan tensor ([`views_vulkan_device_memory`]): the bridge
+/// reads the part in place, where its host hop would be a Vulkan copy, a submission that waits
+/// for the GPU to switch APIs after CUDA work.
 ///
 /// Where the pair is one GPU (`one_gpu`: the device bridge) and the host intermediate is needed
 /// too (a realize target, another reader), the second hop still reads the chain's source, beside
@@ -295,7 +300,9 @@ fn staged_host_hop(
     if !(from.needs_staging(to) && via.is_host()) {
         return None;
     }
-    if second.tensor.nbytes() < min_bytes(from, to) {
+    let min = min_bytes(from, to);
+    let in_place = min <= DEVICE_MIN_BYTES && views_vulkan_device_memory(&steps[src].tensor);
+    if second.tensor.nbytes() < min && !in_place {
         return None;
     }
     let alone = !host.keep && host.consumers == 1;
@@ -366,6 +373,21 @@ fn fuse_host_fanout(steps: &mut [Step]) {
 /// contiguous range (`backend/view.rs`).
 pub(super) fn runs_as_view(t: &Tensor) -> bool {
     matches!(t.inputs(), [of] if super::step::range_of(of, t).is_some())
+}
+
+/// Whether Vulkan node `t` is a view — contiguous slices and reshapes — of a tensor of at least
+/// [`DEVICE_MIN_BYTES`]: its data lies in that tensor's buffer, which on an NVIDIA GPU that CUDA
+/// shares is memory of its own that the device bridge reads in place (`backend/staged/direct.rs`).
+pub(crate) fn views_vulkan_device_memory(t: &Tensor) -> bool {
+    let mut whole = t;
+    loop {
+        match (whole.op(), whole.inputs()) {
+            (Op::Reshape, [of]) => whole = of,
+            (Op::Slice { .. }, [of]) if runs_as_view(whole) => whole = of,
+            _ => break,
+        }
+    }
+    matches!(t.device(), Device::Vulkan(_)) && !whole.same_node(t) && whole.nbytes() >= DEVICE_MIN_BYTES
 }
 
 /// The action of node `t`, to run (`take`: a move whose source nothing else holds).
