@@ -58,9 +58,10 @@ pub enum StagedTransport {
     },
     /// Through the GPU's own memory: the two devices are one GPU (same UUID), so no byte
     /// crosses PCIe. A tensor whose Vulkan buffer has memory of its own (at least 256 KiB on an
-    /// NVIDIA GPU) moves by one CUDA copy into or out of it; any other chunk by chunk through a
-    /// ring of the Vulkan device's memory exported to CUDA, of this shape. Chains of at least
-    /// [`DEVICE_MIN_BYTES`] are fused; [`BRIDGE_ENV`] `=host` turns the bridge off.
+    /// NVIDIA GPU) moves by one CUDA copy into or out of it (a contiguous part of one, however
+    /// small, read in place); any other chunk by chunk through a ring of the Vulkan device's
+    /// memory exported to CUDA, of this shape. Chains of at least [`DEVICE_MIN_BYTES`] are
+    /// fused, and smaller ones of such parts; [`BRIDGE_ENV`] `=host` turns the bridge off.
     Device {
         /// Bytes per chunk ([`STAGED_CHUNK_ENV`]).
         chunk_bytes: usize,

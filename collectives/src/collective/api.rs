@@ -247,11 +247,11 @@ impl DeviceGroup {
     /// device alone, below
     /// [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`](super::HOST_STAGED_CUDA_PAIR_BELOW_BYTES)). Where a
     /// Vulkan member shares its GPU with a CUDA member, that CUDA device joins the Vulkan
-    /// member's parts (from 256 KiB joined, and parts of 256 KiB or more: a smaller part of a
-    /// Vulkan shard in device memory leaves it by a Vulkan copy) and copies the result over: on
-    /// one GPU a Vulkan submission after CUDA work waits for the GPU to switch APIs (about
-    /// 320 µs; a Vulkan leader's `gather` from 256 KiB joined and `reduce` from 256 KiB shards
-    /// are computed so too).
+    /// member's parts (from 256 KiB joined, the device bridge reading a Vulkan shard's parts in
+    /// place; but where they are strided, cut along a later dim out of a shard in device memory
+    /// by a Vulkan kernel) and copies the result over: on one GPU a Vulkan submission after CUDA
+    /// work waits for the GPU to switch APIs (about 320 µs; a Vulkan leader's `gather` from
+    /// 256 KiB joined and `reduce` from 256 KiB shards are computed so too).
     pub fn all_to_all(&self, shards: &[Tensor], dim: usize) -> Result<Vec<Tensor>> {
         self.check_shards("all_to_all", shards, Count::All, Shapes::Equal)?;
         let hint = "pad the dimension to a multiple of the group size";

@@ -39,8 +39,9 @@ pub(crate) const UNDECIDED_BRIDGE: &str = "decided at the first move between the
 
 /// One CUDA ↔ Vulkan move the plan makes: its two copies through the host are among the plan's
 /// hops. Where both devices are one GPU, the move has at least
-/// [`DEVICE_MIN_BYTES`](crate::exec::DEVICE_MIN_BYTES) and nothing else reads its host copy, the
-/// two run as one copy through the GPU's memory instead (see [`crate::exec::StagedTransport`]).
+/// [`DEVICE_MIN_BYTES`](crate::exec::DEVICE_MIN_BYTES) (or is a contiguous part of a Vulkan
+/// tensor that size) and nothing else reads its host copy, the two run as one copy through the
+/// GPU's memory instead (see [`crate::exec::StagedTransport`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlannedBridge {
     /// The CUDA or Vulkan device the data leaves.

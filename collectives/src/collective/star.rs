@@ -93,9 +93,13 @@ fn folds_on_host(each: usize, bytes: usize) -> bool {
 ///   at 4 KiB 23.6–25.6 copied → 34.7–35.9 its own);
 /// - an input on `to` that leaves it by a Vulkan submission ([`copied_out_by_vulkan`], a strided
 ///   part under [`DEVICE_MIN_BYTES`] of a tensor in device memory): the CUDA work would follow
-///   it. A contiguous part of one the device bridge reads in place, and work over it moves (the
-///   all_to_all of `cuda:0,vulkan:0` at 256 KiB, whose 128 KiB parts are so, took 695–764 µs
-///   computed by CUDA and 360–420 by Vulkan in run 37, when such a part left by a Vulkan copy).
+///   it. A contiguous part of one the device bridge reads in place (`exec/schedule.rs`), and work
+///   over it moves. While such parts left by a Vulkan copy, the all_to_all of `cuda:0,vulkan:0`
+///   at 256 KiB (128 KiB parts) took 695–764 µs computed by CUDA and 360–420 by Vulkan (run
+///   37); with the bridge reading them (`bench/gpu/48-host-time`, run e, H200, two rounds, µs):
+///   the all_to_all of both orders 395.5–414.3 → 52.2–67.0 at 256 KiB, 406.2–432.7 → 51.7–63.7
+///   at 384 KiB; the one-shot reduce_scatter 405.5–452.9 → 55.2–76.1 and 424.8–465.5 →
+///   59.8–82.3.
 pub(crate) fn site(to: Device, inputs: &[Tensor], work: Work) -> Device {
     if !matches!(to, Device::Vulkan(_)) {
         return to;
