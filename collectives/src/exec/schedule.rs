@@ -369,15 +369,17 @@ fn fuse_host_fanout(steps: &mut [Step]) {
     }
 }
 
-/// Whether kernel node `t` on a host device runs as a view of its input: a slice of one
-/// contiguous range (`backend/view.rs`).
+/// Whether kernel node `t` runs as a view of its input: a slice of one contiguous range
+/// (`backend/view.rs`; on a Vulkan device where the range can be bound so, which is all but
+/// imported memory and a binding past the memory's end, `backend/vulkan/view.rs`).
 pub(super) fn runs_as_view(t: &Tensor) -> bool {
     matches!(t.inputs(), [of] if super::step::range_of(of, t).is_some())
 }
 
-/// Whether Vulkan node `t` is a view — contiguous slices and reshapes — of a tensor of at least
-/// [`DEVICE_MIN_BYTES`]: its data lies in that tensor's buffer, which on an NVIDIA GPU that CUDA
-/// shares is memory of its own that the device bridge reads in place (`backend/staged/direct.rs`).
+/// Whether Vulkan node `t` runs as a view ([`runs_as_view`], through reshapes) of a tensor of at
+/// least [`DEVICE_MIN_BYTES`]: its data lies in that tensor's buffer, which on an NVIDIA GPU that
+/// CUDA shares is memory of its own that the device bridge reads in place
+/// (`backend/staged/direct.rs`, `to_cuda`).
 pub(crate) fn views_vulkan_device_memory(t: &Tensor) -> bool {
     let mut whole = t;
     loop {
