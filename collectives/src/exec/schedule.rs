@@ -253,10 +253,10 @@ impl Schedule {
 /// Fuses each CUDA → host → Vulkan (or Vulkan → host → CUDA) pair of copies of at least
 /// `min_bytes(from, to)` whose host intermediate nobody else needs (see [`super::staged`]): the host hop is
 /// fused away, and the second hop reads the chain's source (its copy crosses the whole chain).
-/// Where that bound is the device bridge's ([`DEVICE_MIN_BYTES`]), a smaller chain fuses too when
-/// its source is a view of a larger Vulkan tensor ([`views_vulkan_device_memory`]): the bridge
-/// reads the part in place, where its host hop would be a Vulkan copy, a submission that waits
-/// for the GPU to switch APIs after CUDA work.
+/// Where the pair is one GPU (`one_gpu`: the device bridge), a smaller chain fuses too when its
+/// source is a view of a Vulkan tensor of [`DEVICE_MIN_BYTES`] or more
+/// ([`views_vulkan_device_memory`]): the bridge reads the part in place, where its host hop
+/// would be a Vulkan copy, a submission that waits for the GPU to switch APIs after CUDA work.
 ///
 /// Where the pair is one GPU (`one_gpu`: the device bridge) and the host intermediate is needed
 /// too (a realize target, another reader), the second hop still reads the chain's source, beside
@@ -300,9 +300,8 @@ fn staged_host_hop(
     if !(from.needs_staging(to) && via.is_host()) {
         return None;
     }
-    let min = min_bytes(from, to);
-    let in_place = min <= DEVICE_MIN_BYTES && views_vulkan_device_memory(&steps[src].tensor);
-    if second.tensor.nbytes() < min && !in_place {
+    let in_place = || views_vulkan_device_memory(&steps[src].tensor) && one_gpu(from, to);
+    if second.tensor.nbytes() < min_bytes(from, to) && !in_place() {
         return None;
     }
     let alone = !host.keep && host.consumers == 1;

@@ -6,8 +6,8 @@
 //! When the schedule finds such a pair whose host intermediate nobody else needs — not a realize
 //! target, read by the second hop alone, not a move that must hold its source's data — and the
 //! tensor has at least [`STAGED_MIN_BYTES`] ([`DEVICE_MIN_BYTES`] where the two devices share GPU
-//! memory, and any contiguous part of a Vulkan tensor that size, which the bridge reads in
-//! place), it runs the pair as one copy: the host node is never materialized. Where the devices
+//! memory, and where they are one GPU any contiguous part of a Vulkan tensor that size, which
+//! the bridge reads in place), it runs the pair as one copy: the host node is never materialized. Where the devices
 //! are one GPU, the data moves through the GPU's own memory, which both APIs map
 //! ([`StagedTransport::Device`]); where the Vulkan device is another GPU that a CUDA device of
 //! this process drives as a peer of the CUDA end, large tensors move by one peer copy into or out

@@ -110,29 +110,28 @@ fn small_tensors_keep_two_hops_unless_the_pair_is_one_gpu() {
     }
 }
 
-/// Below the device bridge's bound a Vulkan → CUDA chain fuses where its source is a view of a
-/// Vulkan tensor of at least `DEVICE_MIN_BYTES` (a contiguous part, through reshapes): the
-/// bridge reads it in place. Not a strided part (a Vulkan kernel cuts it out), nor a part of a
-/// smaller tensor (in host memory), nor any chain where the pair has no bridge (the host ring's
-/// bound).
+/// Below the device bridge's bound a Vulkan → CUDA chain of one GPU fuses where its source is a
+/// view of a Vulkan tensor of at least `DEVICE_MIN_BYTES` (a contiguous part, through reshapes):
+/// the bridge reads it in place. Not a strided part (a Vulkan kernel cuts it out), nor a part of
+/// a smaller tensor (in host memory), nor any chain of two GPUs.
 #[test]
-fn a_small_view_of_a_large_vulkan_tensor_fuses_where_the_pair_is_bridged() {
-    use crate::backend::chain::{DEVICE_MIN_BYTES, STAGED_MIN_BYTES};
+fn a_small_view_of_a_large_vulkan_tensor_fuses_on_one_gpu() {
+    use crate::backend::chain::DEVICE_MIN_BYTES;
     let at = DEVICE_MIN_BYTES / 4;
     let rows = input(VK, at).reshape([2, at / 2]).unwrap();
     let small = input(VK, at - 4).reshape([2, at / 2 - 2]).unwrap();
     let cases = [
-        (rows.narrow(0, 1, 1).unwrap(), DEVICE_MIN_BYTES, true),
-        (rows.narrow(0, 1, 1).unwrap().flatten().unwrap(), DEVICE_MIN_BYTES, true),
-        (rows.narrow(1, 0, at / 4).unwrap(), DEVICE_MIN_BYTES, false),
-        (small.narrow(0, 1, 1).unwrap(), DEVICE_MIN_BYTES, false),
-        (rows.narrow(0, 1, 1).unwrap(), STAGED_MIN_BYTES, false),
+        (rows.narrow(0, 1, 1).unwrap(), true, true),
+        (rows.narrow(0, 1, 1).unwrap().flatten().unwrap(), true, true),
+        (rows.narrow(1, 0, at / 4).unwrap(), true, false),
+        (small.narrow(0, 1, 1).unwrap(), true, false),
+        (rows.narrow(0, 1, 1).unwrap(), false, false),
     ];
-    for (part, bound, fuses) in cases {
+    for (part, one_gpu, fuses) in cases {
         let host = part.copy_to_device(STAGING_HOST).unwrap();
         let dst = host.copy_to_device(CU).unwrap();
         let mut s = unfused(std::slice::from_ref(&dst));
-        fuse_staged_chains(&mut s.steps, |_, _| bound, |_, _| false);
+        fuse_staged_chains(&mut s.steps, |_, _| DEVICE_MIN_BYTES, |_, _| one_gpu);
         match fuses {
             true => assert_fused(&s, &part, &host, &dst),
             false => assert_plain(&s, &host, &dst),
