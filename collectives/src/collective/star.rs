@@ -4,8 +4,8 @@ use super::ReduceOp;
 use crate::backend::chain::DEVICE_MIN_BYTES;
 use crate::device::Device;
 use crate::error::Result;
-use crate::exec::views_vulkan_device_memory;
-use crate::graph::{Op, Tensor};
+use crate::exec::{cut_from, views_vulkan_device_memory};
+use crate::graph::Tensor;
 use crate::route::Hops;
 
 /// Every shard brought to `root` (read in place where `root` can) and folded there in one
@@ -126,11 +126,7 @@ fn copied_out_by_vulkan(x: &Tensor) -> bool {
 /// least [`DEVICE_MIN_BYTES`]: the Vulkan backend gives a tensor that size memory of its own on
 /// the device (which the CUDA device of its GPU reads), where the host does not read it.
 fn in_vulkan_device_memory(x: &Tensor) -> bool {
-    let mut whole = x;
-    while let (Op::Slice { .. } | Op::Reshape, [of]) = (whole.op(), whole.inputs()) {
-        whole = of;
-    }
-    matches!(x.device(), Device::Vulkan(_)) && whole.nbytes() >= DEVICE_MIN_BYTES
+    matches!(x.device(), Device::Vulkan(_)) && cut_from(x, false).nbytes() >= DEVICE_MIN_BYTES
 }
 
 /// The one-shot all_reduce: every device folds every shard itself, read in place (the graph pass

@@ -35,7 +35,7 @@ use crate::error::Result;
 use crate::graph::{Tensor, opt};
 use crate::log::{LogLevel, log};
 pub use run::ONE_THREAD_BELOW_BYTES;
-pub(crate) use schedule::views_vulkan_device_memory;
+pub(crate) use schedule::{cut_from, views_vulkan_device_memory};
 pub use staged::{
     BRIDGE_ENV, DEVICE_MIN_BYTES, STAGED_CHUNK_ENV, STAGED_ENV, STAGED_MIN_BYTES, STAGED_SLOTS_ENV,
     StagedTransport, staged_transport,

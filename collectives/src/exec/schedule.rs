@@ -380,15 +380,21 @@ pub(super) fn runs_as_view(t: &Tensor) -> bool {
 /// CUDA shares is memory of its own that the device bridge reads in place
 /// (`backend/staged/direct.rs`, `to_cuda`).
 pub(crate) fn views_vulkan_device_memory(t: &Tensor) -> bool {
-    let mut whole = t;
-    loop {
-        match (whole.op(), whole.inputs()) {
-            (Op::Reshape, [of]) => whole = of,
-            (Op::Slice { .. }, [of]) if runs_as_view(whole) => whole = of,
-            _ => break,
-        }
-    }
+    let whole = cut_from(t, true);
     matches!(t.device(), Device::Vulkan(_)) && !whole.same_node(t) && whole.nbytes() >= DEVICE_MIN_BYTES
+}
+
+/// The tensor `t` is cut from: `t` itself, or what its reshapes and slices take, through every
+/// one of them — or, `views_only`, through those that run as views ([`runs_as_view`]) alone.
+pub(crate) fn cut_from(t: &Tensor, views_only: bool) -> &Tensor {
+    let mut whole = t;
+    while let (op @ (Op::Slice { .. } | Op::Reshape), [of]) = (whole.op(), whole.inputs()) {
+        if views_only && matches!(op, Op::Slice { .. }) && !runs_as_view(whole) {
+            break;
+        }
+        whole = of;
+    }
+    whole
 }
 
 /// The action of node `t`, to run (`take`: a move whose source nothing else holds).
