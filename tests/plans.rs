@@ -137,10 +137,12 @@ fn a_vulkan_leader_of_a_mixed_group_leaves_the_all_reduce_fold_and_all_gather_jo
     // cuda:1 shares vulkan:0's GPU (see the test after `folds`).
     let r = g.using(Algorithm::Star).reduce(&shards(&g), ReduceOp::Sum).unwrap();
     assert!(matches!(r.op(), Op::Reduce { .. }) && r.device() == VK0);
-    // Without CUDA, or with a CUDA leader, the hub is the leader.
+    // Without CUDA, or with a CUDA leader, the hub is the leader; a host leader leaves it to
+    // the first CUDA member too.
     let vk_cpu = DeviceGroup::new(vec![VK0, CPU0]).unwrap();
     assert_eq!(vk_cpu.star_hub(), VK0);
     assert_eq!(mixed().star_hub(), CUDA0);
+    assert_eq!(DeviceGroup::new(vec![CPU0, VK0, CUDA1, CUDA0]).unwrap().star_hub(), CUDA1);
 }
 
 #[test]
@@ -402,18 +404,19 @@ fn a_host_star_collective_is_one_call_on_the_leader() {
     let one_shot = g.using(Algorithm::OneShot).plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
     assert_eq!(one_shot.kernels.len(), 4, "{one_shot}");
     assert!(one_shot.kernels.iter().all(|k| k.op.starts_with("reduce")), "{one_shot}");
-    // With a CUDA member, the small all_reduce is one host call with the CUDA member staged
-    // through the leader; led by the CUDA device (its fold on the GPU), and at the bound, a graph.
+    // With a CUDA member, the small all_reduce folds on it (the star's hub) whoever leads, in
+    // one kernel that reads the host shards in place; the small all_gather is one host call with
+    // the CUDA member staged through the leader.
     let with_gpu = DeviceGroup::new(vec![CPU0, Device::Cpu(1), CUDA0]).unwrap();
-    let plan = with_gpu.plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
-    let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
-    assert_eq!(ks, [(CPU0, "collective host all_reduce (staged through cpu:0)", 3)], "{plan}");
-    assert!(plan.hops.is_empty(), "{plan}");
-    let cuda_led =
-        with_gpu.clone().with_leader(CUDA0).unwrap().plan(CollectiveKind::AllReduce, [16], DType::F32);
-    let at_bound = with_gpu.plan(CollectiveKind::AllReduce, [LEN], DType::F32);
-    for plan in [cuda_led.unwrap(), at_bound.unwrap()] {
-        assert!(plan.kernels.iter().all(|k| !k.op.starts_with("collective")), "{plan}");
+    let gather = with_gpu.plan(CollectiveKind::AllGather, [16], DType::F32).unwrap();
+    let ks: Vec<_> = gather.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+    assert_eq!(ks, [(CPU0, "collective host all_gather (staged through cpu:0)", 3)], "{gather}");
+    assert!(gather.hops.is_empty(), "{gather}");
+    let cuda_led = with_gpu.clone().with_leader(CUDA0).unwrap();
+    for g in [&with_gpu, &cuda_led] {
+        let plan = g.plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
+        let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+        assert_eq!(ks, [(CUDA0, "reduce Sum", 3)], "{plan}");
     }
 }
 

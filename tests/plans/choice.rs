@@ -3,9 +3,8 @@
 //! leader it knows, and the per-group and per-call overrides.
 
 use collectives::collective::{
-    ALL_GATHER_IN_PLACE_MIN_BYTES, CUDA_STAR_MAX_BYTES, HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES,
-    ONE_GPU_STAR_MAX_BYTES, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES, choose, choose_without_nccl, nccl_available,
-    on_one_gpu,
+    ALL_GATHER_IN_PLACE_MIN_BYTES, CUDA_STAR_MAX_BYTES, ONE_GPU_STAR_MAX_BYTES, RING_MIN_BYTES,
+    TWO_SHOT_MIN_BYTES, choose, choose_without_nccl, nccl_available, on_one_gpu,
 };
 use collectives::{Algorithm, CollectiveKind, DType, Device, DeviceGroup};
 
@@ -166,34 +165,27 @@ fn overrides_per_group_and_per_call_change_the_plan() {
     assert_eq!(restored.unwrap(), auto);
 }
 
-/// The reduce_scatter of one host device leading and one CUDA device: the one-shot from
-/// `HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES` per shard, the star below it; led by the CUDA
-/// device, or with a third member, the star at every size (`choose`'s). A setting overrides it.
+/// The reduce_scatter of one host device and one CUDA device takes the star at every size,
+/// whichever leads, and folds on the CUDA device (the star's hub): one fold of both shards, each
+/// part sent on. A setting overrides it.
 #[test]
-fn a_host_led_cuda_pair_reduce_scatters_in_place_from_its_threshold() {
-    use CollectiveKind::{AllReduce, ReduceScatter};
-    let at = HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES;
+fn a_cuda_and_host_pair_reduce_scatters_by_the_star_on_cuda_whichever_leads() {
+    use CollectiveKind::ReduceScatter;
     let host_led = DeviceGroup::new(vec![CPU0, CUDA0]).unwrap();
     let moved = DeviceGroup::new(vec![CUDA0, CPU0]).unwrap().with_leader(CPU0).unwrap();
-    for g in [&host_led, &moved] {
-        assert_eq!(g.algorithm_for(ReduceScatter, at), Algorithm::OneShot, "{g}");
-        assert_eq!(g.algorithm_for(ReduceScatter, at - 1), Algorithm::Star, "{g}");
-        assert_eq!(g.algorithm_for(AllReduce, at), Algorithm::Star, "{g}: the reduce_scatter alone");
-        assert_eq!(g.using(Algorithm::Star).algorithm_for(ReduceScatter, at), Algorithm::Star);
-        let plan = g.plan(ReduceScatter, [at / 4], DType::F32).unwrap();
-        assert_eq!(plan.algorithm, Some(Algorithm::OneShot), "{plan}");
-        let mut got = folds(&plan);
-        got.sort();
-        assert_eq!(got, [(CPU0, 2, at / 2), (CUDA0, 2, at / 2)], "each member folds its part: {plan}");
-    }
     let cuda_led = DeviceGroup::new(vec![CUDA0, CPU0]).unwrap();
-    let three = DeviceGroup::new(vec![CPU0, CUDA0, Device::Cpu(1)]).unwrap();
-    let vulkan = DeviceGroup::new(vec![CPU0, VK0]).unwrap();
-    for g in [cuda_led, three, vulkan] {
-        for bytes in [at, at * 256] {
+    for g in [&host_led, &moved, &cuda_led] {
+        assert_eq!(g.star_hub(), CUDA0, "{g}");
+        for bytes in [4 << 10, 1 << 20, 256 << 20] {
             assert_eq!(g.algorithm_for(ReduceScatter, bytes), Algorithm::Star, "{g} {bytes}");
         }
+        let len = (1 << 20) / 4;
+        let plan = g.plan(ReduceScatter, [len], DType::F32).unwrap();
+        assert_eq!(plan.algorithm, Some(Algorithm::Star), "{plan}");
+        assert_eq!(folds(&plan), [(CUDA0, 2, 4 * len)], "one fold on the hub: {plan}");
+        let forced = g.using(Algorithm::OneShot).plan(ReduceScatter, [len], DType::F32).unwrap();
+        let mut got = folds(&forced);
+        got.sort();
+        assert_eq!(got, [(CPU0, 2, 2 * len), (CUDA0, 2, 2 * len)], "each folds its part: {forced}");
     }
-    assert!(collectives::collective::host_led_cuda_pair(&[CUDA0, CPU0], CPU0));
-    assert!(!collectives::collective::host_led_cuda_pair(&[CUDA0, CPU0], CUDA0));
 }

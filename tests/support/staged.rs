@@ -13,17 +13,18 @@ use crate::{Range, check_all, fold_tol, magnitude, random, ref_reduce, rng, tens
 /// Whether a collective of `kind` of `devices` (the first leads; one a CUDA device, one a host
 /// or Vulkan device), from `root` where it is a broadcast or scatter, of shards of `bytes` below
 /// `HOST_STAGED_BELOW_BYTES`, stages its CUDA members through a host device: the rule
-/// `host_stages_cuda` documents, spelled as `bench/gpu/46-cuda-staged` and
-/// `bench/gpu/47-vulkan-pair` measured it. With a host member: three or more members with one
-/// CUDA device, every collective with a host call but the all_reduce folded on a CUDA leader
-/// beside host devices only; two CUDA devices, the all_to_all; a pair, the all_to_all below
-/// `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`. With none: a pair, every collective below that bound
-/// but the scatter from the CUDA device; two CUDA devices, the all_to_all and the broadcast.
+/// `host_stages_cuda` documents, spelled as `bench/gpu/46-cuda-staged`, `bench/gpu/47-vulkan-pair`
+/// and `bench/gpu/49-pair-calls` measured it. With a host member: three or more members with one
+/// CUDA device, every collective with a host call but the all_reduce (folded on the CUDA
+/// member, the star's hub whoever leads) beside host devices only; two CUDA devices, the
+/// all_to_all; a pair, the all_to_all below `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`. With none: a
+/// pair, every collective below that bound but the scatter from the CUDA device; two CUDA
+/// devices, the all_to_all and the broadcast.
 pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: usize, root: Device) -> bool {
     let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
     let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));
     let host = devices.iter().any(|d| d.is_host());
-    let cuda_led_fold = kind == CollectiveKind::AllReduce && matches!(devices[0], Device::Cuda(_)) && !vulkan;
+    let cuda_fold = kind == CollectiveKind::AllReduce && !vulkan;
     let all_to_all = kind == CollectiveKind::AllToAll;
     let below_pair_bound = bytes < HOST_STAGED_CUDA_PAIR_BELOW_BYTES;
     match (devices.len(), cuda, host) {
@@ -31,7 +32,7 @@ pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: 
         (2, _, false) => {
             below_pair_bound && !(kind == CollectiveKind::Scatter && matches!(root, Device::Cuda(_)))
         }
-        (_, 1, _) => !cuda_led_fold,
+        (_, 1, _) => !cuda_fold,
         (_, _, true) => all_to_all,
         (_, _, false) => all_to_all || kind == CollectiveKind::Broadcast,
     }

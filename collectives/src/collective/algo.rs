@@ -162,10 +162,7 @@ pub const RING_MIN_BYTES: usize = 1 << 20;
 /// - otherwise [`choose_without_nccl`].
 ///
 /// Where NCCL can run, it is kept until the native kernels are measured faster against it on
-/// two GPUs. A group's `Auto` is this choice but for one case that turns on the leader, which
-/// this function is not given: the reduce_scatter of a host device leading a CUDA device
-/// ([`HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES`], made by
-/// [`DeviceGroup::algorithm_for`](crate::DeviceGroup::algorithm_for)).
+/// two GPUs.
 pub fn choose(kind: CollectiveKind, devices: &[Device], bytes: usize) -> Algorithm {
     let n = devices.len();
     let nccl_form = kind.has_nccl_form() && !(kind == CollectiveKind::Broadcast && n == 2);
@@ -220,19 +217,6 @@ pub const ONE_GPU_STAR_MAX_BYTES: usize = 16 << 20;
 /// members, or a Vulkan one, the star stayed ahead up to 8 MiB shards.
 pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 
-/// Bytes per shard from which [`DeviceGroup::algorithm_for`](crate::DeviceGroup::algorithm_for)
-/// takes the one-shot reduce_scatter, where [`choose`] takes the star, on a group of one CUDA
-/// device and one host device that the host device leads ([`host_led_cuda_pair`]): each member
-/// folds its own part, the other member's part brought to it, where the star brings the CUDA
-/// shard down whole, folds both on the host and sends the CUDA member's part back up. Measured
-/// on an H100 (`bench/gpu/35-one-shot-reduce-scatter`, run a, two rounds, `cpu:0,cuda:0`):
-/// 1 MiB 253–281 µs against the star's 423–434, 16 MiB 1564–1764 against 1557–2501, 256 MiB
-/// 8.8–9.2 ms against 14.2–15.3; at 4 and 64 KiB the star as fast or faster (19.7–35.9 against
-/// 26.9–34.1). Led by the CUDA device, the star (folding on the GPU) stayed ahead up to 16 MiB
-/// (1 MiB 60 µs against the one-shot's 265–310) and 1.1 × behind at 256 MiB; on groups with a
-/// Vulkan device the star was ahead at every size.
-pub const HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES: usize = 1 << 20;
-
 /// Bytes per shard (the largest, for an all_gather of uneven shards; the root's tensor, for a
 /// broadcast or scatter) below which the star collectives and the all_to_all of a group of host
 /// and Vulkan devices, at least one of them a host device, run as one host call, as a group of
@@ -281,7 +265,8 @@ pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 /// staging two of them only pays where the graph's parts cost most.
 ///
 /// With a host member: of three or more members with one CUDA device, every collective but the
-/// all_reduce folded on a CUDA hub beside host devices only; with more CUDA devices, the
+/// all_reduce beside host devices only (folded on the CUDA member, the star's hub whoever leads:
+/// [`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)); with more CUDA devices, the
 /// all_to_all; of two members, the all_to_all below [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`].
 /// Measured on one H200 (run a, three rounds, µs, graph → staged) and one H100 (run b, two
 /// rounds), `bench/gpu/46-cuda-staged`:
@@ -289,13 +274,16 @@ pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 ///   52.7–53.0 → 17.1), of `cuda:0,vulkan:0,cpu:0` 46.7–57.6 → 17.1–21.0 (44.2–56.0 →
 ///   16.5–16.7), of `cuda:0,cuda:1,cpu:0` (two virtual devices of the H100) 52.9–53.6 →
 ///   22.2–22.4, 64 KiB 58.8–59.3 → 45.1–45.3;
-/// - the all_reduce of `cpu:0,cpu:1,cpu:2,cuda:0` at 4 KiB 27.7–28.3 → 18.1–21.6 (21.3–22.4 →
-///   17.0), at 64 KiB 55.1–58.9 → 39.1–43.1 (44.0–44.7 → 33.0–33.1); on the H100 every
+/// - the all_reduce of `cpu:0,cpu:1,cpu:2,cuda:0` (then folded on the host leader) at 4 KiB
+///   27.7–28.3 → 18.1–21.6 (21.3–22.4 → 17.0), at 64 KiB 55.1–58.9 → 39.1–43.1 (44.0–44.7 →
+///   33.0–33.1); on the H100 every
 ///   staged collective of the three-member and four-member groups with one CUDA device above
 ///   1.05–3.1 × faster at 4 and 64 KiB (the mean of two rounds' medians).
 ///
 /// Kept on the graph: the all_reduce of `cuda:0,cpu:0,cpu:1,cpu:2` (4 KiB 18.2–20.9 against
-/// 20.1–21.7 staged, 64 KiB 35.6–41.1 against 40.4–44.3), every other collective of a pair
+/// 20.1–21.7 staged, 64 KiB 35.6–41.1 against 40.4–44.3), and of `cpu:0,cpu:1,cpu:2,cuda:0`
+/// since its hub is the CUDA member (`bench/gpu/49-pair-calls`, run b, H100: 4 KiB 18.6–19.3
+/// against 18.1–20.0 staged, 64 KiB 36.6–37.9 against 37.7–41.2), every other collective of a pair
 /// (`cuda:0,cpu:0` all_reduce 15.1–15.6 against 17.1–20.5, all_gather at 64 KiB 17.7–19.0
 /// against 32.3–33.5), and all but the all_to_all of `cuda:0,cuda:1,cpu:0` (its all_gather at
 /// 64 KiB 24.3–25.3 against 36.6–36.8 staged, its reduce_scatter 32.6–32.9 against 40.2–41.4).
@@ -338,12 +326,6 @@ pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, b
         (_, 1) => !cuda_fold,
         _ => all_to_all || (!host && kind == CollectiveKind::Broadcast),
     }
-}
-
-/// Whether `devices`, led by `leader`, are one host device leading and one CUDA device (see
-/// [`HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES`]).
-pub fn host_led_cuda_pair(devices: &[Device], leader: Device) -> bool {
-    leader.is_host() && cuda_and_host(devices)
 }
 
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call

@@ -1,9 +1,6 @@
 //! `DeviceGroup`'s constructors and accessors.
 
-use super::{
-    Algorithm, CollectiveKind, DeviceGroup, HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES, Route, choose,
-    host_led_cuda_pair,
-};
+use super::{Algorithm, CollectiveKind, DeviceGroup, Route, choose};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -83,17 +80,25 @@ impl DeviceGroup {
     }
 
     /// Where the star folds an `all_reduce` or `reduce_scatter`, and joins an `all_gather`, whose
-    /// result lands on every member: the leader, except that a group mixing CUDA and Vulkan
-    /// devices whose leader is a Vulkan device folds and joins on its first CUDA device. Where
-    /// both are one GPU, a Vulkan kernel issued after CUDA work waits for the GPU to switch
-    /// between the two APIs (about 600 µs for a 4 KiB all_reduce on an H200,
-    /// `bench/gpu/16-vulkan-host`), while the CUDA fold or join of the same shards does not;
-    /// across two GPUs either hub moves the same bytes (every other member's shard in, the
-    /// result out to every other member).
+    /// result lands on every member: the first CUDA member, where the group has one and its
+    /// leader is not one; else the leader.
+    ///
+    /// Why: a CUDA fold or join reads a host member's small shard in place and writes the host
+    /// members' results in the same pass (`backend/cuda/mapped.rs`), and streams larger ones
+    /// beside its kernel, where a host hub first waits for every CUDA shard's download and then
+    /// for the result's upload. Led by `cpu:0`, the all_reduce of `cpu:0,cuda:0` took 21.3–22.8
+    /// µs at 4 KiB, 219.6–260.2 at 1 MiB and 16.7–17.2 ms at 256 MiB on the host hub against
+    /// 14.7–15.6, 66.4–66.7 and 5.7 ms on the CUDA one; of `cpu:0,vulkan:0,cuda:0` 391.7–411.1 µs
+    /// against 73.6–78.3 at 1 MiB (one H100, `bench/gpu/49-pair-calls`, run b, two rounds; every
+    /// other row even or ahead). A Vulkan leader leaves it to CUDA too: where both are one GPU, a
+    /// Vulkan kernel issued after CUDA work waits for the GPU to switch between the two APIs
+    /// (about 600 µs for a 4 KiB all_reduce on an H200, `bench/gpu/16-vulkan-host`), while the
+    /// CUDA fold or join of the same shards does not. Across two GPUs either hub moves the same
+    /// bytes (every other member's shard in, the result out to every other member).
     pub fn star_hub(&self) -> Device {
         let leader = self.leader();
         match self.devices.iter().find(|d| matches!(d, Device::Cuda(_))) {
-            Some(&cuda) if matches!(leader, Device::Vulkan(_)) => cuda,
+            Some(&cuda) if !matches!(leader, Device::Cuda(_)) => cuda,
             _ => leader,
         }
     }
@@ -124,9 +129,7 @@ impl DeviceGroup {
     }
 
     /// The algorithm collective `kind` runs on this group for `bytes` per shard: the group's
-    /// setting, or [`choose`] — except the reduce_scatter of one host device leading and one
-    /// CUDA device, the one-shot from [`HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES`] (the one
-    /// case of the choice that turns on the leader, which `choose` is not given). An all_to_all
+    /// setting, or [`choose`]. An all_to_all
     /// of two or more CUDA devices (one call, along contiguous parts) runs the star or the
     /// one-shot — any other setting the one-shot; the collectives with one form (gather,
     /// scatter, all_to_all elsewhere) always report [`Algorithm::Star`].
@@ -135,20 +138,10 @@ impl DeviceGroup {
             cfg!(feature = "cuda") && kind == CollectiveKind::AllToAll && self.size() >= 2 && self.all_cuda();
         match self.algorithm {
             _ if !kind.takes_algorithm() && !cuda_all_to_all => Algorithm::Star,
-            Algorithm::Auto if kind == CollectiveKind::ReduceScatter && self.host_led_in_place(bytes) => {
-                Algorithm::OneShot
-            }
             Algorithm::Auto => choose(kind, &self.devices, bytes),
             a if cuda_all_to_all && a != Algorithm::Star => Algorithm::OneShot,
             a => a,
         }
-    }
-
-    /// Whether the reduce_scatter of `bytes` per shard takes the one-shot as a group of one host
-    /// device leading and one CUDA device ([`host_led_cuda_pair`]).
-    fn host_led_in_place(&self, bytes: usize) -> bool {
-        host_led_cuda_pair(&self.devices, self.leader())
-            && bytes >= HOST_LED_REDUCE_SCATTER_IN_PLACE_MIN_BYTES
     }
 
     /// Whether every member is a CUDA device.
