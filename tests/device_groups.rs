@@ -262,7 +262,7 @@ fn the_small_all_to_all_of_a_cuda_and_host_pair_is_one_host_call() {
                     .map(|(v, d)| collectives_tests::tensor(dtype, v, [len], d))
                     .collect();
                 let out = g.all_to_all(&src, 0).unwrap();
-                check_plan(&out, below, &ctx);
+                check_plan(&out, (below, false), &ctx);
                 let half = len / 2;
                 let want: Vec<Vec<f64>> = (0..2)
                     .map(|j| vals.iter().flat_map(|v| v[j * half..(j + 1) * half].iter().copied()).collect())

@@ -355,15 +355,22 @@ fn a_user_copy_across_vendors_is_refused() {
 fn staging_goes_through_cpu0_even_when_it_is_not_a_member() {
     let g = DeviceGroup::new(vec![VK0, CUDA1]).unwrap();
     assert_eq!(g.route(CUDA1, VK0), Route::Staged { via: CPU0 });
-    // At the bound, the graph's hops; below it, one host call on cpu:0 (`host_stages_cuda`).
+    // At the bound, the graph's hops; below it, the all_to_all is one host call on cpu:0
+    // (`host_stages_cuda`), the all_reduce one kernel of cuda:1 whose host copy is on cpu:0
+    // (`cuda_fans_out`).
     let plan = g.plan(CollectiveKind::AllReduce, [LEN], DType::F32).unwrap();
     let b = 4 * LEN;
     let want = vec![(CPU0, CUDA1, b), (CPU0, VK0, b), (CUDA1, CPU0, b), (VK0, CPU0, b)];
     assert_eq!(hops(&plan), want, "{plan}");
-    let plan = g.plan(CollectiveKind::AllReduce, [10], DType::I64).unwrap();
-    assert!(plan.hops.is_empty() && plan.kernels.len() == 1, "{plan}");
-    assert_eq!(plan.kernels[0].device, CPU0, "{plan}");
-    assert!(plan.kernels[0].op.contains("staged through cpu:0"), "{plan}");
+    for (kind, at, op) in [
+        (CollectiveKind::AllToAll, CPU0, "staged through cpu:0"),
+        (CollectiveKind::AllReduce, CUDA1, "fanned out from cuda:1"),
+    ] {
+        let plan = g.plan(kind, [10], DType::I64).unwrap();
+        assert!(plan.hops.is_empty() && plan.kernels.len() == 1, "{plan}");
+        assert_eq!(plan.kernels[0].device, at, "{plan}");
+        assert!(plan.kernels[0].op.contains(op), "{plan}");
+    }
     // The fold is on cuda:1 (the star's hub: the Vulkan leader leaves it to CUDA), the result
     // staged back to vulkan:0 through cpu:0.
     let out = g.all_reduce(&shards(&g), ReduceOp::Min).unwrap();
@@ -404,20 +411,25 @@ fn a_host_star_collective_is_one_call_on_the_leader() {
     let one_shot = g.using(Algorithm::OneShot).plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
     assert_eq!(one_shot.kernels.len(), 4, "{one_shot}");
     assert!(one_shot.kernels.iter().all(|k| k.op.starts_with("reduce")), "{one_shot}");
-    // With a CUDA member, the small all_reduce folds on it (the star's hub) whoever leads, in
-    // one kernel that reads the host shards in place; the small all_gather is one host call with
-    // the CUDA member staged through the leader.
+    // With a CUDA member, the small all_reduce and all_gather are one kernel of it whoever leads,
+    // its result written to the host in the same pass (`cuda_fans_out`); the small broadcast from
+    // the leader is one host call with the CUDA member staged through it; at the bound, a graph.
     let with_gpu = DeviceGroup::new(vec![CPU0, Device::Cpu(1), CUDA0]).unwrap();
-    let gather = with_gpu.plan(CollectiveKind::AllGather, [16], DType::F32).unwrap();
-    let ks: Vec<_> = gather.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
-    assert_eq!(ks, [(CPU0, "collective host all_gather (staged through cpu:0)", 3)], "{gather}");
-    assert!(gather.hops.is_empty(), "{gather}");
+    let bcast = with_gpu.plan(CollectiveKind::Broadcast, [16], DType::F32).unwrap();
+    let ks: Vec<_> = bcast.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
+    assert_eq!(ks, [(CPU0, "collective host broadcast (staged through cpu:0)", 1)], "{bcast}");
     let cuda_led = with_gpu.clone().with_leader(CUDA0).unwrap();
-    for g in [&with_gpu, &cuda_led] {
-        let plan = g.plan(CollectiveKind::AllReduce, [16], DType::F32).unwrap();
-        let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.op.as_str(), k.inputs)).collect();
-        assert_eq!(ks, [(CUDA0, "reduce Sum", 3)], "{plan}");
+    for (g, kind) in [&with_gpu, &cuda_led]
+        .into_iter()
+        .flat_map(|g| [(g, CollectiveKind::AllReduce), (g, CollectiveKind::AllGather)])
+    {
+        let plan = g.plan(kind, [16], DType::F32).unwrap();
+        let ks: Vec<_> = plan.kernels.iter().map(|k| (k.device, k.inputs)).collect();
+        assert_eq!(ks, [(CUDA0, 3)], "{plan}");
+        assert!(plan.hops.is_empty() && plan.kernels[0].op.contains("fanned out from cuda:0"), "{plan}");
     }
+    let at_bound = with_gpu.plan(CollectiveKind::AllReduce, [LEN], DType::F32).unwrap();
+    assert!(at_bound.kernels.iter().all(|k| !k.op.starts_with("collective")), "{at_bound}");
 }
 
 /// gather, scatter and all_to_all have one form outside groups of CUDA devices: the plan reports

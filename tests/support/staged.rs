@@ -1,6 +1,7 @@
 //! The small collectives of a group with host members as one host call, its other members
 //! staged through a host member, below `HOST_STAGED_BELOW_BYTES` a shard; the graph at it. And
-//! those of a CUDA device and a Vulkan device alone, staged through `cpu:0`.
+//! those of a CUDA device and a Vulkan device alone, staged through `cpu:0`; and the all_reduce,
+//! all_gather and reduce_scatter of one CUDA device beside them as one CUDA kernel fanned out.
 //!
 //! Shared by the Vulkan and the CUDA tests: the same collectives, dtypes and sizes on each kind,
 //! every output element against an f64 reference, each output's device, and each plan's shape.
@@ -21,6 +22,9 @@ use crate::{Range, check_all, fold_tol, magnitude, random, ref_reduce, rng, tens
 /// pair, every collective below that bound but the scatter from the CUDA device; two CUDA
 /// devices, the all_to_all and the broadcast.
 pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: usize, root: Device) -> bool {
+    if cuda_fanned_as_measured(devices, kind) {
+        return false;
+    }
     let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
     let vulkan = devices.iter().any(|d| matches!(d, Device::Vulkan(_)));
     let host = devices.iter().any(|d| d.is_host());
@@ -36,6 +40,20 @@ pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: 
         (_, _, true) => all_to_all,
         (_, _, false) => all_to_all || kind == CollectiveKind::Broadcast,
     }
+}
+
+/// Whether a collective of `kind` of `devices`, of shards below `HOST_STAGED_BELOW_BYTES`, is one
+/// kernel of the group's CUDA device, its result delivered to the others in the kernel's pass:
+/// the rule `cuda_fans_out` documents, spelled as `bench/gpu/49-pair-calls` (run e) measured it.
+/// The all_reduce, all_gather and reduce_scatter of one CUDA device and host or Vulkan devices,
+/// two members or no Vulkan member among them.
+pub fn cuda_fanned_as_measured(devices: &[Device], kind: CollectiveKind) -> bool {
+    use CollectiveKind::{AllGather, AllReduce, ReduceScatter};
+    let count = |f: fn(&Device) -> bool| devices.iter().filter(|d| f(d)).count();
+    let (cuda, vulkan) = (count(|d| matches!(d, Device::Cuda(_))), count(|d| matches!(d, Device::Vulkan(_))));
+    let others_fit = cuda + vulkan + count(|d| d.is_host()) == devices.len();
+    let shape = devices.len() == 2 || vulkan == 0;
+    matches!(kind, AllReduce | AllGather | ReduceScatter) && cuda == 1 && others_fit && shape
 }
 
 /// Shard i of `vals` on device i (shape `[len]` each).
@@ -61,12 +79,24 @@ pub fn staged_call(plan: &Plan, ctx: &str) -> bool {
     true
 }
 
+/// Whether `plan` is one kernel of a CUDA device fanned out to the other members
+/// (`backend/fanned.rs`), and nothing else.
+pub fn fanned_call(plan: &Plan) -> bool {
+    let fanned = |op: &str| op.starts_with("collective") && op.contains("fanned out from cuda:");
+    plan.hops.is_empty() && plan.kernels.len() == 1 && fanned(&plan.kernels[0].op)
+}
+
 /// What a collective's plan must show: one host call staged through a host device
-/// ([`staged_call`]), or no host call at all.
-pub fn check_plan(outs: &[Tensor], staged: bool, ctx: &str) {
+/// ([`staged_call`]), one CUDA kernel fanned out ([`fanned_call`]), or neither (the graph).
+pub fn check_plan(outs: &[Tensor], (staged, fanned): (bool, bool), ctx: &str) {
     let plan = Plan::of(outs);
-    let what = if staged { "one staged host call" } else { "through the graph" };
-    assert_eq!(staged_call(&plan, ctx), staged, "{ctx}: {what}\n{plan}");
+    let what = match (staged, fanned) {
+        (true, _) => "one staged host call",
+        (false, true) => "one CUDA kernel fanned out",
+        (false, false) => "through the graph",
+    };
+    let got = (staged_call(&plan, ctx), fanned_call(&plan));
+    assert_eq!(got, (staged, fanned), "{ctx}: {what}\n{plan}");
 }
 
 /// `want[i]` against output i, every element, and each on member i.
@@ -121,7 +151,8 @@ pub fn small_calls_of_mixed_groups(
                 let cut = |v: &[f64], i: usize| v[i * part..(i + 1) * part].to_vec();
                 let plan = |outs: &[Tensor], kind: CollectiveKind, root: usize, ctx: &str| {
                     let staged = below && staged(devices, kind, len * dtype.size(), devices[root]);
-                    check_plan(outs, staged, &format!("{} {ctx}", kind.name()))
+                    let fanned = below && cuda_fanned_as_measured(devices, kind);
+                    check_plan(outs, (staged, fanned), &format!("{} {ctx}", kind.name()))
                 };
 
                 let out = g.all_reduce(&src, ReduceOp::Sum).unwrap();
@@ -181,7 +212,12 @@ fn uneven_all_gather(
         let vals: Vec<Vec<f64>> = lens.iter().map(|&l| random(DType::F32, l, Range::General, r)).collect();
         let ctx = format!("uneven all_gather {devices:?} {lens:?}");
         let out = g.all_gather(&shards(DType::F32, &vals, devices), 0).unwrap();
-        check_plan(&out, below && staged(devices, CollectiveKind::AllGather, 4 * big, devices[0]), &ctx);
+        let kind = CollectiveKind::AllGather;
+        let expect = (
+            below && staged(devices, kind, 4 * big, devices[0]),
+            below && cuda_fanned_as_measured(devices, kind),
+        );
+        check_plan(&out, expect, &ctx);
         check_outs(&out, devices, &vec![vals.concat(); devices.len()], |_| 0.0, &ctx);
     }
 }

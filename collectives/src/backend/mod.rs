@@ -14,6 +14,7 @@ mod copy;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+pub(crate) mod fanned;
 mod host;
 pub(crate) mod join;
 mod kernel;

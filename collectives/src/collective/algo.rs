@@ -242,8 +242,9 @@ pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
 
 /// Bytes per shard below which the all_to_all of a CUDA device and a host device, the two
 /// alone, is one host call, the CUDA member staged through the host member; and below which
-/// every collective with a host call of a CUDA device and a Vulkan device alone is one, but the
-/// scatter from the CUDA device, both staged through `cpu:0` (see [`host_stages_cuda`], where
+/// every collective with a host call of a CUDA device and a Vulkan device alone is one (but the
+/// all_reduce, all_gather and reduce_scatter, which [`cuda_fans_out`] takes, and the scatter from
+/// the CUDA device), both staged through `cpu:0` (see [`host_stages_cuda`], where
 /// the second pair's figures are: staged, it read even or ahead at 16 KiB and partly behind at
 /// 32). Through the graph the first pair's all_to_all is a slice, a hop and a join for each of
 /// four parts. On one H100 (`bench/gpu/46-cuda-staged`, run b, three rounds, µs, graph
@@ -254,7 +255,8 @@ pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
 pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 
 /// Whether a small collective of `kind` (below [`HOST_STAGED_BELOW_BYTES`] a shard, `bytes`;
-/// the star chosen) of `devices`, one of them a CUDA device and one a host or Vulkan device,
+/// the star chosen; not one [`cuda_fans_out`] takes first) of `devices`, one of them a CUDA
+/// device and one a host or Vulkan device,
 /// with `hub` the star's hub ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)) or, for a
 /// broadcast or scatter, the root, is one host call with each CUDA member staged through a host
 /// device, as a Vulkan member is: its shard downloaded, the host call run, its output uploaded.
@@ -326,6 +328,43 @@ pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, b
         (_, 1) => !cuda_fold,
         _ => all_to_all || (!host && kind == CollectiveKind::Broadcast),
     }
+}
+
+/// Whether the small star collective `kind` of `devices` (every shard below
+/// [`HOST_STAGED_BELOW_BYTES`], the largest `bytes`) is one kernel of the group's one CUDA device,
+/// its result delivered to every other member in the kernel's pass (`backend/fanned.rs`): the
+/// all_reduce, all_gather and reduce_scatter of one CUDA device and host or Vulkan devices, two
+/// members or no Vulkan member among them. The kernel reads the host shards in place (a Vulkan
+/// shard, in host memory at these sizes, copied to the host first) and writes one copy of its
+/// result to the host, of which each host member's output is a view and each Vulkan member's a
+/// copy: one round trip to the GPU, issued directly, where a call staged through the host
+/// ([`host_stages_cuda`]) takes two and the graph pays for its pass, schedule and hops. Taken
+/// before [`host_stages_cuda`] is asked.
+///
+/// Measured on one H100 (`bench/gpu/49-pair-calls`, run e, three rounds, µs, before → fanned):
+/// - `vulkan:0,cuda:0` (staged below 24 KiB, the graph above): all_reduce 22.6–23.4 → 16.8–19.1
+///   at 4 KiB, 38.2–41.9 → 32.1–36.7 at 64 KiB; all_gather 26.1–31.1 → 17.8–19.7 at 16 KiB;
+///   reduce_scatter 44.1–48.4 → 30.8–32.6 at 64 KiB;
+/// - `cuda:0,vulkan:0`: even at 4 and 16 KiB (all_reduce 18.4–24.7 → 18.3–19.2 at 4 KiB), ahead
+///   from 64 KiB (reduce_scatter 38.8–44.2 → 31.4–33.7, all_gather 30.2–35.5 → 26.9–28.5);
+/// - `cpu:0,cuda:0` and `cuda:0,cpu:0` (the graph): the reduce_scatter 19.4–20.4 → 16.0–18.5 at
+///   4 KiB, 27.5–28.6 → 23.0–25.4 at 64 KiB; the all_reduce and all_gather within about 1 µs
+///   either way;
+/// - `cuda:0,cpu:0,cpu:1,cpu:2` (staged, its all_reduce the graph): all_gather 38.8–43.8 →
+///   26.7–29.4 at 96 KiB, reduce_scatter 22.2–23.7 → 18.5–20.3 at 4 KiB, all_reduce 20.6–22.1 →
+///   18.8–20.8.
+///
+/// Left staged: three or more members with a Vulkan one, where the fanned call read even or
+/// behind at 4–16 KiB (`cuda:0,vulkan:0,cpu:0` all_gather 20.9–27.0 → 24.4–24.8 at 16 KiB,
+/// reduce_scatter 20.5–27.1 → 24.4–27.7) and ahead only on some rows from 64 KiB.
+pub fn cuda_fans_out(kind: CollectiveKind, devices: &[Device], bytes: usize) -> bool {
+    let kinds = [CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter];
+    let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
+    let vulkan = devices.iter().filter(|d| matches!(d, Device::Vulkan(_))).count();
+    let hosts = devices.iter().filter(|d| d.is_host()).count();
+    let members = cuda == 1 && cuda + vulkan + hosts == devices.len() && devices.len() >= 2;
+    let shape = devices.len() == 2 || vulkan == 0;
+    kinds.contains(&kind) && members && shape && bytes < HOST_STAGED_BELOW_BYTES
 }
 
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call

@@ -39,7 +39,11 @@ impl DeviceGroup {
         self.check_shards("all_reduce", shards, Count::All, Shapes::Equal)?;
         op.check("all_reduce", shards[0].dtype())?;
         let mut hops = Hops::default();
-        match self.pick(CollectiveKind::AllReduce, shards[0].nbytes(), true)? {
+        let algo = self.pick(CollectiveKind::AllReduce, shards[0].nbytes(), true)?;
+        if let Some(at) = call::fans_out(self, CollectiveKind::AllReduce, shards, algo) {
+            return Ok(call::fanned_all_reduce(self, at, shards, op));
+        }
+        match algo {
             Algorithm::Nccl => super::nccl::all_reduce(self, shards, op),
             Algorithm::Ring => self.ring_all_reduce(&mut hops, shards, op),
             #[cfg(feature = "cuda")]
@@ -117,7 +121,11 @@ impl DeviceGroup {
         let even = shards.iter().all(|s| s.shape() == shards[0].shape());
         let nccl_ok = even && contiguous_along(&shards[0], dim);
         let mut hops = Hops::default();
-        match self.pick(CollectiveKind::AllGather, shards[0].nbytes(), nccl_ok)? {
+        let algo = self.pick(CollectiveKind::AllGather, shards[0].nbytes(), nccl_ok)?;
+        if let Some(at) = call::fans_out(self, CollectiveKind::AllGather, shards, algo) {
+            return call::fanned_all_gather(self, at, shards, dim);
+        }
+        match algo {
             Algorithm::Nccl => super::nccl::all_gather(self, shards, dim),
             Algorithm::Ring => {
                 let have = ring::all_gather(&mut hops, self.devices(), shards)?;
@@ -149,18 +157,21 @@ impl DeviceGroup {
         let part = even_part("reduce_scatter", shards[0].shape(), dim, self.size(), hint)?;
         let n = self.size();
         let mut hops = Hops::default();
-        match self.pick(
-            CollectiveKind::ReduceScatter,
-            shards[0].nbytes(),
-            contiguous_along(&shards[0], dim),
-        )? {
+        let contiguous = contiguous_along(&shards[0], dim);
+        let algo = self.pick(CollectiveKind::ReduceScatter, shards[0].nbytes(), contiguous)?;
+        if let Some(at) = call::fans_out(self, CollectiveKind::ReduceScatter, shards, algo)
+            && contiguous
+        {
+            return Ok(call::fanned_reduce_scatter(self, at, shards, op, (dim, part)));
+        }
+        match algo {
             Algorithm::Nccl => super::nccl::reduce_scatter(self, shards, op, dim),
             Algorithm::Ring => {
                 ring::reduce_scatter(&mut hops, self.devices(), &split(shards, dim, part, n)?, op)
             }
             #[cfg(feature = "cuda")]
             algo @ (Algorithm::Star | Algorithm::OneShot | Algorithm::TwoShot)
-                if call::cuda_native(self) && contiguous_along(&shards[0], dim) =>
+                if call::cuda_native(self) && contiguous =>
             {
                 Ok(call::cuda_reduce_scatter(self, shards, (op, dim, part), algo))
             }

@@ -13,9 +13,13 @@ use std::sync::Arc;
 
 use smallvec::smallvec;
 
-use super::{Algorithm, CollectiveKind, DeviceGroup, HOST_STAGED_BELOW_BYTES, ReduceOp, host_stages_cuda};
+use super::{
+    Algorithm, CollectiveKind, DeviceGroup, HOST_STAGED_BELOW_BYTES, ReduceOp, cuda_fans_out,
+    host_stages_cuda,
+};
 use crate::backend::Kernel;
 use crate::backend::cpu::{HostAllToAll, HostReduceScatter, HostScatter, HostStaged, HostStar};
+use crate::backend::fanned::FannedCall;
 use crate::device::{Device, DeviceKind};
 use crate::error::Result;
 use crate::graph::{CollectiveCall, MultiKernel, Op, Shape, Tensor};
@@ -108,6 +112,79 @@ fn host_nodes<K: MultiKernel + 'static>(
     let mut hosts = std::iter::once(group.leader()).chain(members.iter().copied());
     let host = hosts.find(|d| d.is_host()).unwrap_or(STAGING_HOST);
     nodes_on(host, Arc::new(HostStaged::new(&to, host, call)), inputs, outs)
+}
+
+/// The CUDA member whose one kernel runs the star collective `kind` of `group` over `inputs`
+/// (`algo` chosen), its result delivered to every other member in its pass, where
+/// [`cuda_fans_out`] says (`backend/fanned.rs`).
+pub(crate) fn fans_out(
+    group: &DeviceGroup,
+    kind: CollectiveKind,
+    inputs: &[Tensor],
+    algo: Algorithm,
+) -> Option<Device> {
+    let bytes = inputs.iter().map(Tensor::nbytes).max().unwrap_or(0);
+    let members = group.devices();
+    let fans = algo == Algorithm::Star && cuda_fans_out(kind, members, bytes);
+    members.iter().copied().find(|d| fans && matches!(d, Device::Cuda(_)))
+}
+
+/// `kernel` on `at` over `shards` into a result of `len` elements, output i (on member i, shaped
+/// `shape`) its range `ranges[i]`, as one call ([`FannedCall`]).
+fn fanned(
+    group: &DeviceGroup,
+    (name, at, kernel): (&'static str, Device, Kernel),
+    shards: &[Tensor],
+    (len, shape): (usize, &Shape),
+    ranges: Vec<std::ops::Range<usize>>,
+) -> Vec<Tensor> {
+    let members = group.devices();
+    let mut hosts = std::iter::once(group.leader()).chain(members.iter().copied());
+    let host = hosts.find(|d| d.is_host()).unwrap_or(STAGING_HOST);
+    let outs = members.iter().copied().zip(ranges).collect();
+    let call = FannedCall { name, at, host, kernel, len, outs };
+    nodes_on(at, Arc::new(call), shards, &everywhere(group, shape))
+}
+
+/// The star all_reduce as one kernel of `at` ([`fans_out`]).
+pub(crate) fn fanned_all_reduce(
+    group: &DeviceGroup,
+    at: Device,
+    shards: &[Tensor],
+    op: ReduceOp,
+) -> Vec<Tensor> {
+    let (shape, len) = (shards[0].shape(), shards[0].numel());
+    let what = ("all_reduce", at, fold(op, shards.len()));
+    fanned(group, what, shards, (len, shape), vec![0..len; group.size()])
+}
+
+/// The star all_gather along `dim` as one kernel of `at` ([`fans_out`]).
+pub(crate) fn fanned_all_gather(
+    group: &DeviceGroup,
+    at: Device,
+    shards: &[Tensor],
+    dim: usize,
+) -> Result<Vec<Tensor>> {
+    let (joined, kernel) = join(group, shards, dim)?;
+    let len = joined.numel();
+    Ok(fanned(group, ("all_gather", at, kernel), shards, (len, &joined), vec![0..len; group.size()]))
+}
+
+/// The star reduce_scatter along `dim` (every dim before it of extent 1, so each part is one
+/// range of the fold; parts `part` long) as one kernel of `at` ([`fans_out`]).
+pub(crate) fn fanned_reduce_scatter(
+    group: &DeviceGroup,
+    at: Device,
+    shards: &[Tensor],
+    op: ReduceOp,
+    (dim, part): (usize, usize),
+) -> Vec<Tensor> {
+    let whole = shards[0].shape();
+    let out = whole.with_dim(dim, part);
+    let each = out.numel();
+    let ranges = (0..group.size()).map(|i| i * each..(i + 1) * each).collect();
+    let what = ("reduce_scatter", at, fold(op, shards.len()));
+    fanned(group, what, shards, (whole.numel(), &out), ranges)
 }
 
 /// The fold of `op` over `k` shards, as a kernel.
