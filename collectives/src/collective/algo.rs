@@ -333,13 +333,14 @@ pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, b
 /// Whether the small star collective `kind` of `devices` (every shard below
 /// [`HOST_STAGED_BELOW_BYTES`], the largest `bytes`) is one kernel of the group's one CUDA device,
 /// its result delivered to every other member in the kernel's pass (`backend/fanned.rs`): the
-/// all_reduce, all_gather and reduce_scatter of one CUDA device and host or Vulkan devices, two
-/// members or no Vulkan member among them. The kernel reads the host shards in place (a Vulkan
-/// shard, in host memory at these sizes, copied to the host first) and writes one copy of its
-/// result to the host, of which each host member's output is a view and each Vulkan member's a
-/// copy: one round trip to the GPU, issued directly, where a call staged through the host
-/// ([`host_stages_cuda`]) takes two and the graph pays for its pass, schedule and hops. Taken
-/// before [`host_stages_cuda`] is asked.
+/// all_reduce, all_gather and reduce_scatter of one CUDA device and host or Vulkan devices,
+/// either a pair with a Vulkan member or three or more with none; of a CUDA device and a host
+/// device alone, the reduce_scatter. The kernel reads the host shards in place (a Vulkan shard,
+/// in host memory at these sizes, copied to the host first) and writes one copy of its result to
+/// the host, of which each host member's output is a view and each Vulkan member's a copy: one
+/// round trip to the GPU, issued directly, where a call staged through the host
+/// ([`host_stages_cuda`]) takes two and the graph pays for its pass, its schedule and a launch
+/// per part. Taken before [`host_stages_cuda`] is asked.
 ///
 /// Measured on one H100 (`bench/gpu/49-pair-calls`, run e, three rounds, µs, before → fanned):
 /// - `vulkan:0,cuda:0` (staged below 24 KiB, the graph above): all_reduce 22.6–23.4 → 16.8–19.1
@@ -347,24 +348,31 @@ pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, b
 ///   reduce_scatter 44.1–48.4 → 30.8–32.6 at 64 KiB;
 /// - `cuda:0,vulkan:0`: even at 4 and 16 KiB (all_reduce 18.4–24.7 → 18.3–19.2 at 4 KiB), ahead
 ///   from 64 KiB (reduce_scatter 38.8–44.2 → 31.4–33.7, all_gather 30.2–35.5 → 26.9–28.5);
-/// - `cpu:0,cuda:0` and `cuda:0,cpu:0` (the graph): the reduce_scatter 19.4–20.4 → 16.0–18.5 at
-///   4 KiB, 27.5–28.6 → 23.0–25.4 at 64 KiB; the all_reduce and all_gather within about 1 µs
-///   either way;
 /// - `cuda:0,cpu:0,cpu:1,cpu:2` (staged, its all_reduce the graph): all_gather 38.8–43.8 →
 ///   26.7–29.4 at 96 KiB, reduce_scatter 22.2–23.7 → 18.5–20.3 at 4 KiB, all_reduce 20.6–22.1 →
-///   18.8–20.8.
+///   18.8–20.8;
+/// - `cpu:0,cuda:0` and `cuda:0,cpu:0` (the graph): the reduce_scatter 19.4–20.4 → 16.0–18.5 at
+///   4 KiB, 27.5–28.6 → 23.0–25.4 at 64 KiB. Their all_reduce and all_gather, which the graph
+///   already issues as one kernel with its host copy, stay there: fanned they read even or up
+///   to about 2 µs behind at 4–16 KiB (run f, against the graph: the all_reduce of
+///   `cuda:0,cpu:0` 14.6–15.9 → 15.2–17.7 at 4 KiB, its all_gather 14.5–15.3 → 15.4–17.9).
 ///
 /// Left staged: three or more members with a Vulkan one, where the fanned call read even or
 /// behind at 4–16 KiB (`cuda:0,vulkan:0,cpu:0` all_gather 20.9–27.0 → 24.4–24.8 at 16 KiB,
 /// reduce_scatter 20.5–27.1 → 24.4–27.7) and ahead only on some rows from 64 KiB.
 pub fn cuda_fans_out(kind: CollectiveKind, devices: &[Device], bytes: usize) -> bool {
-    let kinds = [CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter];
+    let folds_or_joins =
+        matches!(kind, CollectiveKind::AllReduce | CollectiveKind::AllGather | CollectiveKind::ReduceScatter);
     let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
     let vulkan = devices.iter().filter(|d| matches!(d, Device::Vulkan(_))).count();
     let hosts = devices.iter().filter(|d| d.is_host()).count();
-    let members = cuda == 1 && cuda + vulkan + hosts == devices.len() && devices.len() >= 2;
-    let shape = devices.len() == 2 || vulkan == 0;
-    kinds.contains(&kind) && members && shape && bytes < HOST_STAGED_BELOW_BYTES
+    let members = cuda == 1 && cuda + vulkan + hosts == devices.len();
+    let shape = match devices.len() {
+        0 | 1 => false,
+        2 => vulkan == 1 || kind == CollectiveKind::ReduceScatter,
+        _ => vulkan == 0,
+    };
+    folds_or_joins && members && shape && bytes < HOST_STAGED_BELOW_BYTES
 }
 
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call

@@ -125,8 +125,10 @@ pub(crate) fn fans_out(
 ) -> Option<Device> {
     let bytes = inputs.iter().map(Tensor::nbytes).max().unwrap_or(0);
     let members = group.devices();
-    let fans = algo == Algorithm::Star && cuda_fans_out(kind, members, bytes);
-    members.iter().copied().find(|d| fans && matches!(d, Device::Cuda(_)))
+    if algo != Algorithm::Star || !cuda_fans_out(kind, members, bytes) {
+        return None;
+    }
+    members.iter().copied().find(|d| matches!(d, Device::Cuda(_)))
 }
 
 /// `kernel` on `at` over `shards` into a result of `len` elements, output i (on member i, shaped
