@@ -3,7 +3,9 @@
 //! all_gather and reduce_scatter of a group of host devices; its all_to_all too; and of a group of
 //! host and Vulkan devices below [`HOST_STAGED_BELOW_BYTES`] a shard, the Vulkan members staged
 //! through a host member, CUDA members too where [`host_stages_cuda`] says; and so of a group
-//! of Vulkan and CUDA devices alone, staged through `cpu:0`).
+//! of Vulkan and CUDA devices alone, staged through `cpu:0`), and by the small fold or join of
+//! one CUDA device beside host or Vulkan devices as one CUDA kernel fanned out to the others,
+//! where [`cuda_fans_out`] says (`backend/fanned.rs`).
 //!
 //! A realize whose targets are the parts of one call with its inputs in place issues the call
 //! directly, without the graph pass and the schedule (`exec/direct.rs`); that is why a call is
@@ -105,13 +107,18 @@ fn host_nodes<K: MultiKernel + 'static>(
     call: impl FnOnce(Vec<Device>) -> K,
 ) -> Vec<Tensor> {
     let to: Vec<Device> = outs.iter().map(|&(d, _)| d).collect();
-    let members = group.devices();
-    if members.iter().all(|d| d.is_host()) {
+    if group.devices().iter().all(|d| d.is_host()) {
         return nodes_on(group.leader(), Arc::new(call(to)), inputs, outs);
     }
-    let mut hosts = std::iter::once(group.leader()).chain(members.iter().copied());
-    let host = hosts.find(|d| d.is_host()).unwrap_or(STAGING_HOST);
+    let host = stand_in(group);
     nodes_on(host, Arc::new(HostStaged::new(&to, host, call)), inputs, outs)
+}
+
+/// The host device that stands in for `group`'s members that are not host devices: the leader
+/// where it is one, else the first host member, else [`STAGING_HOST`].
+fn stand_in(group: &DeviceGroup) -> Device {
+    let mut hosts = std::iter::once(group.leader()).chain(group.devices().iter().copied());
+    hosts.find(|d| d.is_host()).unwrap_or(STAGING_HOST)
 }
 
 /// The CUDA member whose one kernel runs the star collective `kind` of `group` over `inputs`
@@ -140,11 +147,8 @@ fn fanned(
     (len, shape): (usize, &Shape),
     ranges: Vec<std::ops::Range<usize>>,
 ) -> Vec<Tensor> {
-    let members = group.devices();
-    let mut hosts = std::iter::once(group.leader()).chain(members.iter().copied());
-    let host = hosts.find(|d| d.is_host()).unwrap_or(STAGING_HOST);
-    let outs = members.iter().copied().zip(ranges).collect();
-    let call = FannedCall { name, at, host, kernel, len, outs };
+    let outs = group.devices().iter().copied().zip(ranges).collect();
+    let call = FannedCall { name, at, host: stand_in(group), kernel, len, outs };
     nodes_on(at, Arc::new(call), shards, &everywhere(group, shape))
 }
 
