@@ -256,9 +256,9 @@ pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 
 /// Whether a small collective of `kind` (below [`HOST_STAGED_BELOW_BYTES`] a shard, `bytes`;
 /// the star chosen; not one [`cuda_fans_out`] takes first) of `devices`, one of them a CUDA
-/// device and one a host or Vulkan device,
-/// with `hub` the star's hub ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)) or, for a
-/// broadcast or scatter, the root, is one host call with each CUDA member staged through a host
+/// device and one a host or Vulkan device, with `hub` the star's hub
+/// ([`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)) or, for a broadcast or scatter, the
+/// root, is one host call with each CUDA member staged through a host
 /// device, as a Vulkan member is: its shard downloaded, the host call run, its output uploaded.
 /// The host device is a host member, or `cpu:0` where there is none. Those two copies are each
 /// waited for, so a staged call takes two round trips to the GPU where the graph's CUDA fold or
@@ -278,15 +278,15 @@ pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 ///   22.2–22.4, 64 KiB 58.8–59.3 → 45.1–45.3;
 /// - the all_reduce of `cpu:0,cpu:1,cpu:2,cuda:0` (then folded on the host leader) at 4 KiB
 ///   27.7–28.3 → 18.1–21.6 (21.3–22.4 → 17.0), at 64 KiB 55.1–58.9 → 39.1–43.1 (44.0–44.7 →
-///   33.0–33.1); on the H100 every
-///   staged collective of the three-member and four-member groups with one CUDA device above
-///   1.05–3.1 × faster at 4 and 64 KiB (the mean of two rounds' medians).
+///   33.0–33.1); on the H100 every staged collective of the three-member and four-member
+///   groups with one CUDA device above 1.05–3.1 × faster at 4 and 64 KiB (the mean of two
+///   rounds' medians).
 ///
 /// Kept on the graph: the all_reduce of `cuda:0,cpu:0,cpu:1,cpu:2` (4 KiB 18.2–20.9 against
 /// 20.1–21.7 staged, 64 KiB 35.6–41.1 against 40.4–44.3), and of `cpu:0,cpu:1,cpu:2,cuda:0`
 /// since its hub is the CUDA member (`bench/gpu/49-pair-calls`, run b, H100: 4 KiB 18.6–19.3
-/// against 18.1–20.0 staged, 64 KiB 36.6–37.9 against 37.7–41.2), every other collective of a pair
-/// (`cuda:0,cpu:0` all_reduce 15.1–15.6 against 17.1–20.5, all_gather at 64 KiB 17.7–19.0
+/// against 18.1–20.0 staged, 64 KiB 36.6–37.9 against 37.7–41.2), every other collective of a
+/// pair (`cuda:0,cpu:0` all_reduce 15.1–15.6 against 17.1–20.5, all_gather at 64 KiB 17.7–19.0
 /// against 32.3–33.5), and all but the all_to_all of `cuda:0,cuda:1,cpu:0` (its all_gather at
 /// 64 KiB 24.3–25.3 against 36.6–36.8 staged, its reduce_scatter 32.6–32.9 against 40.2–41.4).
 /// One row of the rule lost on the H200: the all_gather of `cuda:0,cpu:0,cpu:1,cpu:2` at

@@ -89,8 +89,10 @@ impl DeviceGroup {
     /// for the result's upload. Led by `cpu:0`, the all_reduce of `cpu:0,cuda:0` took 21.3–22.8
     /// µs at 4 KiB, 219.6–260.2 at 1 MiB and 16.7–17.2 ms at 256 MiB on the host hub against
     /// 14.7–15.6, 66.4–66.7 and 5.7 ms on the CUDA one; of `cpu:0,vulkan:0,cuda:0` 391.7–411.1 µs
-    /// against 73.6–78.3 at 1 MiB (one H100, `bench/gpu/49-pair-calls`, run b, two rounds; every
-    /// other row even or ahead). A Vulkan leader leaves it to CUDA too: where both are one GPU, a
+    /// against 73.6–78.3 at 1 MiB (one H100, `bench/gpu/49-pair-calls`, run b, two rounds). Of
+    /// the rows measured from 4 KiB to 256 MiB (runs b and c) one read behind: the 4 KiB
+    /// reduce_scatter of `cpu:0,cuda:0,cuda:1` (virtual devices), 38.9–39.4 → 41.2–58.1 in run
+    /// c, mixed in run b. A Vulkan leader leaves it to CUDA too: where both are one GPU, a
     /// Vulkan kernel issued after CUDA work waits for the GPU to switch between the two APIs
     /// (about 600 µs for a 4 KiB all_reduce on an H200, `bench/gpu/16-vulkan-host`), while the
     /// CUDA fold or join of the same shards does not. Across two GPUs either hub moves the same
@@ -129,10 +131,10 @@ impl DeviceGroup {
     }
 
     /// The algorithm collective `kind` runs on this group for `bytes` per shard: the group's
-    /// setting, or [`choose`]. An all_to_all
-    /// of two or more CUDA devices (one call, along contiguous parts) runs the star or the
-    /// one-shot — any other setting the one-shot; the collectives with one form (gather,
-    /// scatter, all_to_all elsewhere) always report [`Algorithm::Star`].
+    /// setting, or [`choose`]. An all_to_all of two or more CUDA devices (one call, along
+    /// contiguous parts) runs the star or the one-shot — any other setting the one-shot; the
+    /// collectives with one form (gather, scatter, all_to_all elsewhere) always report
+    /// [`Algorithm::Star`].
     pub fn algorithm_for(&self, kind: CollectiveKind, bytes: usize) -> Algorithm {
         let cuda_all_to_all =
             cfg!(feature = "cuda") && kind == CollectiveKind::AllToAll && self.size() >= 2 && self.all_cuda();
