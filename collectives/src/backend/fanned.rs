@@ -39,8 +39,9 @@ use crate::error::{Error, Result};
 use crate::graph::MultiKernel;
 use crate::sized::try_vec;
 
-/// `kernel` on the CUDA device `at` over one shard per member, each member's output its range
-/// of the result: a view of it on `at`, a copy the kernel's step delivers elsewhere.
+/// `kernel` on device `at` (the group's CUDA device; any backend's `compute_fanout` serves) over
+/// one shard per member, each member's output its range of the result: a view of it on `at`,
+/// elsewhere a view or a copy of the one copy the kernel's step delivers to `host`.
 pub(crate) struct FannedCall {
     /// The collective, for messages and plans.
     pub name: &'static str,
