@@ -124,15 +124,16 @@ impl MultiKernel for FannedCall {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
     use rand::Rng;
 
     use super::*;
     use crate::graph::ReduceKind;
 
-    /// The members: three host devices, and `vulkan:0` where one works (lavapipe in CI).
-    fn members() -> Vec<Device> {
-        let mut d = vec![Device::Cpu(0), Device::Cpu(1), Device::Cpu(2)];
-        if crate::available_devices().contains(&Device::Vulkan(0)) {
+    /// `hosts` host devices, and `vulkan:0` where `vulkan` and one works (lavapipe in CI).
+    fn members(hosts: u32, vulkan: bool) -> Vec<Device> {
+        let mut d: Vec<Device> = (0..hosts).map(Device::Cpu).collect();
+        if vulkan && crate::available_devices().contains(&Device::Vulkan(0)) {
             d.push(Device::Vulkan(0));
         }
         d
@@ -163,15 +164,13 @@ mod tests {
         FannedCall { name, at: Device::Cpu(0), host: Device::Cpu(1), kernel, len, outs }
     }
 
-    /// A fold with every member's output the whole result (an all_reduce) or its part (a
-    /// reduce_scatter), and a join (an all_gather): each output on its member, every element
-    /// against the f64 reference, the inputs untouched.
-    #[test]
-    fn every_member_gets_its_range_of_the_one_result() {
-        let devices = members();
-        let (n, each) = (devices.len(), 1031);
+    /// A fold whose every output is the whole result (an all_reduce) or its part (a
+    /// reduce_scatter), and a join (an all_gather), over shards of `n * each` elements: each
+    /// output on its member, every element against the f64 reference, the inputs untouched.
+    fn every_form(devices: &[Device], each: usize) {
+        let n = devices.len();
         let len = n * each;
-        let (ins, vals) = shards(&devices, len);
+        let (ins, vals) = shards(devices, len);
         let sum: Vec<f64> = (0..len).map(|i| vals.iter().map(|v| v[i]).sum()).collect();
         let fold = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
         let check = |got: &[Arc<Buffer>], want: &dyn Fn(usize) -> Vec<f64>, what: &str| {
@@ -201,6 +200,22 @@ mod tests {
 
         for (b, v) in ins.iter().zip(&vals) {
             assert!(read(b).iter().zip(v).all(|(&g, &w)| g as f64 == w), "an input changed");
+        }
+    }
+
+    #[test]
+    fn every_member_gets_its_range_of_the_one_result() {
+        every_form(&members(3, true), 1031);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Any number of host members, with or without a Vulkan one, any part length (empty
+        /// ones too): every form, every element.
+        #[test]
+        fn every_form_holds_for_any_members_and_length(hosts in 2u32..=5, vulkan in any::<bool>(), each in 0usize..300) {
+            every_form(&members(hosts, vulkan), each);
         }
     }
 
