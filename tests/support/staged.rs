@@ -13,14 +13,14 @@ use crate::{Range, check_all, fold_tol, magnitude, random, ref_reduce, rng, tens
 
 /// Whether a collective of `kind` of `devices` (the first leads; one a CUDA device, one a host
 /// or Vulkan device), from `root` where it is a broadcast or scatter, of shards of `bytes` below
-/// `HOST_STAGED_BELOW_BYTES`, stages its CUDA members through a host device: the rule
-/// `host_stages_cuda` documents, spelled as `bench/gpu/46-cuda-staged`, `bench/gpu/47-vulkan-pair`
-/// and `bench/gpu/49-pair-calls` measured it. With a host member: three or more members with one
-/// CUDA device, every collective with a host call but the all_reduce (folded on the CUDA
-/// member, the star's hub whoever leads) beside host devices only; two CUDA devices, the
-/// all_to_all; a pair, the all_to_all below `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`. With none: a
-/// pair, every collective below that bound but the scatter from the CUDA device; two CUDA
-/// devices, the all_to_all and the broadcast.
+/// `HOST_STAGED_BELOW_BYTES`, and not one [`cuda_fanned_as_measured`] takes, stages its CUDA
+/// members through a host device: the rule `host_stages_cuda` documents, spelled as
+/// `bench/gpu/46-cuda-staged`, `bench/gpu/47-vulkan-pair` and `bench/gpu/49-pair-calls` measured
+/// it. With a host member: three or more members with one CUDA device, every collective with a
+/// host call but the all_reduce (folded on the CUDA member, the star's hub whoever leads)
+/// beside host devices only; two CUDA devices, the all_to_all; a pair, the all_to_all below
+/// `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`. With none: a pair, every collective below that bound but
+/// the scatter from the CUDA device; two CUDA devices, the all_to_all and the broadcast.
 pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: usize, root: Device) -> bool {
     if cuda_fanned_as_measured(devices, kind) {
         return false;
