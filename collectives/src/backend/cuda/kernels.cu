@@ -394,17 +394,24 @@ __device__ void copy2d_body(const W* src, W* dst, u64 rows, u64 width, u64 spitc
     }
 }
 
-// Up to MAXK contiguous copies in one launch (lengths in units of W): the placements of a concat
-// along its outermost dim, and the gather step of a two-shot all_reduce. Every thread strides
-// over each segment in turn.
+// Up to MAXK contiguous copies in one launch (lengths in units of W): the placements of a concat,
+// and the gather step of a two-shot all_reduce. The threads stride over the segments' units taken
+// as one run, each segment after the one before, so the segments are copied side by side: a thread
+// that copied each segment in turn would wait out one round trip per segment in host memory (or
+// a peer's), its loads unable to pass its stores (nothing tells the compiler the segments do not
+// overlap). A thread's index only grows, so it finds its segment by stepping forward.
 struct Segs { u64 src[MAXK]; u64 dst[MAXK]; u64 len[MAXK]; };
 
 template <typename W>
 __device__ void copyseg_body(const Segs& s, int k) {
-    for (int j = 0; j < k; j++) {
-        const W* src = (const W*)s.src[j];
-        W* dst = (W*)s.dst[j];
-        for (u64 i = tid0(); i < s.len[j]; i += nthreads()) dst[i] = src[i];
+    u64 total = 0;
+    for (int j = 0; j < k; j++) total += s.len[j];
+    int j = 0;
+    u64 start = 0;  // segment j holds units [start, start + s.len[j]) of the run
+    for (u64 g = tid0(); g < total; g += nthreads()) {
+        while (g - start >= s.len[j]) start += s.len[j++];
+        u64 i = g - start;
+        ((W*)s.dst[j])[i] = ((const W*)s.src[j])[i];
     }
 }
 

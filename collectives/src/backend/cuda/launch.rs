@@ -210,8 +210,8 @@ pub(super) fn run(
         Kernel::Reduce { kind, scale } => unsafe {
             reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n, flag)
         },
-        Kernel::Concat { outer: 1, .. } => {
-            // One row each: every input is one contiguous placement, all in one launch.
+        Kernel::Concat { outer, .. } if outer * ins.len() <= MAXK => {
+            // Each input's row one contiguous placement, all in one launch.
             let segs = placements(kernel, ins, o, d).unwrap_or_default();
             unsafe { copy_segments_flagged(l, &segs, flag) }
         }
@@ -248,28 +248,24 @@ pub(super) fn run(
     }
 }
 
-/// The contiguous copies that are kernel `kernel`'s result in `o`: a concat of one row (each
-/// input one range of the output); `None` for any other kernel.
+/// The contiguous copies that are kernel `kernel`'s result in `o`: a concat (each input's row r
+/// one range of the output's row r, rows in turn); `None` for any other kernel.
 fn placements(kernel: &Kernel, ins: &[CUdeviceptr], o: CUdeviceptr, d: DType) -> Option<Vec<Seg>> {
-    match kernel {
-        Kernel::Concat { outer: 1, mids, inner } => {
-            let sz = (inner * d.size()) as u64;
-            let mut at = o;
-            let segs = ins.iter().zip(mids).map(|(&src, &m)| {
-                let w = m as u64 * sz;
-                at += w;
-                (src, at - w, w)
-            });
-            Some(segs.collect())
-        }
-        _ => None,
-    }
+    let Kernel::Concat { outer, mids, inner } = kernel else { return None };
+    let sz = (inner * d.size()) as u64;
+    let mut at = o;
+    let row = |r: u64| ins.iter().zip(mids).map(move |(&src, &m)| (src + r * m as u64 * sz, m as u64 * sz));
+    let segs = (0..*outer as u64).flat_map(row).map(|(src, w)| {
+        at += w;
+        (src, at - w, w)
+    });
+    Some(segs.collect())
 }
 
 /// [`run`] with the result written to each of `outs` (at least one): a reduce writes every one in
 /// its one pass (up to [`MAXK`]), a copy (a cast to the same dtype) copies the input to every one
-/// ([`MAXK`] a launch), a concat of one row places its inputs in every one where that is one
-/// launch ([`placements`], at most [`MAXK`] in all); any other kernel, or a reduce's outputs past
+/// ([`MAXK`] a launch), a concat places its inputs' rows in every one where that is one launch
+/// ([`placements`], at most [`MAXK`] in all); any other kernel, or a reduce's outputs past
 /// [`MAXK`], are copied from `outs[0]` by one more launch. Each pointer holds `out.len` elements
 /// of `out.dtype` on this device or a peer's that this device writes in place, as the caller has
 /// checked. The last launch stores `flag` when done where it can ([`Launcher::done`]); returns
@@ -293,7 +289,7 @@ pub(super) fn run_to_all(
             // SAFETY: as `run` guarantees for the input and every output; outputs are distinct.
             return unsafe { copy_segments_flagged(l, &segs, flag) };
         }
-        Kernel::Concat { outer: 1, .. } if ins.len() * outs.len() <= MAXK => {
+        Kernel::Concat { outer, .. } if outer * ins.len() * outs.len() <= MAXK => {
             let each = outs.iter().filter_map(|&o| placements(kernel, ins, o, out.dtype));
             let segs: Vec<Seg> = each.flatten().collect();
             // SAFETY: as `run` guarantees for the inputs and every output; outputs are distinct.

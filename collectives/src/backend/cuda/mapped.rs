@@ -8,7 +8,8 @@
 //! pageable input is copied by the host into a pinned block, which the kernel reads across the
 //! bus (pinned memory is mapped into every device's address space under unified addressing), the
 //! result goes into each host copy's pinned block across the bus too — a reduce writes them in its
-//! own pass, a small concat of one row places its inputs in each in its one launch, another
+//! own pass, a small concat places its inputs' rows in each in its one launch (up to
+//! [`launch::MAXK`] placements in all), another
 //! kernel's result is copied by one more launch (either starts sooner than the copy engine) —
 //! and the one stream orders them: one event completes the whole step. The
 //! schedule streams kernels below [`crate::exec::STREAM_SMALL_BYTES`] this way
@@ -212,10 +213,11 @@ mod tests {
 
     /// Concats and slices in one pass (`exec/stream.rs` streams small concats; the backend takes
     /// any kernel): parts on the device, in pageable and in pinned host memory, at odd sizes and
-    /// in dtypes of 1, 2 and 4 bytes, written to the device and to two host devices (a one-row
-    /// concat's placements in one launch) or to six (more placements than one launch takes:
-    /// computed, then copied); concats and slices of one row and of two; every element of every
-    /// result against the f64 reference, the inputs unchanged.
+    /// in dtypes of 1, 2 and 4 bytes, written to the device and to two host devices or to six;
+    /// concats of two parts and of three, slices, each of one row and of two — the concat's
+    /// placements (rows times parts times destinations) in one launch where they are at most
+    /// `MAXK` (of two rows, two parts to three destinations), else computed, then copied; every
+    /// element of every result against the f64 reference, the inputs unchanged.
     #[test]
     fn one_pass_concats_and_slices_of_host_and_device_inputs() {
         let Some(dev) = devices().into_iter().next() else { return };
@@ -236,12 +238,12 @@ mod tests {
             let on_dev = to_buffer(&dev, dtype, &vals[1]);
             let pinned = copy::dtoh(&dev, &to_buffer(&dev, dtype, &vals[2]), Device::Cpu(2)).unwrap();
             let ctx = format!("{dtype}, {n} elements, {} copies, seed {seed}", to.len());
-            for outer in [1, 2] {
-                let (kernel, want) = concat_of(&vals, outer);
+            for (outer, k) in [(1, 3), (2, 2), (2, 3)] {
+                let (kernel, want) = concat_of(&vals[..k], outer);
                 let to = Delivery::wholes(to, want.len());
                 let parts = [&pageable, &on_dev, &pinned];
-                let got = compute_mapped(&dev, &kernel, &parts, want_spec(dtype, &want), &to);
-                let what = format!("concat of {outer} rows, {ctx}");
+                let got = compute_mapped(&dev, &kernel, &parts[..k], want_spec(dtype, &want), &to);
+                let what = format!("concat of {k} parts in {outer} rows, {ctx}");
                 check_everywhere(&dev, got.expect("one-pass concat"), &want, &to, &what);
                 let (kernel, want) = slice_of(&vals[0], outer);
                 let to = Delivery::wholes(&to.iter().map(|d| d.to).collect::<Vec<_>>(), want.len());

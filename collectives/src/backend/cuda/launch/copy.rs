@@ -55,7 +55,8 @@ pub(crate) unsafe fn copy_segments_flagged(l: &Launcher, segs: &[Seg], flag: Opt
             (p.src[j], p.dst[j], p.len[j]) = (s, d, n / unit);
         }
         let k = chunk.len() as i32;
-        let work = p.len.iter().copied().max().unwrap_or(0);
+        // The kernel's threads stride over every segment's units as one run.
+        let work = p.len.iter().sum::<u64>();
         if work == 0 {
             // Nothing to copy: no launch, and no kernel to load for it.
             continue;
