@@ -238,11 +238,14 @@ fn small_collectives_of_cuda_and_host_devices() {
     staged::small_calls_of_mixed_groups(&groups, staged::cuda_staged_as_measured);
 }
 
-/// The all_to_all of a CUDA device and a host device, the two alone, either leading: one host
-/// call below `HOST_STAGED_CUDA_PAIR_BELOW_BYTES` a shard, the graph at it; every element of
-/// every output against the inputs, each output on its member.
+/// The all_to_all of a CUDA device and a host device, the two alone, either leading: along
+/// contiguous parts (shards `[1, c]`, along dim 1) one CUDA kernel fanned out below
+/// `HOST_STAGED_BELOW_BYTES` a shard; along strided parts (shards `[2, c]`) one host call below
+/// `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`; the graph at each bound. Every element of every output
+/// against the inputs, each output on its member.
 #[test]
-fn the_small_all_to_all_of_a_cuda_and_host_pair_is_one_host_call() {
+fn the_small_all_to_all_of_a_cuda_and_host_pair_is_one_call() {
+    use collectives::collective::{HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES};
     use collectives_tests::staged::{check_outs, check_plan};
     let mut r = rng(fresh_seed());
     for devices in [[CUDA0, CPU0], [CPU0, CUDA0]] {
@@ -251,21 +254,33 @@ fn the_small_all_to_all_of_a_cuda_and_host_pair_is_one_host_call() {
         }
         let g = DeviceGroup::new(devices.to_vec()).unwrap();
         for dtype in [DType::F32, DType::BF16, DType::U8, DType::I64] {
-            let at = collectives::collective::HOST_STAGED_CUDA_PAIR_BELOW_BYTES / dtype.size();
-            for (len, below) in [((at - 1) / 2 * 2, true), (at, false)] {
-                let ctx = format!("all_to_all {devices:?} {dtype} {len}");
-                let vals: Vec<Vec<f64>> =
-                    (0..2).map(|_| collectives_tests::random(dtype, len, Range::General, &mut r)).collect();
+            let (fan, pair) =
+                (HOST_STAGED_BELOW_BYTES / dtype.size(), HOST_STAGED_CUDA_PAIR_BELOW_BYTES / dtype.size());
+            // (rows, columns, (staged, fanned)): even columns, the bounds in elements a shard.
+            let cases = [
+                (1, (fan - 1) / 2 * 2, (false, true)),
+                (1, fan, (false, false)),
+                (2, (pair - 1) / 4 * 2, (true, false)),
+                (2, pair / 2, (false, false)),
+            ];
+            for (rows, cols, want_plan) in cases {
+                let ctx = format!("all_to_all {devices:?} {dtype} [{rows}, {cols}] along dim 1");
+                let vals: Vec<Vec<f64>> = (0..2)
+                    .map(|_| collectives_tests::random(dtype, rows * cols, Range::General, &mut r))
+                    .collect();
                 let src: Vec<Tensor> = vals
                     .iter()
                     .zip(devices)
-                    .map(|(v, d)| collectives_tests::tensor(dtype, v, [len], d))
+                    .map(|(v, d)| collectives_tests::tensor(dtype, v, [rows, cols], d))
                     .collect();
-                let out = g.all_to_all(&src, 0).unwrap();
-                check_plan(&out, (below, false), &ctx);
-                let half = len / 2;
+                let out = g.all_to_all(&src, 1).unwrap();
+                check_plan(&out, want_plan, &ctx);
+                let half = cols / 2;
+                let part = |v: &Vec<f64>, row: usize, j: usize| v[row * cols + j * half..][..half].to_vec();
                 let want: Vec<Vec<f64>> = (0..2)
-                    .map(|j| vals.iter().flat_map(|v| v[j * half..(j + 1) * half].iter().copied()).collect())
+                    .map(|j| {
+                        (0..rows).flat_map(|row| vals.iter().flat_map(move |v| part(v, row, j))).collect()
+                    })
                     .collect();
                 check_outs(&out, &devices, &want, |_| 0.0, &ctx);
             }

@@ -355,16 +355,17 @@ fn a_user_copy_across_vendors_is_refused() {
 fn staging_goes_through_cpu0_even_when_it_is_not_a_member() {
     let g = DeviceGroup::new(vec![VK0, CUDA1]).unwrap();
     assert_eq!(g.route(CUDA1, VK0), Route::Staged { via: CPU0 });
-    // At the bound, the graph's hops; below it, the all_to_all is one host call on cpu:0
-    // (`host_stages_cuda`), the all_reduce one kernel of cuda:1 whose host copy is on cpu:0
-    // (`cuda_fans_out`).
+    // At the bound, the graph's hops; below it, the broadcast is one host call on cpu:0
+    // (`host_stages_cuda`), the all_reduce and the all_to_all each one kernel of cuda:1 whose
+    // host copy is on cpu:0 (`cuda_fans_out`).
     let plan = g.plan(CollectiveKind::AllReduce, [LEN], DType::F32).unwrap();
     let b = 4 * LEN;
     let want = vec![(CPU0, CUDA1, b), (CPU0, VK0, b), (CUDA1, CPU0, b), (VK0, CPU0, b)];
     assert_eq!(hops(&plan), want, "{plan}");
     for (kind, at, op) in [
-        (CollectiveKind::AllToAll, CPU0, "staged through cpu:0"),
+        (CollectiveKind::Broadcast, CPU0, "staged through cpu:0"),
         (CollectiveKind::AllReduce, CUDA1, "fanned out from cuda:1"),
+        (CollectiveKind::AllToAll, CUDA1, "fanned out from cuda:1"),
     ] {
         let plan = g.plan(kind, [10], DType::I64).unwrap();
         assert!(plan.hops.is_empty() && plan.kernels.len() == 1, "{plan}");
@@ -550,14 +551,14 @@ fn a_vulkan_result_from_cuda_inputs_is_computed_by_cuda_on_one_gpu() {
     }
     // Below the device bridge's 256 KiB tensors live in host memory, where the Vulkan leader
     // joins them without a kernel and the host folds them; the one-shot all_reduce's fold is
-    // still CUDA's, whose member computes it anyway. (Shards at
-    // `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`: smaller, most of the pair's collectives are one host
-    // call.)
+    // still CUDA's, whose member computes it anyway, and the all_to_all one CUDA kernel fanned
+    // out (`cuda_fans_out`). (Shards at `HOST_STAGED_CUDA_PAIR_BELOW_BYTES`: smaller, most of
+    // the pair's collectives are one host call.)
     let g = DeviceGroup::new(vec![VK0, CUDA0]).unwrap();
     let rows = HOST_STAGED_CUDA_PAIR_BELOW_BYTES / 16;
     for (kind, algo, on_vulkan) in [
         (CollectiveKind::Gather, Algorithm::Auto, 1),
-        (CollectiveKind::AllToAll, Algorithm::Auto, 1),
+        (CollectiveKind::AllToAll, Algorithm::Auto, 0),
         (CollectiveKind::Reduce, Algorithm::Auto, 1),
         (CollectiveKind::ReduceScatter, Algorithm::OneShot, 1),
         (CollectiveKind::AllReduce, Algorithm::OneShot, 0),

@@ -45,19 +45,20 @@ pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: 
 /// Whether a collective of `kind` of `devices`, of shards below `HOST_STAGED_BELOW_BYTES`, is one
 /// kernel of the group's CUDA device, its result delivered to the others in the kernel's pass:
 /// the rule `cuda_fans_out` documents, spelled as `bench/gpu/49-pair-calls` (runs e and f)
-/// measured it. The all_reduce, all_gather and reduce_scatter of one CUDA device and host or
-/// Vulkan devices, a pair with a Vulkan member or three or more with none; of a CUDA device and
-/// a host device alone, the reduce_scatter.
+/// and `bench/gpu/50-all-to-all` measured it. The all_reduce, all_gather and reduce_scatter of
+/// one CUDA device and host or Vulkan devices, a pair with a Vulkan member or three or more with
+/// none; of a CUDA device and a host device alone, the reduce_scatter; the all_to_all of any
+/// such pair.
 pub fn cuda_fanned_as_measured(devices: &[Device], kind: CollectiveKind) -> bool {
-    use CollectiveKind::{AllGather, AllReduce, ReduceScatter};
+    use CollectiveKind::{AllGather, AllReduce, AllToAll, ReduceScatter};
     let count = |f: fn(&Device) -> bool| devices.iter().filter(|d| f(d)).count();
     let (cuda, vulkan) = (count(|d| matches!(d, Device::Cuda(_))), count(|d| matches!(d, Device::Vulkan(_))));
     let others_fit = cuda + vulkan + count(|d| d.is_host()) == devices.len();
     let shape = match devices.len() {
-        2 => vulkan == 1 || kind == ReduceScatter,
-        n => n > 2 && vulkan == 0,
+        2 => vulkan == 1 || matches!(kind, ReduceScatter | AllToAll),
+        n => n > 2 && vulkan == 0 && kind != AllToAll,
     };
-    matches!(kind, AllReduce | AllGather | ReduceScatter) && cuda == 1 && others_fit && shape
+    matches!(kind, AllReduce | AllGather | ReduceScatter | AllToAll) && cuda == 1 && others_fit && shape
 }
 
 /// Shard i of `vals` on device i (shape `[len]` each).

@@ -8,8 +8,9 @@
 //! reads the host shards in place and writes one copy of the result to the host in the kernel's
 //! own pass (`backend/cuda/mapped.rs`): one round trip, issued directly (`exec/direct.rs`). Each
 //! host member's output is a view of that copy (host devices share one memory; a reduce_scatter
-//! member's, of its part), so one launch serves every kind: a copy of each member's part would
-//! take a second. A Vulkan member's shard, in host memory at these sizes, is copied to the host
+//! or all_to_all member's, of its part: an all_to_all's kernel joins the shards' rows, row j of
+//! each its part j, so member j's output is the join's range j), so one launch serves every kind:
+//! a copy of each member's part would take a second. A Vulkan member's shard, in host memory at these sizes, is copied to the host
 //! first and its output copied back: host copies both.
 //!
 //! ```
@@ -165,8 +166,9 @@ mod tests {
     }
 
     /// A fold whose every output is the whole result (an all_reduce) or its part (a
-    /// reduce_scatter), and a join (an all_gather), over shards of `n * each` elements: each
-    /// output on its member, every element against the f64 reference, the inputs untouched.
+    /// reduce_scatter), a join (an all_gather) and a join of the shards' rows whose every output
+    /// is its part (an all_to_all), over shards of `n * each` elements: each output on its member,
+    /// every element against the f64 reference, the inputs untouched.
     fn every_form(devices: &[Device], each: usize) {
         let n = devices.len();
         let len = n * each;
@@ -197,6 +199,12 @@ mod tests {
         let whole = devices.iter().map(|&d| (d, 0..n * len)).collect();
         let got = call("all_gather", join, n * len, whole).run(&ins).unwrap();
         check(&got, &|_| joined.clone(), "all_gather");
+
+        let rows = Kernel::Concat { outer: n, mids: vec![each; n], inner: 1 };
+        let column = |j: usize| vals.iter().flat_map(|v| v[j * each..(j + 1) * each].to_vec()).collect();
+        let parts = devices.iter().enumerate().map(|(j, &d)| (d, j * len..(j + 1) * len)).collect();
+        let got = call("all_to_all", rows, n * len, parts).run(&ins).unwrap();
+        check(&got, &column, "all_to_all");
 
         for (b, v) in ins.iter().zip(&vals) {
             assert!(read(b).iter().zip(v).all(|(&g, &w)| g as f64 == w), "an input changed");

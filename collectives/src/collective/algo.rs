@@ -241,10 +241,11 @@ pub const ALL_GATHER_IN_PLACE_MIN_BYTES: usize = 8 << 20;
 pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
 
 /// Bytes per shard below which the all_to_all of a CUDA device and a host device, the two
-/// alone, is one host call, the CUDA member staged through the host member; and below which
-/// every collective with a host call of a CUDA device and a Vulkan device alone is one (but the
-/// all_reduce, all_gather and reduce_scatter, which [`cuda_fans_out`] takes, and the scatter from
-/// the CUDA device), both staged through `cpu:0` (see [`host_stages_cuda`], where
+/// alone, along strided parts (a dim before it longer than 1: [`cuda_fans_out`] takes the rest)
+/// is one host call, the CUDA member staged through the host member; and below which every
+/// collective with a host call of a CUDA device and a Vulkan device alone is one (but those
+/// [`cuda_fans_out`] takes, and the scatter from the CUDA device), both staged through `cpu:0`
+/// (see [`host_stages_cuda`], where
 /// the second pair's figures are: staged, it read even or ahead at 16 KiB and partly behind at
 /// 32). Through the graph the first pair's all_to_all is a slice, a hop and a join for each of
 /// four parts. On one H100 (`bench/gpu/46-cuda-staged`, run b, three rounds, µs, graph
@@ -269,7 +270,8 @@ pub const HOST_STAGED_CUDA_PAIR_BELOW_BYTES: usize = 24 << 10;
 /// With a host member: of three or more members with one CUDA device, every collective but the
 /// all_reduce beside host devices only (folded on the CUDA member, the star's hub whoever leads:
 /// [`DeviceGroup::star_hub`](crate::DeviceGroup::star_hub)); with more CUDA devices, the
-/// all_to_all; of two members, the all_to_all below [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`].
+/// all_to_all; of two members, the all_to_all below [`HOST_STAGED_CUDA_PAIR_BELOW_BYTES`]
+/// (along strided parts only: along contiguous ones [`cuda_fans_out`] takes it first).
 /// Measured on one H200 (run a, three rounds, µs, graph → staged) and one H100 (run b, two
 /// rounds), `bench/gpu/46-cuda-staged`:
 /// - the all_to_all at 4 KiB: of `cuda:0,cpu:0,cpu:1,cpu:2` 57.1–82.7 → 17.8–21.4 (H100
@@ -335,7 +337,8 @@ pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, b
 /// its result delivered to every other member in the kernel's pass (`backend/fanned.rs`): the
 /// all_reduce, all_gather and reduce_scatter of one CUDA device and host or Vulkan devices,
 /// either a pair with a Vulkan member or three or more with none; of a CUDA device and a host
-/// device alone, the reduce_scatter. The kernel reads the host shards in place (a Vulkan shard,
+/// device alone, the reduce_scatter; the all_to_all of a pair (its kernel joins the shards' rows,
+/// row j of each its part j, so member j's output is the join's range j). The kernel reads the host shards in place (a Vulkan shard,
 /// in host memory at these sizes, copied to the host first) and writes one copy of its result to
 /// the host, of which each host member's output is a view and each Vulkan member's a copy: one
 /// round trip to the GPU, issued directly, where a call staged through the host
@@ -357,22 +360,30 @@ pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, b
 ///   to about 2 µs behind at 4–16 KiB (run f, against the graph: the all_reduce of
 ///   `cuda:0,cpu:0` 14.6–15.9 → 15.2–17.7 at 4 KiB, its all_gather 14.5–15.3 → 15.4–17.9).
 ///
+/// - the all_to_all of the pairs (staged below 24 KiB, the graph above; H100,
+///   `bench/gpu/50-all-to-all` run a): `cuda:0,cpu:0` 17.9–20.7 → 16.1–17.9 at 4 KiB,
+///   37.3–39.5 → 23.4–26.1 at 64 KiB; `cpu:0,cuda:0` 20.5–21.3 → 16.6–18.1, 33.1–34.3 →
+///   23.4–27.7; `vulkan:0,cuda:0` 22.0–23.0 → 19.1–21.0, 43.4–46.7 → 32.8–35.7;
+///   `cuda:0,vulkan:0` even at 4 KiB (20.4–21.7 → 20.2–21.2), ahead from 16 KiB (42.8–47.5 →
+///   33.3–36.3 at 64 KiB). Of three or more members it stays staged: its join then takes more
+///   placements than one launch (`cuda:0,cpu:0,cpu:1,cpu:2` 20.7–24.4 → 32.5–35.5 at 4 KiB).
+///
 /// Left staged: three or more members with a Vulkan one, where the fanned call read even or
 /// behind at 4–16 KiB (`cuda:0,vulkan:0,cpu:0` all_gather 20.9–27.0 → 24.4–24.8 at 16 KiB,
 /// reduce_scatter 20.5–27.1 → 24.4–27.7) and ahead only on some rows from 64 KiB.
 pub fn cuda_fans_out(kind: CollectiveKind, devices: &[Device], bytes: usize) -> bool {
-    let folds_or_joins =
-        matches!(kind, CollectiveKind::AllReduce | CollectiveKind::AllGather | CollectiveKind::ReduceScatter);
+    use CollectiveKind::{AllGather, AllReduce, AllToAll, ReduceScatter};
     let cuda = devices.iter().filter(|d| matches!(d, Device::Cuda(_))).count();
     let vulkan = devices.iter().filter(|d| matches!(d, Device::Vulkan(_))).count();
     let hosts = devices.iter().filter(|d| d.is_host()).count();
     let members = cuda == 1 && cuda + vulkan + hosts == devices.len();
-    let shape = match devices.len() {
-        0 | 1 => false,
-        2 => vulkan == 1 || kind == CollectiveKind::ReduceScatter,
-        _ => vulkan == 0,
+    let shape = match (devices.len(), kind) {
+        (2, ReduceScatter | AllToAll) => true,
+        (2, AllReduce | AllGather) => vulkan == 1,
+        (3.., AllReduce | AllGather | ReduceScatter) => vulkan == 0,
+        _ => false,
     };
-    folds_or_joins && members && shape && bytes < HOST_STAGED_BELOW_BYTES
+    members && shape && bytes < HOST_STAGED_BELOW_BYTES
 }
 
 /// What [`choose`] takes where NCCL does not run (virtual devices of one GPU, no libnccl, a call

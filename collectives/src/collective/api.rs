@@ -272,6 +272,11 @@ impl DeviceGroup {
             let algo = self.pick(CollectiveKind::AllToAll, shards[0].nbytes(), false)?;
             return Ok(call::cuda_all_to_all(self, shards, (dim, part), algo));
         }
+        if let Some(at) = call::fans_out(self, CollectiveKind::AllToAll, shards, Algorithm::Star)
+            && contiguous_along(&shards[0], dim)
+        {
+            return Ok(call::fanned_all_to_all(self, at, shards, (dim, part)));
+        }
         if call::runs_on_host(self, CollectiveKind::AllToAll, shards, Algorithm::Star) {
             return Ok(call::host_all_to_all(self, shards, dim, part));
         }

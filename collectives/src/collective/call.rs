@@ -3,9 +3,9 @@
 //! all_gather and reduce_scatter of a group of host devices; its all_to_all too; and of a group of
 //! host and Vulkan devices below [`HOST_STAGED_BELOW_BYTES`] a shard, the Vulkan members staged
 //! through a host member, CUDA members too where [`host_stages_cuda`] says; and so of a group
-//! of Vulkan and CUDA devices alone, staged through `cpu:0`), and by the small fold or join of
-//! one CUDA device beside host or Vulkan devices as one CUDA kernel fanned out to the others,
-//! where [`cuda_fans_out`] says (`backend/fanned.rs`).
+//! of Vulkan and CUDA devices alone, staged through `cpu:0`), and by the small fold or join
+//! (an all_to_all's too) of one CUDA device beside host or Vulkan devices as one CUDA kernel
+//! fanned out to the others, where [`cuda_fans_out`] says (`backend/fanned.rs`).
 //!
 //! A realize whose targets are the parts of one call with its inputs in place issues the call
 //! directly, without the graph pass and the schedule (`exec/direct.rs`); that is why a call is
@@ -191,6 +191,23 @@ pub(crate) fn fanned_reduce_scatter(
     let ranges = (0..group.size()).map(|i| i * each..(i + 1) * each).collect();
     let what = ("reduce_scatter", at, fold(op, shards.len()));
     fanned(group, what, shards, (whole.numel(), &out), ranges)
+}
+
+/// The all_to_all along `dim` (every dim before it of extent 1; parts `part` long) as one kernel
+/// of `at` ([`fans_out`]): the join of every shard's rows, row j of each shard its part j, so
+/// member j's output is the join's range j.
+pub(crate) fn fanned_all_to_all(
+    group: &DeviceGroup,
+    at: Device,
+    shards: &[Tensor],
+    (dim, part): (usize, usize),
+) -> Vec<Tensor> {
+    let (n, shape) = (group.size(), shards[0].shape());
+    let (_, _, inner) = shape.split_at_dim(dim);
+    let kernel = Kernel::Concat { outer: n, mids: vec![part * inner; n], inner: 1 };
+    let each = shape.numel();
+    let ranges = (0..n).map(|j| j * each..(j + 1) * each).collect();
+    fanned(group, ("all_to_all", at, kernel), shards, (n * each, shape), ranges)
 }
 
 /// The fold of `op` over `k` shards, as a kernel.
