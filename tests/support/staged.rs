@@ -6,7 +6,9 @@
 //! Shared by the Vulkan and the CUDA tests: the same collectives, dtypes and sizes on each kind,
 //! every output element against an f64 reference, each output's device, and each plan's shape.
 
-use collectives::collective::{HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES};
+use collectives::collective::{
+    FANNED_ALL_TO_ALL_MAX_MEMBERS, HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
+};
 use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan, ReduceKind, ReduceOp, Tensor};
 
 use crate::{Range, check_all, fold_tol, magnitude, random, ref_reduce, rng, tensor, values};
@@ -48,7 +50,7 @@ pub fn cuda_staged_as_measured(devices: &[Device], kind: CollectiveKind, bytes: 
 /// and `bench/gpu/50-all-to-all` measured it. The all_reduce, all_gather and reduce_scatter of
 /// one CUDA device and host or Vulkan devices, a pair with a Vulkan member or three or more with
 /// none; of a CUDA device and a host device alone, the reduce_scatter; the all_to_all of any
-/// such pair.
+/// such pair, and of three or four members with no Vulkan one.
 pub fn cuda_fanned_as_measured(devices: &[Device], kind: CollectiveKind) -> bool {
     use CollectiveKind::{AllGather, AllReduce, AllToAll, ReduceScatter};
     let count = |f: fn(&Device) -> bool| devices.iter().filter(|d| f(d)).count();
@@ -56,7 +58,7 @@ pub fn cuda_fanned_as_measured(devices: &[Device], kind: CollectiveKind) -> bool
     let others_fit = cuda + vulkan + count(|d| d.is_host()) == devices.len();
     let shape = match devices.len() {
         2 => vulkan == 1 || matches!(kind, ReduceScatter | AllToAll),
-        n => n > 2 && vulkan == 0 && kind != AllToAll,
+        n => n > 2 && vulkan == 0 && (kind != AllToAll || n <= FANNED_ALL_TO_ALL_MAX_MEMBERS),
     };
     matches!(kind, AllReduce | AllGather | ReduceScatter | AllToAll) && cuda == 1 && others_fit && shape
 }

@@ -332,18 +332,26 @@ pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, b
     }
 }
 
+/// Members of the largest group whose small all_to_all [`cuda_fans_out`] takes: the join of n
+/// members' shards is n rows of n placements, which the CUDA backend's segment copy kernel
+/// places in one launch up to 16 (four members); from five, a launch per shard, and the fanned
+/// call lost to the staged one (`bench/gpu/50-all-to-all`, run a: `cuda:0,cpu:0..3` 23.9–26.8 →
+/// 35.6–41.1 µs at 4 KiB, 53.2–54.8 → 66.2–69.9 at 64 KiB).
+pub const FANNED_ALL_TO_ALL_MAX_MEMBERS: usize = 4;
+
 /// Whether the small star collective `kind` of `devices` (every shard below
 /// [`HOST_STAGED_BELOW_BYTES`], the largest `bytes`) is one kernel of the group's one CUDA device,
 /// its result delivered to every other member in the kernel's pass (`backend/fanned.rs`): the
 /// all_reduce, all_gather and reduce_scatter of one CUDA device and host or Vulkan devices,
 /// either a pair with a Vulkan member or three or more with none; of a CUDA device and a host
-/// device alone, the reduce_scatter; the all_to_all of a pair (its kernel joins the shards' rows,
-/// row j of each its part j, so member j's output is the join's range j). The kernel reads the host shards in place (a Vulkan shard,
-/// in host memory at these sizes, copied to the host first) and writes one copy of its result to
-/// the host, of which each host member's output is a view and each Vulkan member's a copy: one
-/// round trip to the GPU, issued directly, where a call staged through the host
-/// ([`host_stages_cuda`]) takes two and the graph pays for its pass, its schedule and a launch
-/// per part. Taken before [`host_stages_cuda`] is asked.
+/// device alone, the reduce_scatter; the all_to_all of a pair, or of up to
+/// [`FANNED_ALL_TO_ALL_MAX_MEMBERS`] with no Vulkan member (its kernel joins the shards' rows,
+/// row j of each its part j, so member j's output is the join's range j). The kernel reads the
+/// host shards in place (a Vulkan shard, in host memory at these sizes, copied to the host
+/// first) and writes one copy of its result to the host, of which each host member's output is a
+/// view and each Vulkan member's a copy: one round trip to the GPU, issued directly, where a call
+/// staged through the host ([`host_stages_cuda`]) takes two and the graph pays for its pass, its
+/// schedule and a launch per part. Taken before [`host_stages_cuda`] is asked.
 ///
 /// Measured on one H100 (`bench/gpu/49-pair-calls`, run e, three rounds, µs, before → fanned):
 /// - `vulkan:0,cuda:0` (staged below 24 KiB, the graph above): all_reduce 22.6–23.4 → 16.8–19.1
@@ -359,14 +367,19 @@ pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, b
 ///   already issues as one kernel with its host copy, stay there: fanned they read even or up
 ///   to about 2 µs behind at 4–16 KiB (run f, against the graph: the all_reduce of
 ///   `cuda:0,cpu:0` 14.6–15.9 → 15.2–17.7 at 4 KiB, its all_gather 14.5–15.3 → 15.4–17.9).
-///
 /// - the all_to_all of the pairs (staged below 24 KiB, the graph above; H100,
 ///   `bench/gpu/50-all-to-all` run a): `cuda:0,cpu:0` 17.9–20.7 → 16.1–17.9 at 4 KiB,
 ///   37.3–39.5 → 23.4–26.1 at 64 KiB; `cpu:0,cuda:0` 20.5–21.3 → 16.6–18.1, 33.1–34.3 →
 ///   23.4–27.7; `vulkan:0,cuda:0` 22.0–23.0 → 19.1–21.0, 43.4–46.7 → 32.8–35.7;
 ///   `cuda:0,vulkan:0` even at 4 KiB (20.4–21.7 → 20.2–21.2), ahead from 16 KiB (42.8–47.5 →
-///   33.3–36.3 at 64 KiB). Of three or more members it stays staged: its join then takes more
-///   placements than one launch (`cuda:0,cpu:0,cpu:1,cpu:2` 20.7–24.4 → 32.5–35.5 at 4 KiB).
+///   33.3–36.3 at 64 KiB);
+/// - the all_to_all of three and four members with no Vulkan one (staged; run e, after the
+///   segment copy kernel learned to copy its segments side by side): `cuda:0,cpu:0,cpu:1`
+///   21.8–22.2 → 19.1–21.3 at 4 KiB, 43.4–46.8 → 36.3–37.2 at 64 KiB;
+///   `cpu:0,cpu:1,cpu:2,cuda:0` 22.5–22.6 → 21.3–22.8, 48.9–50.4 → 43.6–44.8;
+///   `cuda:0,cpu:0,cpu:1,cpu:2` even at 4 and 16 KiB (21.0–22.4 → 21.2–22.4), ahead at 64 KiB
+///   (45.6–47.9 → 43.7–45.8). Of five it lost (run a, `cuda:0,cpu:0..3` 23.9–26.8 → 35.6–41.1
+///   at 4 KiB): see [`FANNED_ALL_TO_ALL_MAX_MEMBERS`].
 ///
 /// Left staged: three or more members with a Vulkan one, where the fanned call read even or
 /// behind at 4–16 KiB (`cuda:0,vulkan:0,cpu:0` all_gather 20.9–27.0 → 24.4–24.8 at 16 KiB,
@@ -380,7 +393,9 @@ pub fn cuda_fans_out(kind: CollectiveKind, devices: &[Device], bytes: usize) -> 
     let shape = match (devices.len(), kind) {
         (2, ReduceScatter | AllToAll) => true,
         (2, AllReduce | AllGather) => vulkan == 1,
-        (3.., AllReduce | AllGather | ReduceScatter) => vulkan == 0,
+        (3.., AllReduce | AllGather | ReduceScatter) | (3..=FANNED_ALL_TO_ALL_MAX_MEMBERS, AllToAll) => {
+            vulkan == 0
+        }
         _ => false,
     };
     members && shape && bytes < HOST_STAGED_BELOW_BYTES
@@ -395,9 +410,14 @@ pub fn cuda_fans_out(kind: CollectiveKind, devices: &[Device], bytes: usize) -> 
 /// (which [`choose_native`] takes from [`RING_MIN_BYTES`] on three or more GPUs) moves each shard
 /// through dependent steps in that same memory — on 3, 4 and 8 virtual devices of one H200
 /// (`bench/gpu/32-one-gpu-reduce`, run a) 1.5–5.5 × faster from 4 KiB to 256 MiB per shard (on
-/// eight, 571–581 µs against the ring's 1440 at 256 MiB). On three or more, the star
-/// reduce_scatter, broadcast and all_gather below [`ONE_GPU_STAR_MAX_BYTES`], the one-shot from
-/// it; on two, the one-shot, as below. The star all_to_all below [`ONE_GPU_STAR_MAX_BYTES`] on
+/// eight, 571–581 µs against the ring's 1440 at 256 MiB). The star reduce_scatter, broadcast and
+/// all_gather below [`ONE_GPU_STAR_MAX_BYTES`] (the all_gather's gathered), the one-shot from
+/// it, on two devices too: there the one-shot's launch per member lost to the leader's one
+/// launch (two virtual devices of one H100, `bench/gpu/50-all-to-all` run e, three rounds, µs,
+/// one-shot against star: all_gather 20.0–26.9 against 13.6–14.2 at 4 KiB, 22.7–22.8 against
+/// 17.3–18.6 at 4 MiB; reduce_scatter 19.9–21.4 against 17.5–18.0 at 4 KiB, even at 4 MiB,
+/// 33.4–40.6 against 46.5–46.6 at 16 MiB, where the one-shot runs; broadcast 13.6–14.5 against
+/// 11.4–12.5 at 4 KiB, even at 4 MiB). The star all_to_all below [`ONE_GPU_STAR_MAX_BYTES`] on
 /// two or more (its launches copy 16 parts each, where the one-shot launches once per member:
 /// on two virtual devices of one H200 12.6–14.7 µs against 17.7–19.8 from 4 KiB to 4 MiB per
 /// shard, even at 16 MiB, 1 % slower at 256 MiB; `bench/gpu/33-no-lease-changes`, run a), the
@@ -414,8 +434,9 @@ pub fn cuda_fans_out(kind: CollectiveKind, devices: &[Device], bytes: usize) -> 
 ///   [`Algorithm::OneShot`] (each member reads only its share, as in a ring, without the ring's
 ///   dependent steps). On 4 and 8 virtual devices of one H200 the star took 12.8–28.7 µs up to
 ///   1 MiB against the one-shot's 22.9–84.3 (`bench/gpu/23-star`, run d); on two devices the
-///   one-shot's single member launch or peer copy was as fast or faster (broadcast 11.3–13.6
-///   against 12.3–14.0, reduce_scatter 16.6–22.0 against 18.6–22.2);
+///   one-shot's single member launch or peer copy was as fast or faster there (broadcast
+///   11.3–13.6 against 12.3–14.0, reduce_scatter 16.6–22.0 against 18.6–22.2), which run 50e
+///   no longer found on one GPU (above); across two GPUs it stands unmeasured since;
 /// - all_gather: [`Algorithm::OneShot`] on two devices or from [`RING_MIN_BYTES`] per shard, else
 ///   [`Algorithm::Star`] (one call: the leader's concat and one launch copying it out; 16.7–28.7
 ///   µs up to 1 MiB on 4 and 8 virtual devices against the one-shot's 29.4–62.6, run d);
@@ -454,9 +475,9 @@ fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> O
         AllReduce if star => Algorithm::Star,
         Reduce if one_gpu => Algorithm::Star,
         AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
-        ReduceScatter | Broadcast if n > 2 && star => Algorithm::Star,
+        ReduceScatter | Broadcast if (n > 2 || one_gpu) && star => Algorithm::Star,
         AllReduce | ReduceScatter | Broadcast => Algorithm::OneShot,
-        AllGather if n > 2 && one_gpu && star => Algorithm::Star,
+        AllGather if one_gpu && star => Algorithm::Star,
         AllGather if n == 2 || one_gpu || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
         AllToAll if one_gpu && star => Algorithm::Star,
         AllToAll => Algorithm::OneShot,
@@ -506,10 +527,10 @@ pub fn nccl_available() -> bool {
 mod tests {
     use super::*;
 
-    /// On logical devices of one GPU: the star all_reduce and reduce at every size; on three or
-    /// more the star reduce_scatter, broadcast, all_gather and all_to_all below
-    /// ONE_GPU_STAR_MAX_BYTES (the all_gather's gathered), the one-shot from it; on two those four
-    /// as across GPUs (the one-shot). Across GPUs the thresholds hold.
+    /// On logical devices of one GPU: the star all_reduce and reduce at every size; the star
+    /// reduce_scatter, broadcast, all_gather and all_to_all below ONE_GPU_STAR_MAX_BYTES (the
+    /// all_gather's gathered), the one-shot from it, on two devices too. Across GPUs the
+    /// thresholds hold.
     #[test]
     fn one_gpu_takes_the_star_where_it_moves_least() {
         use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
@@ -520,7 +541,7 @@ mod tests {
                 assert_eq!(cuda_choice(AllReduce, n, bytes, true), Some(Algorithm::Star), "{n} {bytes}");
                 for kind in [ReduceScatter, Broadcast, AllGather] {
                     let moved = if kind == AllGather { bytes * n } else { bytes };
-                    let want = if n > 2 && moved < top { Algorithm::Star } else { Algorithm::OneShot };
+                    let want = if moved < top { Algorithm::Star } else { Algorithm::OneShot };
                     assert_eq!(cuda_choice(kind, n, bytes, true), Some(want), "{kind:?} {n} {bytes}");
                 }
             }

@@ -46,9 +46,10 @@ use std::fmt;
 pub use crate::graph::ReduceOp;
 pub use crate::route::Route;
 pub use algo::{
-    ALL_GATHER_IN_PLACE_MIN_BYTES, Algorithm, CUDA_STAR_MAX_BYTES, CollectiveKind, HOST_STAGED_BELOW_BYTES,
-    HOST_STAGED_CUDA_PAIR_BELOW_BYTES, ONE_GPU_STAR_MAX_BYTES, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES, choose,
-    choose_native, choose_without_nccl, cuda_fans_out, host_stages_cuda, nccl_available, on_one_gpu,
+    ALL_GATHER_IN_PLACE_MIN_BYTES, Algorithm, CUDA_STAR_MAX_BYTES, CollectiveKind,
+    FANNED_ALL_TO_ALL_MAX_MEMBERS, HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
+    ONE_GPU_STAR_MAX_BYTES, RING_MIN_BYTES, TWO_SHOT_MIN_BYTES, choose, choose_native, choose_without_nccl,
+    cuda_fans_out, host_stages_cuda, nccl_available, on_one_gpu,
 };
 pub(crate) use check::check_dim;
 pub use plan::{Plan, PlannedBridge, PlannedHop, PlannedKernel};
