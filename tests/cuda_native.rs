@@ -258,12 +258,15 @@ fn the_automatic_choice_takes_one_call_where_nccl_cannot_run() {
         for kind in [AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll] {
             let plan = g.plan(kind, [1024 * g.size()], DType::F32).expect("plan");
             let nccl = plan.algorithm == Some(Algorithm::Nccl);
-            // A small all_reduce takes the star, and so do the others on three or more devices
-            // (`choose_without_nccl`); either is one call.
-            // (all_to_all: on logical devices of one GPU; across GPUs each member pulls its parts.)
+            // A small all_reduce takes the star, and so do the others on three or more devices,
+            // and the all_gather and broadcast on two logical devices of one GPU
+            // (`choose_without_nccl`); either is one call. (all_to_all: across GPUs each member
+            // pulls its parts.)
+            let one_gpu = on_one_gpu(g.devices());
             let star = match kind {
                 AllReduce => true,
-                AllToAll => on_one_gpu(g.devices()),
+                AllToAll => one_gpu,
+                AllGather | Broadcast => one_gpu || g.size() > 2,
                 _ => g.size() > 2,
             };
             let want = if star { Algorithm::Star } else { Algorithm::OneShot };

@@ -378,7 +378,9 @@ pub const FANNED_ALL_TO_ALL_MAX_MEMBERS: usize = 4;
 ///   21.8–22.2 → 19.1–21.3 at 4 KiB, 43.4–46.8 → 36.3–37.2 at 64 KiB;
 ///   `cpu:0,cpu:1,cpu:2,cuda:0` 22.5–22.6 → 21.3–22.8, 48.9–50.4 → 43.6–44.8;
 ///   `cuda:0,cpu:0,cpu:1,cpu:2` even at 4 and 16 KiB (21.0–22.4 → 21.2–22.4), ahead at 64 KiB
-///   (45.6–47.9 → 43.7–45.8). Of five it lost (run a, `cuda:0,cpu:0..3` 23.9–26.8 → 35.6–41.1
+///   (45.6–47.9 → 43.7–45.8). At 4 KiB it is even at best: run f (against 5335161, another
+///   lease) read `cuda:0,cpu:0,cpu:1` behind there (17.3–17.7 → 18.8–19.6), ahead at 64 KiB
+///   (36.8–40.4 → 33.7–35.0). Of five it lost (run a, `cuda:0,cpu:0..3` 23.9–26.8 → 35.6–41.1
 ///   at 4 KiB): see [`FANNED_ALL_TO_ALL_MAX_MEMBERS`].
 ///
 /// Left staged: three or more members with a Vulkan one, where the fanned call read even or
@@ -410,14 +412,17 @@ pub fn cuda_fans_out(kind: CollectiveKind, devices: &[Device], bytes: usize) -> 
 /// (which [`choose_native`] takes from [`RING_MIN_BYTES`] on three or more GPUs) moves each shard
 /// through dependent steps in that same memory — on 3, 4 and 8 virtual devices of one H200
 /// (`bench/gpu/32-one-gpu-reduce`, run a) 1.5–5.5 × faster from 4 KiB to 256 MiB per shard (on
-/// eight, 571–581 µs against the ring's 1440 at 256 MiB). The star reduce_scatter, broadcast and
-/// all_gather below [`ONE_GPU_STAR_MAX_BYTES`] (the all_gather's gathered), the one-shot from
-/// it, on two devices too: there the one-shot's launch per member lost to the leader's one
-/// launch (two virtual devices of one H100, `bench/gpu/50-all-to-all` run e, three rounds, µs,
-/// one-shot against star: all_gather 20.0–26.9 against 13.6–14.2 at 4 KiB, 22.7–22.8 against
-/// 17.3–18.6 at 4 MiB; reduce_scatter 19.9–21.4 against 17.5–18.0 at 4 KiB, even at 4 MiB,
-/// 33.4–40.6 against 46.5–46.6 at 16 MiB, where the one-shot runs; broadcast 13.6–14.5 against
-/// 11.4–12.5 at 4 KiB, even at 4 MiB). The star all_to_all below [`ONE_GPU_STAR_MAX_BYTES`] on
+/// eight, 571–581 µs against the ring's 1440 at 256 MiB). The star broadcast and all_gather
+/// below [`ONE_GPU_STAR_MAX_BYTES`] (the all_gather's gathered), the one-shot from it, on two
+/// devices too: there the one-shot's launch per member lost to the leader's one launch (two
+/// virtual devices of one H100, `bench/gpu/50-all-to-all`, µs: run e, one binary, one-shot
+/// against star, all_gather 20.0–26.9 against 13.6–14.2 at 4 KiB, 22.7–22.8 against 17.3–18.6
+/// at 4 MiB, broadcast 13.6–14.5 against 11.4–12.5 at 4 KiB; run f, against 5335161 under
+/// `Auto`, all_gather 15.9–19.8 → 11.0–13.7, broadcast 11.2–12.8 → 9.9–11.4). The star
+/// reduce_scatter below that bound on three or more; on two the one-shot, whose two member
+/// launches run side by side where the star's fold and copy run one after the other (run e
+/// read the star ahead, 19.9–21.4 against 17.5–18.0 at 4 KiB, run f behind in two rounds of
+/// three, 15.2–19.7 against 18.0–19.2). The star all_to_all below [`ONE_GPU_STAR_MAX_BYTES`] on
 /// two or more (its launches copy 16 parts each, where the one-shot launches once per member:
 /// on two virtual devices of one H200 12.6–14.7 µs against 17.7–19.8 from 4 KiB to 4 MiB per
 /// shard, even at 16 MiB, 1 % slower at 256 MiB; `bench/gpu/33-no-lease-changes`, run a), the
@@ -475,7 +480,8 @@ fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> O
         AllReduce if star => Algorithm::Star,
         Reduce if one_gpu => Algorithm::Star,
         AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
-        ReduceScatter | Broadcast if (n > 2 || one_gpu) && star => Algorithm::Star,
+        ReduceScatter if n > 2 && star => Algorithm::Star,
+        Broadcast if (n > 2 || one_gpu) && star => Algorithm::Star,
         AllReduce | ReduceScatter | Broadcast => Algorithm::OneShot,
         AllGather if one_gpu && star => Algorithm::Star,
         AllGather if n == 2 || one_gpu || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
@@ -528,9 +534,9 @@ mod tests {
     use super::*;
 
     /// On logical devices of one GPU: the star all_reduce and reduce at every size; the star
-    /// reduce_scatter, broadcast, all_gather and all_to_all below ONE_GPU_STAR_MAX_BYTES (the
-    /// all_gather's gathered), the one-shot from it, on two devices too. Across GPUs the
-    /// thresholds hold.
+    /// broadcast, all_gather and all_to_all below ONE_GPU_STAR_MAX_BYTES (the all_gather's
+    /// gathered), the one-shot from it, on two devices too; the reduce_scatter so on three or
+    /// more, on two the one-shot. Across GPUs the thresholds hold.
     #[test]
     fn one_gpu_takes_the_star_where_it_moves_least() {
         use CollectiveKind::{AllGather, AllReduce, Broadcast, ReduceScatter};
@@ -541,7 +547,8 @@ mod tests {
                 assert_eq!(cuda_choice(AllReduce, n, bytes, true), Some(Algorithm::Star), "{n} {bytes}");
                 for kind in [ReduceScatter, Broadcast, AllGather] {
                     let moved = if kind == AllGather { bytes * n } else { bytes };
-                    let want = if moved < top { Algorithm::Star } else { Algorithm::OneShot };
+                    let two_rs = n == 2 && kind == ReduceScatter;
+                    let want = if moved < top && !two_rs { Algorithm::Star } else { Algorithm::OneShot };
                     assert_eq!(cuda_choice(kind, n, bytes, true), Some(want), "{kind:?} {n} {bytes}");
                 }
             }
