@@ -24,8 +24,10 @@ const KINDS: [CollectiveKind; 6] = [
 
 #[test]
 fn small_collectives_with_a_cuda_member_are_staged_where_measured_faster() {
-    let (cpu1, cpu2) = (Device::Cpu(1), Device::Cpu(2));
+    let (cpu1, cpu2, cpu3) = (Device::Cpu(1), Device::Cpu(2), Device::Cpu(3));
     let groups = [
+        vec![CUDA0, CPU0, cpu1, cpu2, cpu3],
+        vec![CUDA0, CPU0, cpu1],
         vec![CUDA0, CPU0, cpu1, cpu2],
         vec![CPU0, cpu1, cpu2, CUDA0],
         vec![CUDA0, VK0, CPU0],
@@ -39,13 +41,14 @@ fn small_collectives_with_a_cuda_member_are_staged_where_measured_faster() {
     ];
     let pair = HOST_STAGED_CUDA_PAIR_BELOW_BYTES / 4;
     let bound = HOST_STAGED_BELOW_BYTES / 4;
-    // f32 elements, multiples of 12 (every group size divides them) but at the bounds.
-    let lens = [12, (pair - 1) / 12 * 12, pair, (bound - 1) / 12 * 12, bound.div_ceil(12) * 12];
+    // f32 elements, multiples of 60 (every group size divides them) but at the bounds; a length
+    // its group's size does not divide is left out for that group (the pair bound, for five).
+    let lens = [60, (pair - 1) / 60 * 60, pair, (bound - 1) / 60 * 60, bound.div_ceil(60) * 60];
     let (mut seen, mut fanned) = ([false; 2], [false; 2]);
     for devices in groups {
         let g = DeviceGroup::new(devices.clone()).unwrap();
         for kind in KINDS {
-            for len in lens {
+            for len in lens.into_iter().filter(|len| len % devices.len() == 0) {
                 let plan = g.plan(kind, [len], DType::F32).unwrap();
                 let below = 4 * len < HOST_STAGED_BELOW_BYTES;
                 let expect = below && cuda_staged_as_measured(&devices, kind, 4 * len, devices[0]);

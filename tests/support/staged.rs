@@ -6,9 +6,7 @@
 //! Shared by the Vulkan and the CUDA tests: the same collectives, dtypes and sizes on each kind,
 //! every output element against an f64 reference, each output's device, and each plan's shape.
 
-use collectives::collective::{
-    FANNED_ALL_TO_ALL_MAX_MEMBERS, HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES,
-};
+use collectives::collective::{HOST_STAGED_BELOW_BYTES, HOST_STAGED_CUDA_PAIR_BELOW_BYTES};
 use collectives::{CollectiveKind, DType, Device, DeviceGroup, Plan, ReduceKind, ReduceOp, Tensor};
 
 use crate::{Range, check_all, fold_tol, magnitude, random, ref_reduce, rng, tensor, values};
@@ -58,7 +56,8 @@ pub fn cuda_fanned_as_measured(devices: &[Device], kind: CollectiveKind) -> bool
     let others_fit = cuda + vulkan + count(|d| d.is_host()) == devices.len();
     let shape = match devices.len() {
         2 => vulkan == 1 || matches!(kind, ReduceScatter | AllToAll),
-        n => n > 2 && vulkan == 0 && (kind != AllToAll || n <= FANNED_ALL_TO_ALL_MAX_MEMBERS),
+        // The all_to_all up to four members (`FANNED_ALL_TO_ALL_MAX_MEMBERS`).
+        n => n > 2 && vulkan == 0 && (kind != AllToAll || n <= 4),
     };
     matches!(kind, AllReduce | AllGather | ReduceScatter | AllToAll) && cuda == 1 && others_fit && shape
 }

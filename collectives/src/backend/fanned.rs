@@ -10,8 +10,8 @@
 //! host member's output is a view of that copy (host devices share one memory; a reduce_scatter
 //! or all_to_all member's, of its part: an all_to_all's kernel joins the shards' rows, row j of
 //! each its part j, so member j's output is the join's range j), so one launch serves every kind:
-//! a copy of each member's part would take a second. A Vulkan member's shard, in host memory at these sizes, is copied to the host
-//! first and its output copied back: host copies both.
+//! a copy of each member's part would take a second. A Vulkan member's shard, in host memory at
+//! these sizes, is copied to the host first and its output copied back: host copies both.
 //!
 //! ```
 //! use collectives::{Device, DeviceGroup, ReduceOp, Tensor, realize};

@@ -245,10 +245,9 @@ pub const HOST_STAGED_BELOW_BYTES: usize = 128 << 10;
 /// is one host call, the CUDA member staged through the host member; and below which every
 /// collective with a host call of a CUDA device and a Vulkan device alone is one (but those
 /// [`cuda_fans_out`] takes, and the scatter from the CUDA device), both staged through `cpu:0`
-/// (see [`host_stages_cuda`], where
-/// the second pair's figures are: staged, it read even or ahead at 16 KiB and partly behind at
-/// 32). Through the graph the first pair's all_to_all is a slice, a hop and a join for each of
-/// four parts. On one H100 (`bench/gpu/46-cuda-staged`, run b, three rounds, µs, graph
+/// (see [`host_stages_cuda`], where the second pair's figures are: staged, it read even or ahead
+/// at 16 KiB and partly behind at 32). Through the graph the first pair's all_to_all is a slice,
+/// a hop and a join for each of four parts. On one H100 (`bench/gpu/46-cuda-staged`, run b, three rounds, µs, graph
 /// against staged): led by `cuda:0`, 4 KiB 24.5–24.8 against 16.1–16.3, 16 KiB 24.8–25.2
 /// against 19.0–19.2, 24 KiB 25.3–25.8 against 21.4–21.8, 32 KiB 25.9–26.5 against 24.0–24.4,
 /// 48 KiB 27.3–28.0 against 28.0–28.5; led by `cpu:0`, 16 KiB 20.7–20.9 against 18.7–19.1,
