@@ -187,10 +187,8 @@ pub(crate) fn fanned_reduce_scatter(
 ) -> Vec<Tensor> {
     let whole = shards[0].shape();
     let out = whole.with_dim(dim, part);
-    let each = out.numel();
-    let ranges = (0..group.size()).map(|i| i * each..(i + 1) * each).collect();
     let what = ("reduce_scatter", at, fold(op, shards.len()));
-    fanned(group, what, shards, (whole.numel(), &out), ranges)
+    fanned(group, what, shards, (whole.numel(), &out), parts(group.size(), out.numel()))
 }
 
 /// The all_to_all along `dim` (every dim before it of extent 1; parts `part` long) as one kernel
@@ -206,8 +204,12 @@ pub(crate) fn fanned_all_to_all(
     let (_, _, inner) = shape.split_at_dim(dim);
     let kernel = Kernel::Concat { outer: n, mids: vec![part * inner; n], inner: 1 };
     let each = shape.numel();
-    let ranges = (0..n).map(|j| j * each..(j + 1) * each).collect();
-    fanned(group, ("all_to_all", at, kernel), shards, (n * each, shape), ranges)
+    fanned(group, ("all_to_all", at, kernel), shards, (n * each, shape), parts(n, each))
+}
+
+/// The ranges of `n` parts of `each` elements, in order, of a result `n * each` long.
+fn parts(n: usize, each: usize) -> Vec<std::ops::Range<usize>> {
+    (0..n).map(|i| i * each..(i + 1) * each).collect()
 }
 
 /// The fold of `op` over `k` shards, as a kernel.
