@@ -259,15 +259,13 @@ fn the_automatic_choice_takes_one_call_where_nccl_cannot_run() {
             let plan = g.plan(kind, [1024 * g.size()], DType::F32).expect("plan");
             let nccl = plan.algorithm == Some(Algorithm::Nccl);
             // A small all_reduce takes the star, and so do the others on three or more devices,
-            // and the all_gather and broadcast on two logical devices of one GPU
-            // (`choose_without_nccl`); either is one call. (all_to_all: across GPUs each member
-            // pulls its parts.)
+            // and on two logical devices of one GPU (`choose_without_nccl`); either is one call.
+            // (all_to_all: across GPUs each member pulls its parts.)
             let one_gpu = on_one_gpu(g.devices());
             let star = match kind {
                 AllReduce => true,
                 AllToAll => one_gpu,
-                AllGather | Broadcast => one_gpu || g.size() > 2,
-                _ => g.size() > 2,
+                _ => one_gpu || g.size() > 2,
             };
             let want = if star { Algorithm::Star } else { Algorithm::OneShot };
             assert!(

@@ -121,14 +121,14 @@ fn across_gpus(cudas: &[Device], two: &[Device]) {
     // (`COLLECTIVES_CUDA_DEVICES=0,0`): the star there (`collective::algo`'s own test).
     let small_on_two = if on_one_gpu(two) { Algorithm::Star } else { Algorithm::OneShot };
     assert_eq!(gather(two, 1), small_on_two, "two devices");
-    // reduce_scatter and broadcast: the star on three or more devices below its threshold.
+    // reduce_scatter and broadcast: the star on three or more devices below its threshold (and on
+    // two logical devices of one GPU).
     let star = CUDA_STAR_MAX_BYTES;
     for kind in [CollectiveKind::ReduceScatter, CollectiveKind::Broadcast] {
         assert_eq!(choose_without_nccl(kind, cudas, 1), Algorithm::Star, "{kind:?} small on three");
         assert_eq!(choose_without_nccl(kind, cudas, star - 1), Algorithm::Star, "{kind:?} on three");
         assert_eq!(choose_without_nccl(kind, cudas, star), Algorithm::OneShot, "{kind:?} from the threshold");
-        let want = if kind == CollectiveKind::Broadcast { small_on_two } else { Algorithm::OneShot };
-        assert_eq!(choose_without_nccl(kind, two, 1), want, "{kind:?} small on two");
+        assert_eq!(choose_without_nccl(kind, two, 1), small_on_two, "{kind:?} small on two");
     }
     let two_shot = TWO_SHOT_MIN_BYTES;
     for devs in [cudas, two] {

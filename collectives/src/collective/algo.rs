@@ -193,11 +193,10 @@ pub const TWO_SHOT_MIN_BYTES: usize = 16 << 20;
 /// no longer dominate, the one-shot stays until two-GPU runs compare them.
 pub const CUDA_STAR_MAX_BYTES: usize = 1 << 20;
 
-/// Bytes below which [`choose_without_nccl`] takes the star reduce_scatter, broadcast and
-/// all_gather on three or more logical CUDA devices of one GPU ([`on_one_gpu`]), and the star
-/// all_to_all on two or more: per shard,
-/// and for an all_gather of the gathered result (the all_reduce and the reduce take the star there
-/// at every size). On 4 and 8 virtual devices of one H200 (`bench/gpu/31-block-flags`, run c) the
+/// Bytes below which [`choose_without_nccl`] takes the star reduce_scatter, broadcast,
+/// all_gather and all_to_all on two or more logical CUDA devices of one GPU ([`on_one_gpu`]): per
+/// shard, and for an all_gather of the gathered result (the all_reduce and the reduce take the
+/// star there at every size). On 4 and 8 virtual devices of one H200 (`bench/gpu/31-block-flags`, run c) the
 /// star was 1.5–3.4 × faster up to 4 MiB (4 MiB per shard for reduce_scatter and broadcast,
 /// gathered for all_gather); at 16 MiB the two were within 10 % either way, and at 256 MiB the
 /// one-shot was ahead (the reduce_scatter's 1.2–1.4 ×, the broadcast's and all_gather's
@@ -206,7 +205,11 @@ pub const CUDA_STAR_MAX_BYTES: usize = 1 << 20;
 /// (`bench/gpu/32-one-gpu-reduce`, run c): the star 1.0–2.4 × faster up to 4 MiB per shard (4 KiB
 /// on eight: 38.6–39.3 µs against 69.0); at 16 MiB the two within 3 % on three and four, the
 /// one-shot 1.2 × faster on eight (81.7–85.9 µs against 100.7); at 256 MiB the one-shot 1.03–1.07 ×;
-/// on two (`bench/gpu/33-no-lease-changes`, run a) the star 1.3–1.4 × faster up to 4 MiB.
+/// on two (`bench/gpu/33-no-lease-changes`, run a) the star 1.3–1.4 × faster up to 4 MiB. The
+/// star reduce_scatter, one launch since `bench/gpu/51-split-fold` (its fold writing each
+/// member's part), still trails the one-shot from the bound (run b, H100, µs: on 2, 4 and 8
+/// devices 41.2–42.1, 54.0–54.9 and 84.7 against 30.2–41.9, 45.2–46.5 and 71.3–79.6 at 16 MiB
+/// per shard; 1.07–1.11 × the one-shot's time at 128 MiB).
 pub const ONE_GPU_STAR_MAX_BYTES: usize = 16 << 20;
 
 /// Bytes per shard from which [`choose_without_nccl`] takes the one-shot all_gather on a group
@@ -418,10 +421,14 @@ pub fn cuda_fans_out(kind: CollectiveKind, devices: &[Device], bytes: usize) -> 
 /// against star, all_gather 20.0–26.9 against 13.6–14.2 at 4 KiB, 22.7–22.8 against 17.3–18.6
 /// at 4 MiB, broadcast 13.6–14.5 against 11.4–12.5 at 4 KiB; run f, against 5335161 under
 /// `Auto`, all_gather 15.9–19.8 → 11.0–13.7, broadcast 11.2–12.8 → 9.9–11.4). The star
-/// reduce_scatter below that bound on three or more; on two the one-shot, whose two member
-/// launches run side by side where the star's fold and copy run one after the other (run e
-/// read the star ahead, 19.9–21.4 against 17.5–18.0 at 4 KiB, run f behind in two rounds of
-/// three, 15.2–19.7 against 18.0–19.2). The star all_to_all below [`ONE_GPU_STAR_MAX_BYTES`] on
+/// reduce_scatter below that bound on two or more: its one launch folds every shard and writes
+/// each member's part into its output. On two it took the one-shot while the star's fold and
+/// the copy of its parts were two launches, one after the other; as one launch it led at every
+/// size up to 1 MiB per shard (two virtual devices of one H100, `bench/gpu/51-split-fold`, run b,
+/// three rounds: 11.7–12.9 µs against the one-shot's 14.5–14.8 at 4 KiB, 13.5–13.7 against
+/// 15.8–16.4 at 1 MiB), and the one-shot stays ahead from the bound (30.2–41.9 µs against
+/// 41.2–42.1 at 16 MiB, 151.7–151.8 against 167.9–168.1 at 128 MiB; on four and eight
+/// alike). The star all_to_all below [`ONE_GPU_STAR_MAX_BYTES`] on
 /// two or more (its launches copy 16 parts each, where the one-shot launches once per member:
 /// on two virtual devices of one H200 12.6–14.7 µs against 17.7–19.8 from 4 KiB to 4 MiB per
 /// shard, even at 16 MiB, 1 % slower at 256 MiB; `bench/gpu/33-no-lease-changes`, run a), the
@@ -479,8 +486,7 @@ fn cuda_choice(kind: CollectiveKind, n: usize, bytes: usize, one_gpu: bool) -> O
         AllReduce if star => Algorithm::Star,
         Reduce if one_gpu => Algorithm::Star,
         AllReduce if bytes >= TWO_SHOT_MIN_BYTES => Algorithm::TwoShot,
-        ReduceScatter if n > 2 && star => Algorithm::Star,
-        Broadcast if (n > 2 || one_gpu) && star => Algorithm::Star,
+        ReduceScatter | Broadcast if (n > 2 || one_gpu) && star => Algorithm::Star,
         AllReduce | ReduceScatter | Broadcast => Algorithm::OneShot,
         AllGather if one_gpu && star => Algorithm::Star,
         AllGather if n == 2 || one_gpu || bytes >= RING_MIN_BYTES => Algorithm::OneShot,
@@ -546,8 +552,7 @@ mod tests {
                 assert_eq!(cuda_choice(AllReduce, n, bytes, true), Some(Algorithm::Star), "{n} {bytes}");
                 for kind in [ReduceScatter, Broadcast, AllGather] {
                     let moved = if kind == AllGather { bytes * n } else { bytes };
-                    let two_rs = n == 2 && kind == ReduceScatter;
-                    let want = if moved < top && !two_rs { Algorithm::Star } else { Algorithm::OneShot };
+                    let want = if moved < top { Algorithm::Star } else { Algorithm::OneShot };
                     assert_eq!(cuda_choice(kind, n, bytes, true), Some(want), "{kind:?} {n} {bytes}");
                 }
             }

@@ -13,10 +13,10 @@
 //! The star is one call too, issued by one member (the leader, or a broadcast's root) for all:
 //! its launch reads every shard in place and writes every member's output in place — the fold
 //! (one launch, bitwise the same on every member since it is computed once), the join (then one
-//! launch copying it out), the root's tensor (one launch); a reduce_scatter folds into a buffer
-//! of the leader's and one launch copies each part out; an all_to_all's launches copy every part
-//! of every shard into its place (16 parts a launch). One launch where the one-shot takes one
-//! per member: that is what a small message costs.
+//! launch copying it out), the root's tensor (one launch); a reduce_scatter's one launch writes
+//! each part of its fold into its member's output; an all_to_all's launches copy every part of
+//! every shard into its place (16 parts a launch). One launch where the one-shot takes one per
+//! member: that is what a small message costs.
 //!
 //! CUDA devices read each other in place (two logical devices of one GPU share its memory; two
 //! GPUs once peer access is on; without it the input is copied over first), so the graph path
@@ -55,14 +55,14 @@ use crate::sized::try_vec;
 /// What each member of a [`CudaCall`] does.
 #[derive(Clone, Debug)]
 pub(crate) enum Pull {
-    /// The star of collective `of` as one launch of member `root` (two for an all_gather or a
-    /// reduce_scatter): its `kernel` over the inputs (read in place; `len` elements out per
-    /// member) writes the result into every member's output, peers' memory written in place —
-    /// the fold of an all_reduce, the concat of an all_gather, the copy of a broadcast (whose
-    /// root keeps its tensor, and is not part of the call); a reduce_scatter's fold goes into a
-    /// buffer of the root's, and one more launch copies part i into member i's output. A member
-    /// the root cannot write (two GPUs without peer access) copies the root's output (a
-    /// broadcast: its tensor; a reduce_scatter: its part).
+    /// The star of collective `of` as one launch of member `root` (two for an all_gather): its
+    /// `kernel` over the inputs (read in place; `len` elements out per member) writes the result
+    /// into every member's output, peers' memory written in place — the fold of an all_reduce,
+    /// the concat of an all_gather, the copy of a broadcast (whose root keeps its tensor, and is
+    /// not part of the call); a reduce_scatter's fold writes part i into member i's output. A
+    /// member the root cannot write (two GPUs without peer access) copies the root's output (a
+    /// broadcast: its tensor; a reduce_scatter: its part, the fold then kept in a buffer of the
+    /// root's and each part copied out by one more launch).
     Star { of: CollectiveKind, kernel: Kernel, len: usize, root: usize },
     /// Every member runs the reduce over every input (`len` elements each).
     AllReduce { fold: Kernel, len: usize },
@@ -189,8 +189,10 @@ impl CudaCall {
         }))
     }
 
-    /// The star reduce_scatter: member `root` folds every input whole into a buffer of its own
-    /// (one launch), then copies part i (`out.len` elements) into member i's output
+    /// The star reduce_scatter: member `root`'s one launch folds every input whole and writes
+    /// part i (`out.len` elements) of the fold straight into member i's output
+    /// ([`launch::reduce_parts`]). Where the root cannot write every member, or the members are
+    /// more than one launch writes, it folds into a buffer of its own and copies each part out
     /// ([`place_ranges`]); a member it cannot reach copies its part.
     fn star_scatter(
         &self,
@@ -203,11 +205,17 @@ impl CudaCall {
         let hub = &*hub;
         let whole = OutSpec { len: out.len * devs.len(), ..out };
         fold.check(hub.device, inputs, whole)?;
+        let dsts = written_by(hub, &devs.iter().collect::<Vec<_>>(), out.len * out.dtype.size())?;
+        if dsts.len() <= launch::MAXK && dsts.iter().all(Option::is_some) {
+            let written: Vec<&DevAlloc> = dsts.iter().flatten().map(|d| &**d).collect();
+            let event = launch::reduce_parts(hub, fold, inputs, &written, out)?;
+            let buf = |d| Arc::new(device_buffer(out.dtype, out.len, d, event.clone(), &hub.compute));
+            return Ok(dsts.into_iter().flatten().map(buf).collect());
+        }
         let folded = hub.alloc(whole.len * out.dtype.size(), &hub.compute)?;
         let done = launch::compute_to_all(hub, fold, inputs, 0, &[(&folded, 0)], whole)?;
         let folded = Arc::new(device_buffer(out.dtype, whole.len, folded, done, &hub.compute));
         let ranges: Vec<(usize, usize)> = (0..devs.len()).map(|i| (i * out.len, out.len)).collect();
-        let dsts = written_by(hub, &devs.iter().collect::<Vec<_>>(), out.len * out.dtype.size())?;
         let event = place_ranges(hub, &folded, &dsts, &ranges)?;
         try_vec(
             devs.iter()

@@ -293,11 +293,14 @@ __device__ __forceinline__ void fold_at(const Ins& in, int k, bool acc_in, u64 v
 }
 
 // `s` (L lanes at unit `v`) to every output: scaled and narrowed to the m <= MAXK outputs, or
-// the accumulator itself to out.p[0] (a chained stage). Unrolled, so each output pointer is read
-// at a fixed offset of the parameter.
-template <typename T, typename X, int L>
-__device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u64 v, const typename Num<T>::A (&s)[L],
-                                         int kind, double f, i64 fi) {
+// the accumulator itself to out.p[0] (a chained stage). SPLIT, the outputs split the result
+// instead: output w holds units [w * part, (w + 1) * part), so unit v goes to output v / part
+// alone (a star reduce_scatter's members' parts, in one pass). A form of its own, so the kernels
+// that do not split compile as they did (the split's code cost them registers and occupancy).
+// Unrolled, so each output pointer is read at a fixed offset of the parameter.
+template <typename T, typename X, int L, bool SPLIT>
+__device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u64 v, u64 part,
+                                         const typename Num<T>::A (&s)[L], int kind, double f, i64 fi) {
     typedef Num<T> N;
     typedef typename Num<T>::A A;
     if (acc_out) {
@@ -308,16 +311,28 @@ __device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u
     X r;
 #pragma unroll
     for (int j = 0; j < L; ++j) r.x[j] = N::narrow(N::scale(kind, s[j], f, fi));
+    if constexpr (SPLIT) {
+        // 32-bit division where both fit (a 64-bit one is a long software sequence).
+        u64 w = (v >> 32 || part >> 32) ? v / part : (u64)((unsigned)v / (unsigned)part);
+        X* dst = (X*)out.p[0];
+#pragma unroll
+        for (int o = 1; o < MAXK; ++o)
+            if (o == (int)w) dst = (X*)out.p[o];
+        dst[v - w * part] = r;
+        return;
+    }
 #pragma unroll
     for (int w = 0; w < MAXK; ++w)
         if (w < m) ((X*)out.p[w])[v] = r;
 }
 
 // One pass over k <= MAXK inputs (plus an optional accumulator from a previous stage), the
-// result written to each of the m <= MAXK outputs (a chained stage writes its accumulator, out.p[0]).
-template <typename T, int OP, int B>
-__device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int m, u64 n, int flags,
-                            int kind, double f, i64 fi) {
+// result written to each of the m <= MAXK outputs, or SPLIT among them: output w holds elements
+// [w * part, (w + 1) * part) (`part` not zero, a multiple of the vector's lanes where F_VEC is
+// set). A chained stage writes its accumulator, out.p[0], whole.
+template <typename T, int OP, int B, bool SPLIT>
+__device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int m, u64 n, u64 part,
+                            int flags, int kind, double f, i64 fi) {
     typedef typename Num<T>::A A;
     const int V = 16 / sizeof(T);
     const bool acc_in = flags & F_ACC_IN, acc_out = flags & F_ACC_OUT;
@@ -330,13 +345,13 @@ __device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int
             for (int j = 0; j < V; ++j) s[j] = ain[v * V + j];
         }
         fold_at<T, OP, B, V16<T>, V>(in, k, acc_in, v, s);
-        write_at<T, V16<T>, V>(out, m, acc_out, v, s, kind, f, fi);
+        write_at<T, V16<T>, V, SPLIT>(out, m, acc_out, v, part / V, s, kind, f, fi);
     }
     for (u64 e = nv * V + tid0(); e < n; e += nthreads()) {
         A s[1];
         if (acc_in) s[0] = ain[e];
         fold_at<T, OP, B, V1<T>, 1>(in, k, acc_in, e, s);
-        write_at<T, V1<T>, 1>(out, m, acc_out, e, s, kind, f, fi);
+        write_at<T, V1<T>, 1, SPLIT>(out, m, acc_out, e, part, s, kind, f, fi);
     }
 }
 
@@ -440,18 +455,22 @@ __device__ void copyseg_body(const Segs& s, int k) {
         if (done.flag) signal_done(done);                                                        \
     }
 
-// reduce_<dtype>_<op> folds with B = 0, reduce<B>_<dtype>_<op> in batches of B (fold_at).
-#define REDUCE1(T, N, OPN, OP, B, PRE)                                                           \
+// reduce_<dtype>_<op> folds with B = 0, reduce<B>_<dtype>_<op> in batches of B (fold_at);
+// reducep_<dtype>_<op> and reduce<B>p_<dtype>_<op> split the result among the outputs.
+#define REDUCE1(T, N, OPN, OP, B, S, PRE)                                                           \
     extern "C" __global__ void PRE##_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,  \
-                                                 u64 n, int flags, int kind, double f, i64 fi,   \
-                                                 Done done) {                                    \
-        reduce_body<T, OP, B>(in, k, acc, o, m, n, flags, kind, f, fi);                          \
+                                                 u64 n, u64 part, int flags, int kind, double f, \
+                                                 i64 fi, Done done) {                            \
+        reduce_body<T, OP, B, S>(in, k, acc, o, m, n, part, flags, kind, f, fi);                 \
         if (done.flag) signal_done(done);                                                        \
     }
-#define REDUCE_FORM(T, N, B, PRE) REDUCE1(T, N, sum, OP_ADD, B, PRE) REDUCE1(T, N, prod, OP_MUL, B, PRE) \
-    REDUCE1(T, N, max, OP_MAX, B, PRE) REDUCE1(T, N, min, OP_MIN, B, PRE)
-#define REDUCE(T, N) REDUCE_FORM(T, N, 0, reduce)
-#define REDUCE_B(T, N, B) REDUCE_FORM(T, N, B, reduce##B)
+#define REDUCE_FORM(T, N, B, S, PRE) REDUCE1(T, N, sum, OP_ADD, B, S, PRE)                        \
+    REDUCE1(T, N, prod, OP_MUL, B, S, PRE) REDUCE1(T, N, max, OP_MAX, B, S, PRE)                 \
+    REDUCE1(T, N, min, OP_MIN, B, S, PRE)
+#define REDUCE(T, N) REDUCE_FORM(T, N, 0, false, reduce)
+#define REDUCE_B(T, N, B) REDUCE_FORM(T, N, B, false, reduce##B)
+#define REDUCE_P(T, N) REDUCE_FORM(T, N, 0, true, reducep)
+#define REDUCE_BP(T, N, B) REDUCE_FORM(T, N, B, true, reduce##B##p)
 
 #define CAST(S, SN, D, DN)                                                                       \
     extern "C" __global__ void cast_##SN##_##DN(const S* x, D* o, u64 n, Done done) {            \

@@ -60,12 +60,12 @@ mod copy;
 mod fold;
 mod names;
 
-pub(crate) use buffers::{compute, compute_from, compute_into, compute_to_all, issue_over};
+pub(crate) use buffers::{compute, compute_from, compute_into, compute_to_all, issue_over, reduce_parts};
 pub(super) use buffers::{on_own_gpu, peer_inputs, reaches};
 use copy::copy2d;
 pub(crate) use copy::{Seg, copy_segments, copy_segments_flagged};
 pub(crate) use fold::REDUCE_BATCHES;
-pub(super) use fold::{Fold, reduce};
+pub(super) use fold::{Fold, Outs, reduce};
 use names::{Named, name_of};
 
 /// A launch's completion flag as every kernel takes it (`struct Done` in `kernels.cu`): the
@@ -208,7 +208,7 @@ pub(super) fn run(
     // stay alive until the compute stream has run (the caller notes the inputs' use).
     match kernel {
         Kernel::Reduce { kind, scale } => unsafe {
-            reduce(l, Fold::new(d, *kind, *scale), ins, &[o], n, flag)
+            reduce(l, Fold::new(d, *kind, *scale), ins, (&[o], Outs::Whole), n, flag)
         },
         Kernel::Concat { outer, .. } if outer * ins.len() <= MAXK => {
             // Each input's row one contiguous placement, all in one launch.
@@ -299,8 +299,9 @@ pub(super) fn run_to_all(
             let now = &outs[..outs.len().min(MAXK)];
             let flag = flag.filter(|_| now.len() == outs.len());
             // SAFETY: as `run` guarantees, for every one of `now`.
-            let flagged =
-                unsafe { reduce(l, Fold::new(out.dtype, *kind, *scale), ins, now, out.len as u64, flag)? };
+            let flagged = unsafe {
+                reduce(l, Fold::new(out.dtype, *kind, *scale), ins, (now, Outs::Whole), out.len as u64, flag)?
+            };
             (now.len(), flagged)
         }
         _ => (1, run(l, kernel, ins, in_dtype, first, out, flag.filter(|_| outs.len() == 1))?),

@@ -70,13 +70,16 @@ fn entry_points(group: &str) -> Option<String> {
                 .into()
         }
         g => {
-            // `reduce_<dtype>` (the loop over inputs) or `reduce<B>_<dtype>` (batches of B).
-            let (batch, dtype) = g.strip_prefix("reduce")?.split_once('_')?;
+            // `reduce_<dtype>` (the loop over inputs) or `reduce<B>_<dtype>` (batches of B); with
+            // a `p` after the form (`reducep_<dtype>`, `reduce<B>p_<dtype>`), the split result.
+            let (form, dtype) = g.strip_prefix("reduce")?.split_once('_')?;
             let dtype: DType = dtype.parse().ok()?;
+            let (batch, p) = form.strip_suffix('p').map_or((form, ""), |b| (b, "P"));
             match batch {
-                "" => format!("REDUCE({}, {})", ctype(dtype), dtype.name()),
+                "" if p.is_empty() => format!("REDUCE({}, {})", ctype(dtype), dtype.name()),
+                "" => format!("REDUCE_P({}, {})", ctype(dtype), dtype.name()),
                 b if REDUCE_BATCHES.iter().any(|n| n.to_string() == b) => {
-                    format!("REDUCE_B({}, {}, {b})", ctype(dtype), dtype.name())
+                    format!("REDUCE_B{p}({}, {}, {b})", ctype(dtype), dtype.name())
                 }
                 _ => return None,
             }
@@ -173,8 +176,22 @@ mod tests {
         assert!(entry_points("reduce_f8").is_none());
         for b in REDUCE_BATCHES {
             assert_eq!(entry_points(&format!("reduce{b}_f16")).unwrap(), format!("REDUCE_B(f16, f16, {b})"));
+            assert_eq!(
+                entry_points(&format!("reduce{b}p_f16")).unwrap(),
+                format!("REDUCE_BP(f16, f16, {b})")
+            );
         }
-        for bad in ["reduce3_f32", "reduce0_f32", "reduce4_f8", "reduce4", "reducex_f32"] {
+        assert_eq!(group_of("reducep_f32_sum"), "reducep_f32");
+        assert_eq!(entry_points("reducep_i64").unwrap(), "REDUCE_P(i64, i64)");
+        for bad in [
+            "reduce3_f32",
+            "reduce0_f32",
+            "reduce4_f8",
+            "reduce4",
+            "reducex_f32",
+            "reducepp_f32",
+            "reduce3p_f32",
+        ] {
             assert!(entry_points(bad).is_none(), "{bad}");
         }
     }
@@ -193,7 +210,10 @@ mod tests {
         let mut groups: Vec<String> =
             ["binary", "scale", "cast", "copy2d", "copyseg"].map(String::from).into();
         groups.extend(DType::ALL.iter().map(|d| format!("reduce_{}", d.name())));
-        groups.extend(REDUCE_BATCHES.iter().map(|b| format!("reduce{b}_f16")));
+        groups.extend(DType::ALL.iter().map(|d| format!("reducep_{}", d.name())));
+        groups.extend(
+            REDUCE_BATCHES.iter().flat_map(|b| [format!("reduce{b}_f16"), format!("reduce{b}p_f16")]),
+        );
         for g in groups {
             let t = std::time::Instant::now();
             let img =

@@ -270,7 +270,7 @@ extern "C" __global__ void indexed(Big s, int k) { if ((int)threadIdx.x < k && s
 #[test]
 #[ignore = "a timing probe for the GPU machine"]
 fn reduce_forms_probe() {
-    use super::launch::{Fold, REDUCE_BATCHES, reduce};
+    use super::launch::{Fold, Outs, REDUCE_BATCHES, reduce};
     let Some(dev) = devices().into_iter().next() else {
         return;
     };
@@ -300,7 +300,7 @@ fn reduce_forms_probe() {
                         // synchronized before the allocations are dropped.
                         let go = || unsafe {
                             for _ in 0..reps {
-                                reduce(&l, fold, &ins, &out, n, None).unwrap();
+                                reduce(&l, fold, &ins, (&out, Outs::Whole), n, None).unwrap();
                             }
                             result::stream::synchronize(raw).unwrap();
                         };

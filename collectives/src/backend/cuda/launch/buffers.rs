@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys::CUdeviceptr;
 
-use super::{Launcher, run_to_all};
+use super::{Fold, Launcher, MAXK, Outs, reduce, run_to_all};
 use crate::backend::cuda::device::CudaDevice;
 use crate::backend::cuda::event::issue_flagged;
 use crate::backend::cuda::flag::Flag;
@@ -90,6 +90,39 @@ pub(crate) fn compute_to_all(
     issue_over(dev, inputs, &written, |l, ins, flag| {
         let ptrs: Vec<CUdeviceptr> = ins.iter().map(|p| p + skip).collect();
         run_to_all(l, kernel, &ptrs, in_dtype, &outs, out, flag)
+    })
+}
+
+/// The reduce `fold` over `inputs` with its result split among `dsts` in its one pass, on `dev`'s
+/// compute stream: `dsts[w]` gets elements `[w * out.len, (w + 1) * out.len)` — a star
+/// reduce_scatter's parts, each written where its member keeps it. Each of `dsts` (1 to [`MAXK`])
+/// holds `out.len` elements and lives on `dev` or a CUDA device whose memory `dev` writes in place
+/// ([`reaches`]), as the caller has checked, with every input holding `dsts.len()` parts. Returns
+/// the event that completes the launch; each destination notes the use.
+pub(crate) fn reduce_parts(
+    dev: &CudaDevice,
+    fold: &Kernel,
+    inputs: &[&Buffer],
+    dsts: &[&DevAlloc],
+    out: OutSpec,
+) -> Result<Arc<Event>> {
+    let what =
+        |why: String| crate::error::Error::internal(format!("{} kernel on {}", fold.name(), dev.device), why);
+    let Kernel::Reduce { kind, scale } = fold else { return Err(what("a split result of no reduce".into())) };
+    if dsts.is_empty() || dsts.len() > MAXK {
+        return Err(what(format!("its result split among {} outputs (1 to {MAXK})", dsts.len())));
+    }
+    let bytes = out.len * out.dtype.size();
+    if let Some(small) = dsts.iter().find(|d| d.bytes() < bytes) {
+        return Err(what(format!("a part of {bytes} bytes in {} on {}", small.bytes(), small.device())));
+    }
+    let outs: Vec<CUdeviceptr> = dsts.iter().map(|d| d.ptr()).collect();
+    let (fold, n) = (Fold::new(out.dtype, *kind, *scale), (out.len * dsts.len()) as u64);
+    issue_over(dev, inputs, dsts, |l, ins, flag| {
+        // SAFETY: the caller checked that every input holds `n` elements, read in place on this
+        // device; each output holds its part (checked above) in memory this stream writes; the
+        // outputs are distinct allocations, and all note the use.
+        unsafe { reduce(l, fold, ins, (&outs, Outs::Split(out.len as u64)), n, flag) }
     })
 }
 

@@ -69,25 +69,28 @@ pub(crate) fn reduce_batch(d: DType, bytes: u64) -> u32 {
     forced.unwrap_or(if bytes >= REDUCE_BATCH_MIN_BYTES { reduce_batch_of(d) } else { 0 })
 }
 
-/// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]). Every name is
-/// formatted once, on first use: a launch looks its kernel up by name, and formatting it there
-/// cost a 4 KiB call about a tenth of its host time (`bench/gpu/27-two-contexts`, run b).
-pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32) -> Cow<'static, str> {
-    type Names = HashMap<(DType, ReduceKind, u32), String>;
-    static NAMES: OnceLock<Names> = OnceLock::new();
-    let format = |d: DType, kind: ReduceKind, batch: u32| {
+/// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]), whose outputs each
+/// take the whole result or, `split`, a part of it ([`Outs`]; `reducep_…`, `reduce4p_…`). Every
+/// name is formatted once, on first use: a launch looks its kernel up by name, and formatting it
+/// there cost a 4 KiB call about a tenth of its host time (`bench/gpu/27-two-contexts`, run b).
+pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32, split: bool) -> Cow<'static, str> {
+    type Key = (DType, ReduceKind, u32, bool);
+    static NAMES: OnceLock<HashMap<Key, String>> = OnceLock::new();
+    let format = |(d, kind, batch, split): Key| {
         let form = if batch == 0 { String::new() } else { batch.to_string() };
-        format!("reduce{form}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
+        let p = if split { "p" } else { "" };
+        format!("reduce{form}{p}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
     };
     let names = NAMES.get_or_init(|| {
         let kinds = [ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min];
         let forms = std::iter::once(0).chain(REDUCE_BATCHES);
         let keys = forms.flat_map(|b| DType::ALL.into_iter().flat_map(move |d| kinds.map(|k| (d, k, b))));
-        keys.map(|(d, k, b)| ((d, k, b), format(d, k, b))).collect()
+        let keys = keys.flat_map(|(d, k, b)| [(d, k, b, false), (d, k, b, true)]);
+        keys.map(|key| (key, format(key))).collect()
     });
-    match names.get(&(d, kind, batch)) {
+    match names.get(&(d, kind, batch, split)) {
         Some(name) => Cow::Borrowed(name.as_str()),
-        None => Cow::Owned(format(d, kind, batch)),
+        None => Cow::Owned(format((d, kind, batch, split))),
     }
 }
 
@@ -108,18 +111,30 @@ impl Fold {
     }
 }
 
+/// How a reduce's outputs take its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in super::super) enum Outs {
+    /// Each output holds the whole result.
+    Whole,
+    /// The outputs split the result in parts of this many elements: output w holds elements
+    /// `[w * part, (w + 1) * part)` (the last one fewer where the result ends first).
+    Split(u64),
+}
+
 /// `o = scale(fold(ins))` for every `o` of `outs` (1 to [`MAXK`] of them, all written by the last
-/// launch): one launch per [`MAXK`] inputs, chained through an accumulator. The last launch
-/// stores `flag` when done where it can ([`Launcher::done`]); returns whether it does.
+/// launch), or its parts in turn ([`Outs::Split`]): one launch per [`MAXK`] inputs, chained
+/// through an accumulator. The last launch stores `flag` when done where it can
+/// ([`Launcher::done`]); returns whether it does.
 ///
 /// # Safety
-/// Every input holds `n` elements of `fold.dtype` and every output `n` that this device writes,
-/// valid until the launches have run; the outputs are distinct.
+/// Every input holds `n` elements of `fold.dtype` and every output `n` (split: its part) that this
+/// device writes, valid until the launches have run; the outputs are distinct; split, `outs`
+/// covers the result (`n` is at most `outs.len()` parts).
 pub(in super::super) unsafe fn reduce(
     l: &Launcher,
     fold: Fold,
     ins: &[u64],
-    outs: &[u64],
+    (outs, taken): (&[u64], Outs),
     n: u64,
     flag: Option<&Flag>,
 ) -> Result<bool> {
@@ -135,17 +150,22 @@ pub(in super::super) unsafe fn reduce(
     };
     let acc = tmp.as_ref().map_or(0, |t| t.ptr());
     let (kind_i, f, fi) = scale_args(fold.scale);
-    let vec = if aligned(ins) && aligned(outs) { F_VEC } else { 0 };
+    let (part, split) = match taken {
+        Outs::Whole => (0, false),
+        Outs::Split(part) => (part, true),
+    };
+    let vec = if aligned(ins) && aligned(outs) && part % lanes(d) == 0 { F_VEC } else { 0 };
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let last = chunks.len() - 1;
     let batch = fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64));
-    let name = reduce_name(d, fold.kind, batch);
+    let name = reduce_name(d, fold.kind, batch, split);
     let func = l.dev.function(&name)?;
     let done = l.done(&func, flag, work);
     for (i, chunk) in chunks.into_iter().enumerate() {
         let p = Ptrs::of(chunk);
         let k = chunk.len() as i32;
         let a = acc;
+        // A chained stage writes its accumulator whole, whatever the form (`write_at`).
         let (o, m) = if i == last { (Ptrs::of(outs), outs.len() as i32) } else { (Ptrs::of(&[acc]), 1) };
         let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
         let done = if i == last { done } else { Done::NONE };
@@ -153,7 +173,9 @@ pub(in super::super) unsafe fn reduce(
         // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`;
         // `done` is none or a flag's slot (pinned, mapped at its address, never freed) and the
         // stream's block counter (device memory the device keeps).
-        unsafe { l.launch(&func, &name, work, &mut args!(p, k, a, o, m, n, flags, kind_i, f, fi, done))? };
+        unsafe {
+            l.launch(&func, &name, work, &mut args!(p, k, a, o, m, n, part, flags, kind_i, f, fi, done))?
+        };
     }
     Ok(done.stored())
 }
@@ -167,6 +189,7 @@ mod tests {
     use super::super::super::tests::{OPS, close, devices, expected, random_vals, to_buffer, to_f64s};
     use super::*;
     use crate::backend::Buffer;
+    use crate::backend::cuda::nvrtc::group_of;
     use crate::graph::ReduceOp;
 
     /// Every form of the reduce kernel (the loop and each batch of [`REDUCE_BATCHES`]) gives the
@@ -228,7 +251,7 @@ mod tests {
                 let fold = Fold { dtype, kind, scale, batch: Some(batch) };
                 // SAFETY: every input holds `n` elements and `o` `n` more, on this device; the
                 // stream is synchronized before any of them is dropped.
-                unsafe { reduce(&l, fold, &ptrs, &[o], n as u64, None) }.expect("reduce");
+                unsafe { reduce(&l, fold, &ptrs, (&[o], Outs::Whole), n as u64, None) }.expect("reduce");
                 dev.compute.synchronize().unwrap();
                 let got = to_f64s(dev, &out)[at..].to_vec();
                 for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
@@ -248,6 +271,96 @@ mod tests {
         }
     }
 
+    /// A reduce whose outputs split its result ([`Outs::Split`]) writes each output its part of
+    /// the whole result, bit for bit, and nothing past it: every dtype and op, 2 and 17 inputs
+    /// (17 chain two launches, the last one split), 2, 3 and 16 outputs, parts of 7 elements
+    /// (the element path) and of 64 (the vector path; 16-byte aligned for every dtype), the
+    /// outputs aligned or each one element on (the element path), the last part whole or short.
+    /// Every element against the f64 reference and the whole fold's bits; each output's element
+    /// past its part keeps its value. On a CUDA device (skipped without).
+    #[test]
+    fn a_split_reduce_writes_each_output_its_part_of_the_whole() {
+        let Some(dev) = devices().into_iter().next() else { return };
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        for dtype in DType::ALL {
+            for op in OPS {
+                for (k, m, part) in [(2, 2, 64), (2, 3, 7), (17, 16, 64), (17, 3, 7), (2, 16, 7)] {
+                    for (at, short) in [(0, 0), (1, 0), (0, part / 2)] {
+                        let n = m * part - short;
+                        let ins = fold_inputs(dtype, op, k, n, &mut r);
+                        let ctx = format!("seed {seed} {dtype} {op} {k} inputs, {m} parts of {part} at {at}");
+                        split_matches_whole(&dev, dtype, op, &ins, (m, part, at), &ctx, &mut r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`a_split_reduce_writes_each_output_its_part_of_the_whole`] for one set of inputs: `m`
+    /// outputs of `part` elements each, from element `at` of their buffers.
+    fn split_matches_whole(
+        dev: &CudaDevice,
+        dtype: DType,
+        op: ReduceOp,
+        ins: &[Vec<f64>],
+        (m, part, at): (usize, usize, usize),
+        ctx: &str,
+        r: &mut StdRng,
+    ) {
+        let (k, n) = (ins.len(), ins[0].len());
+        let (want, mag) = expected(op, dtype, ins);
+        let inputs: Vec<Buffer> = ins.iter().map(|x| to_buffer(dev, dtype, x)).collect();
+        let ptrs: Vec<u64> = inputs.iter().map(|b| alloc_of(b, "test").unwrap().ptr()).collect();
+        let fold = {
+            let (kind, scale) = op.lower(k);
+            Fold::new(dtype, kind, scale)
+        };
+        let whole = to_buffer(dev, dtype, &random_vals(dtype, n, false, r));
+        let before: Vec<Vec<f64>> = (0..m).map(|_| random_vals(dtype, at + part + 1, false, r)).collect();
+        let parts: Vec<Buffer> = before.iter().map(|v| to_buffer(dev, dtype, v)).collect();
+        let at_of = |b: &Buffer| alloc_of(b, "test").unwrap().ptr() + (at * dtype.size()) as u64;
+        let outs: Vec<u64> = parts.iter().map(at_of).collect();
+        inputs.iter().chain(&parts).chain([&whole]).for_each(|b| b.wait().unwrap());
+        let l = Launcher::new(dev, &dev.compute);
+        // SAFETY: every input holds `n` elements and `whole` `n` more, each of `outs` `part` more
+        // (`m` parts cover `n`), all on this device; the stream is synchronized before any of
+        // them is dropped.
+        unsafe {
+            reduce(
+                &l,
+                fold,
+                &ptrs,
+                (&[alloc_of(&whole, "test").unwrap().ptr()], Outs::Whole),
+                n as u64,
+                None,
+            )
+            .expect("whole");
+            reduce(&l, fold, &ptrs, (&outs, Outs::Split(part as u64)), n as u64, None).expect("split");
+        }
+        dev.compute.synchronize().unwrap();
+        let whole = to_f64s(dev, &whole);
+        for (w, (buf, old)) in parts.iter().zip(&before).enumerate() {
+            let got = to_f64s(dev, buf);
+            let len = part.min(n - w * part);
+            for i in 0..len {
+                let (g, e) = (got[at + i], w * part + i);
+                assert!(
+                    close(dtype, g, want[e], mag[e], k),
+                    "{ctx}: part {w}[{i}] got {g:e} want {:e}",
+                    want[e]
+                );
+                assert_eq!(
+                    g.to_bits(),
+                    whole[e].to_bits(),
+                    "{ctx}: part {w}[{i}] differs from the whole fold"
+                );
+            }
+            assert_eq!(&got[..at], &old[..at], "{ctx}: part {w} written before its start");
+            assert_eq!(&got[at + len..], &old[at + len..], "{ctx}: part {w} written past its end");
+        }
+    }
+
     #[test]
     fn the_reduce_form_is_batched_from_its_threshold() {
         if std::env::var_os(REDUCE_BATCH_ENV).is_some() {
@@ -263,17 +376,22 @@ mod tests {
             assert_eq!(reduce_batch(d, min - 1), 0, "{d}");
             assert_eq!(reduce_batch(d, 0), 0, "{d}");
         }
-        assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0), "reduce_bf16_max");
-        assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8), "reduce8_f32_sum");
+        assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0, false), "reduce_bf16_max");
+        assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0, true), "reducep_bf16_max");
+        assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8, false), "reduce8_f32_sum");
+        assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8, true), "reduce8p_f32_sum");
         // Every form's names come from the table, formatted once; a form outside it still
         // gets its name (which then names no kernel: the launch's error).
         for batch in std::iter::once(0).chain(REDUCE_BATCHES) {
-            for d in DType::ALL {
-                let name = reduce_name(d, ReduceKind::Prod, batch);
+            for (d, split) in DType::ALL.into_iter().flat_map(|d| [(d, false), (d, true)]) {
+                let name = reduce_name(d, ReduceKind::Prod, batch, split);
                 assert!(matches!(name, Cow::Borrowed(_)), "{name}");
                 assert_eq!(name.strip_suffix("_prod").map(|g| g.starts_with("reduce")), Some(true));
+                assert_eq!(group_of(&name).ends_with(&format!("p_{}", d.name())), split, "{name}");
             }
         }
-        assert!(matches!(reduce_name(DType::U8, ReduceKind::Min, 3), Cow::Owned(n) if n == "reduce3_u8_min"));
+        assert!(
+            matches!(reduce_name(DType::U8, ReduceKind::Min, 3, false), Cow::Owned(n) if n == "reduce3_u8_min")
+        );
     }
 }
