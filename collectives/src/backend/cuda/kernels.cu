@@ -457,14 +457,14 @@ __device__ void copyseg_body(const Segs& s, int k) {
 
 // reduce_<dtype>_<op> folds with B = 0, reduce<B>_<dtype>_<op> in batches of B (fold_at);
 // reducep_<dtype>_<op> and reduce<B>p_<dtype>_<op> split the result among the outputs.
-#define REDUCE1(T, N, OPN, OP, B, S, PRE)                                                           \
+#define REDUCE1(T, N, OPN, OP, B, S, PRE)                                                        \
     extern "C" __global__ void PRE##_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,  \
                                                  u64 n, u64 part, int flags, int kind, double f, \
                                                  i64 fi, Done done) {                            \
         reduce_body<T, OP, B, S>(in, k, acc, o, m, n, part, flags, kind, f, fi);                 \
         if (done.flag) signal_done(done);                                                        \
     }
-#define REDUCE_FORM(T, N, B, S, PRE) REDUCE1(T, N, sum, OP_ADD, B, S, PRE)                        \
+#define REDUCE_FORM(T, N, B, S, PRE) REDUCE1(T, N, sum, OP_ADD, B, S, PRE)                       \
     REDUCE1(T, N, prod, OP_MUL, B, S, PRE) REDUCE1(T, N, max, OP_MAX, B, S, PRE)                 \
     REDUCE1(T, N, min, OP_MIN, B, S, PRE)
 #define REDUCE(T, N) REDUCE_FORM(T, N, 0, false, reduce)
