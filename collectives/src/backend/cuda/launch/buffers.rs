@@ -71,18 +71,8 @@ pub(crate) fn compute_to_all(
     dsts: &[(&DevAlloc, usize)],
     out: OutSpec,
 ) -> Result<Arc<Event>> {
+    check_room(dev, kernel, dsts.iter().copied(), out)?;
     let size = out.dtype.size();
-    for &(dst, at) in dsts {
-        let end = at.checked_add(out.len).and_then(|e| e.checked_mul(size));
-        if end.is_none_or(|e| e > dst.bytes()) {
-            let what =
-                format!("elements {at}.. ({} of them) of {} bytes on {}", out.len, dst.bytes(), dst.device());
-            return Err(crate::error::Error::internal(
-                format!("{} kernel on {}", kernel.name(), dev.device),
-                what,
-            ));
-        }
-    }
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
     let skip = (start * in_dtype.size()) as u64;
     let outs: Vec<CUdeviceptr> = dsts.iter().map(|&(d, at)| d.ptr() + (at * size) as u64).collect();
@@ -95,10 +85,11 @@ pub(crate) fn compute_to_all(
 
 /// The reduce `fold` over `inputs` with its result split among `dsts` in its one pass, on `dev`'s
 /// compute stream: `dsts[w]` gets elements `[w * out.len, (w + 1) * out.len)` — a star
-/// reduce_scatter's parts, each written where its member keeps it. Each of `dsts` (1 to [`MAXK`])
-/// holds `out.len` elements and lives on `dev` or a CUDA device whose memory `dev` writes in place
-/// ([`reaches`]), as the caller has checked, with every input holding `dsts.len()` parts. Returns
-/// the event that completes the launch; each destination notes the use.
+/// reduce_scatter's parts, each written where its member keeps it. Each of `dsts` (1 to [`MAXK`],
+/// each holding `out.len` elements: both checked here) lives on `dev` or a CUDA device whose
+/// memory `dev` writes in place ([`reaches`]), as the caller has checked, with every input
+/// holding `dsts.len()` parts. Returns the event that completes the launch; each destination
+/// notes the use.
 pub(crate) fn reduce_parts(
     dev: &CudaDevice,
     fold: &Kernel,
@@ -112,10 +103,7 @@ pub(crate) fn reduce_parts(
     if dsts.is_empty() || dsts.len() > MAXK {
         return Err(what(format!("its result split among {} outputs (1 to {MAXK})", dsts.len())));
     }
-    let bytes = out.len * out.dtype.size();
-    if let Some(small) = dsts.iter().find(|d| d.bytes() < bytes) {
-        return Err(what(format!("a part of {bytes} bytes in {} on {}", small.bytes(), small.device())));
-    }
+    check_room(dev, fold, dsts.iter().map(|&d| (d, 0)), out)?;
     let outs: Vec<CUdeviceptr> = dsts.iter().map(|d| d.ptr()).collect();
     let (fold, n) = (Fold::new(out.dtype, *kind, *scale), (out.len * dsts.len()) as u64);
     issue_over(dev, inputs, dsts, |l, ins, flag| {
@@ -124,6 +112,28 @@ pub(crate) fn reduce_parts(
         // outputs are distinct allocations, and all note the use.
         unsafe { reduce(l, fold, ins, (&outs, Outs::Split(out.len as u64)), n, flag) }
     })
+}
+
+/// Whether each of `dsts` (an allocation and the element its range starts at) holds `out.len`
+/// elements of `out.dtype` from there: an internal error naming `kernel` where one does not.
+fn check_room<'a>(
+    dev: &CudaDevice,
+    kernel: &Kernel,
+    dsts: impl Iterator<Item = (&'a DevAlloc, usize)>,
+    out: OutSpec,
+) -> Result<()> {
+    for (dst, at) in dsts {
+        let end = at.checked_add(out.len).and_then(|e| e.checked_mul(out.dtype.size()));
+        if end.is_none_or(|e| e > dst.bytes()) {
+            let what =
+                format!("elements {at}.. ({} of them) of {} bytes on {}", out.len, dst.bytes(), dst.device());
+            return Err(crate::error::Error::internal(
+                format!("{} kernel on {}", kernel.name(), dev.device),
+                what,
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Issues `work` on `dev`'s compute stream over `inputs` — each read in place, or first copied to
