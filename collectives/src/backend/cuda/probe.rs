@@ -16,7 +16,8 @@
 //! pinned memory that the kernel or its stream writes (`bench/gpu/28-completion`); a sixth
 //! (`flags`), the library's calls with host waits by kernel flags ([`super::flag`]) against
 //! events alone; a seventh (`resident`), a resident worker kernel polling a mailbox against a
-//! launch per call (`bench/gpu/29-resident`).
+//! launch per call (`bench/gpu/29-resident`); an eighth (`inline`), a small host input carried
+//! in the launch's parameters against one read across the bus (`bench/gpu/52-inline`).
 
 use std::time::Instant;
 
@@ -33,6 +34,7 @@ use crate::dtype::DType;
 use crate::graph::{ReduceKind, Tensor};
 
 mod flags;
+mod inline;
 mod resident;
 
 const ITERS: usize = 4000;
