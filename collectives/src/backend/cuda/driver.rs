@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 /// Driver entry points the backend (and the parts of cudarc it uses) calls.
 const DRIVER_SYMBOLS: &[&str] = &[
     "cuInit",
+    "cuDriverGetVersion",
     "cuDeviceGetCount",
     "cuDeviceGet",
     "cuDeviceGetName",
@@ -83,6 +84,7 @@ const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcGetPTX",
     "nvrtcGetProgramLogSize",
     "nvrtcGetProgramLog",
+    "nvrtcVersion",
 ];
 
 /// NCCL entry points used by the clique.
@@ -143,6 +145,25 @@ pub(crate) fn nvrtc_status() -> &'static Result<(), String> {
         // SAFETY: `is_culib_present` only tries to open the library.
         let present = unsafe { cudarc::nvrtc::sys::is_culib_present() };
         check("libnvrtc", present, has_symbol!(cudarc::nvrtc::sys), NVRTC_SYMBOLS)
+    })
+}
+
+/// Whether both the driver and NVRTC are CUDA 12.1 or later (cached): kernels whose parameters
+/// pass 4 KiB in all compile and launch from that version on. The reduce that carries small host
+/// inputs in its parameters (`launch/carried.rs`) needs it.
+pub(crate) fn large_parameters() -> bool {
+    static S: OnceLock<bool> = OnceLock::new();
+    *S.get_or_init(|| {
+        if driver_status().is_err() || nvrtc_status().is_err() {
+            return false;
+        }
+        let mut v = 0;
+        // SAFETY: libcuda loads with this symbol (`driver_status`); `v` is a valid out pointer.
+        let drv = unsafe { sys::cuDriverGetVersion(&mut v) } == sys::CUresult::CUDA_SUCCESS && v >= 12010;
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: libnvrtc loads with this symbol (`nvrtc_status`); both are valid out pointers.
+        let rtc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        drv && rtc == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS && (major, minor) >= (12, 1)
     })
 }
 

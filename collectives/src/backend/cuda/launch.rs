@@ -56,12 +56,16 @@ macro_rules! args {
 }
 
 mod buffers;
+mod carried;
 mod copy;
 mod fold;
 mod names;
 
 pub(crate) use buffers::{compute, compute_from, compute_into, compute_to_all, issue_over, reduce_parts};
 pub(super) use buffers::{on_own_gpu, peer_inputs, reaches};
+#[cfg(test)]
+pub(crate) use carried::CARRIED_BYTES;
+pub(crate) use carried::Carried;
 use copy::copy2d;
 pub(crate) use copy::{Seg, copy_segments, copy_segments_flagged};
 pub(crate) use fold::REDUCE_BATCHES;
@@ -101,13 +105,22 @@ pub(crate) struct Launcher<'a> {
     /// Whether every output its kernels write lies in this GPU's own memory
     /// ([`Launcher::writing`]).
     own: bool,
+    /// Small host inputs its reduce launches carry in their parameters ([`Launcher::carrying`]).
+    carried: Option<&'a Carried>,
 }
 
 impl<'a> Launcher<'a> {
     /// Launches on `stream` of `dev`, whose kernels may write any memory they reach (the host's,
     /// another GPU's).
     pub fn new(dev: &'a CudaDevice, stream: &'a Arc<CudaStream>) -> Launcher<'a> {
-        Launcher { dev, stream, ctr: dev.block_counter(stream), own: false }
+        Launcher { dev, stream, ctr: dev.block_counter(stream), own: false, carried: None }
+    }
+
+    /// This launcher, its reduce launches carrying `carried` in their parameters where it holds
+    /// any input: an input pointer below [`carried::CARRIED_BYTES`] is then an offset into it.
+    pub fn carrying(mut self, carried: Option<&'a Carried>) -> Launcher<'a> {
+        self.carried = carried.filter(|c| c.is_used());
+        self
     }
 
     /// This launcher, its kernels writing only into memory of `outputs` — where every one is a

@@ -6,7 +6,9 @@
 //! for that event on the compute stream) and a download (which waits for the kernel on the
 //! copy-out stream): three streams and three events for a few microseconds of work. Here a
 //! pageable input is copied by the host into a pinned block, which the kernel reads across the
-//! bus (pinned memory is mapped into every device's address space under unified addressing), the
+//! bus (pinned memory is mapped into every device's address space under unified addressing) —
+//! a reduce's pageable inputs of up to 4 KiB in all go in its launch's parameters instead
+//! ([`launch::Carried`]), which reach the GPU with the launch — the
 //! result goes into each host copy's pinned block across the bus too — a reduce writes them in its
 //! own pass, a small concat places its inputs' rows in each in its one launch (up to
 //! [`launch::MAXK`] placements in all), another kernel's result is copied by one more launch
@@ -23,7 +25,7 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::CudaDevice;
 use super::event::issue_flagged;
-use super::launch::{self, Launcher, Seg};
+use super::launch::{self, Carried, Launcher, Seg};
 use super::memory::{CudaFence, alloc_of, await_on, fenced_buffer};
 use super::pinned::{self, PinnedBlock, PinnedHost};
 use super::stream::{host_blocks, host_copy};
@@ -52,12 +54,15 @@ pub(crate) fn compute_mapped(
     let copied = launch::peer_inputs(dev, inputs)?;
     let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
     let mut staged = Vec::new();
-    let ptrs = inputs.iter().map(|b| read_at(dev, b, &mut staged)).collect::<Result<Vec<_>>>()?;
+    // A reduce carries its small pageable inputs in its launch's parameters where it can.
+    let mut carried = matches!(kernel, Kernel::Reduce { .. }).then(|| Carried::on(dev)).flatten();
+    let ptrs =
+        inputs.iter().map(|b| read_at(dev, b, &mut staged, carried.as_mut())).collect::<Result<Vec<_>>>()?;
     let stream = &dev.compute;
     let dst = dev.alloc(out.len * size, stream)?;
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
     let (outs, ranges) = destinations(dst.ptr(), to, &blocks, out);
-    let l = Launcher::new(dev, stream);
+    let l = Launcher::new(dev, stream).carrying(carried.as_ref());
     let issued = issue_flagged(dev, stream, |flag| {
         let last = flag.filter(|_| ranges.is_empty());
         let stored = launch::run_to_all(&l, kernel, &ptrs, in_dtype, &outs, out, last)?;
@@ -119,9 +124,15 @@ fn destinations(
 }
 
 /// The address the kernel reads `b` at: its device memory (the compute stream waits for its
-/// writer), a pinned block's host address (likewise), or a pinned block the host fills now from
-/// pageable memory (kept in `staged` until the kernel has run).
-fn read_at(dev: &CudaDevice, b: &Buffer, staged: &mut Vec<PinnedBlock>) -> Result<CUdeviceptr> {
+/// writer), a pinned block's host address (likewise), its offset in `carried` where pageable
+/// memory fits there (the launch's parameters, [`Carried`]), or else a pinned block the host
+/// fills now from pageable memory (kept in `staged` until the kernel has run).
+fn read_at(
+    dev: &CudaDevice,
+    b: &Buffer,
+    staged: &mut Vec<PinnedBlock>,
+    carried: Option<&mut Carried>,
+) -> Result<CUdeviceptr> {
     let Mem::Host(_) = &b.mem else {
         await_on(&dev.compute, b, dev.device)?;
         return Ok(alloc_of(b, "one-pass kernel")?.ptr());
@@ -134,6 +145,9 @@ fn read_at(dev: &CudaDevice, b: &Buffer, staged: &mut Vec<PinnedBlock>) -> Resul
     let bytes = b.host_bytes("one-pass kernel")?;
     if bytes.is_empty() {
         return Ok(0);
+    }
+    if let Some(at) = carried.and_then(|c| c.put(bytes)) {
+        return Ok(at);
     }
     let mut block = pinned::take(bytes.len(), &dev.ctx, dev.device)?;
     block.bytes_mut(bytes.len()).copy_from_slice(bytes);
@@ -209,6 +223,66 @@ mod tests {
             &Delivery::wholes(&[Device::Vulkan(0)], 1),
         );
         assert!(matches!(err, Err(Error::Internal { .. })), "{:?}", err.err());
+    }
+
+    /// A reduce of a device input, two pageable host inputs and a pinned one, into the device and
+    /// the host copies of a mixed reduce_scatter (wholes and ranges): every dtype and op, at sizes
+    /// where both pageable inputs are carried in the launch's parameters (1 and 7 elements, 2 KiB
+    /// each), where the first fills them and the second is read from pinned memory (4 KiB), and
+    /// where neither fits (4 KiB and one element); every element against the f64 reference, the
+    /// inputs unchanged.
+    #[test]
+    fn a_reduce_carries_small_pageable_inputs_in_its_launch() {
+        use super::super::tests::{OPS, close, expected};
+        use crate::graph::ReduceOp;
+        let Some(dev) = devices().into_iter().next() else { return };
+        println!("carried in the launch's parameters on this device: {}", Carried::on(&dev).is_some());
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        let block = launch::CARRIED_BYTES;
+        for dtype in DType::ALL {
+            let each = block / dtype.size();
+            for n in [1, 7, each / 2, each, each + 1] {
+                for op in OPS {
+                    let ins: Vec<Vec<f64>> =
+                        (0..4).map(|_| random_vals(dtype, n, op == ReduceOp::Prod, &mut r)).collect();
+                    let bufs = [
+                        to_buffer(&dev, dtype, &ins[0]),
+                        host_buffer(Device::Cpu(1), dtype, &ins[1]),
+                        host_buffer(Device::Cpu(2), dtype, &ins[2]),
+                        copy::dtoh(&dev, &to_buffer(&dev, dtype, &ins[3]), Device::Cpu(3)).unwrap(),
+                    ];
+                    let refs: Vec<&Buffer> = bufs.iter().collect();
+                    let (kind, scale) = op.lower(4);
+                    let to = Delivery::mixed(n);
+                    let ctx = format!("{dtype} {op:?}, {n} elements, seed {seed}");
+                    let (res, copies) = compute_mapped(
+                        &dev,
+                        &Kernel::Reduce { kind, scale },
+                        &refs,
+                        OutSpec { dtype, len: n },
+                        &to,
+                    )
+                    .expect("one-pass reduce");
+                    let (want, mag) = expected(op, dtype, &ins);
+                    let agree = |got: &[f64], at: std::ops::Range<usize>, what: &str| {
+                        assert_eq!(got.len(), at.len(), "{what}, {ctx}");
+                        for (i, (g, k)) in got.iter().zip(at).enumerate() {
+                            let ok = close(dtype, *g, want[k], mag[k] * 2.0, 4);
+                            assert!(ok, "{what} element {i}: {g} against {}, {ctx}", want[k]);
+                        }
+                    };
+                    agree(&to_f64s(&dev, &res), 0..n, "device result");
+                    for (c, d) in copies.iter().zip(&to) {
+                        assert_eq!(c.device, d.to, "{ctx}");
+                        agree(&host_f64s(c), d.range.clone(), &format!("copy {d:?}"));
+                    }
+                    assert_eq!(copies.len(), to.len(), "{ctx}");
+                    assert_eq!((host_f64s(&bufs[1]), host_f64s(&bufs[2])), (ins[1].clone(), ins[2].clone()));
+                    assert_eq!(host_f64s(&bufs[3]), ins[3], "pinned input unchanged, {ctx}");
+                }
+            }
+        }
     }
 
     /// Concats and slices in one pass (`exec/stream.rs` streams small concats; the backend takes

@@ -71,11 +71,13 @@ fn entry_points(group: &str) -> Option<String> {
         }
         g => {
             // `reduce_<dtype>` (the loop over inputs) or `reduce<B>_<dtype>` (batches of B); with
-            // a `p` after the form (`reducep_<dtype>`, `reduce<B>p_<dtype>`), the split result.
+            // a `p` after the form (`reducep_<dtype>`, `reduce<B>p_<dtype>`), the split result;
+            // `reducei_<dtype>`, the loop with inputs carried in the parameters.
             let (form, dtype) = g.strip_prefix("reduce")?.split_once('_')?;
             let dtype: DType = dtype.parse().ok()?;
             let (batch, p) = form.strip_suffix('p').map_or((form, ""), |b| (b, "P"));
             match batch {
+                "i" if p.is_empty() => format!("REDUCE_I({}, {})", ctype(dtype), dtype.name()),
                 "" if p.is_empty() => format!("REDUCE({}, {})", ctype(dtype), dtype.name()),
                 "" => format!("REDUCE_P({}, {})", ctype(dtype), dtype.name()),
                 b if REDUCE_BATCHES.iter().any(|n| n.to_string() == b) => {
@@ -183,7 +185,12 @@ mod tests {
         }
         assert_eq!(group_of("reducep_f32_sum"), "reducep_f32");
         assert_eq!(entry_points("reducep_i64").unwrap(), "REDUCE_P(i64, i64)");
+        assert_eq!(group_of("reducei_bf16_prod"), "reducei_bf16");
+        assert_eq!(entry_points("reducei_bf16").unwrap(), "REDUCE_I(bf16, bf16)");
         for bad in [
+            "reduce4i_f32",
+            "reduceip_f32",
+            "reducei_f8",
             "reduce3_f32",
             "reduce0_f32",
             "reduce4_f8",
@@ -211,6 +218,7 @@ mod tests {
             ["binary", "scale", "cast", "copy2d", "copyseg"].map(String::from).into();
         groups.extend(DType::ALL.iter().map(|d| format!("reduce_{}", d.name())));
         groups.extend(DType::ALL.iter().map(|d| format!("reducep_{}", d.name())));
+        groups.extend(DType::ALL.iter().map(|d| format!("reducei_{}", d.name())));
         groups.extend(
             REDUCE_BATCHES.iter().flat_map(|b| [format!("reduce{b}_f16"), format!("reduce{b}p_f16")]),
         );

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::super::flag::Flag;
-use super::{Done, F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
+use super::{Carried, Done, F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::graph::{ReduceKind, Scale};
 
 /// The batches the reduce kernel can load its inputs in (`fold_at`'s `B` in `kernels.cu`: each
@@ -69,28 +69,45 @@ pub(crate) fn reduce_batch(d: DType, bytes: u64) -> u32 {
     forced.unwrap_or(if bytes >= REDUCE_BATCH_MIN_BYTES { reduce_batch_of(d) } else { 0 })
 }
 
-/// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]), whose outputs each
-/// take the whole result or, `split`, a part of it ([`Outs`]; `reducep_…`, `reduce4p_…`). Every
-/// name is formatted once, on first use: a launch looks its kernel up by name, and formatting it
-/// there cost a 4 KiB call about a tenth of its host time (`bench/gpu/27-two-contexts`, run b).
-pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32, split: bool) -> Cow<'static, str> {
-    type Key = (DType, ReduceKind, u32, bool);
+/// Which family of the reduce kernel's entry points a launch takes (`kernels.cu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Entry {
+    /// Each output takes the whole result (`reduce…`).
+    Whole,
+    /// The outputs split the result ([`Outs::Split`]; `reduce…p`).
+    Split,
+    /// Each output takes the whole result, some inputs carried in the launch's parameters
+    /// ([`Carried`](super::Carried); `reducei`, the loop over inputs only).
+    Carried,
+}
+
+/// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]) of the family `entry`
+/// (`reduce4_f32_sum`, `reduce4p_f32_sum`, `reducei_f32_sum`). Every name is formatted once, on
+/// first use: a launch looks its kernel up by name, and formatting it there cost a 4 KiB call
+/// about a tenth of its host time (`bench/gpu/27-two-contexts`, run b).
+pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32, entry: Entry) -> Cow<'static, str> {
+    type Key = (DType, ReduceKind, u32, Entry);
     static NAMES: OnceLock<HashMap<Key, String>> = OnceLock::new();
-    let format = |(d, kind, batch, split): Key| {
+    let format = |(d, kind, batch, entry): Key| {
         let form = if batch == 0 { String::new() } else { batch.to_string() };
-        let p = if split { "p" } else { "" };
-        format!("reduce{form}{p}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
+        let tail = match entry {
+            Entry::Whole => "",
+            Entry::Split => "p",
+            Entry::Carried => "i",
+        };
+        format!("reduce{form}{tail}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
     };
     let names = NAMES.get_or_init(|| {
         let kinds = [ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min];
         let forms = std::iter::once(0).chain(REDUCE_BATCHES);
         let keys = forms.flat_map(|b| DType::ALL.into_iter().flat_map(move |d| kinds.map(|k| (d, k, b))));
-        let keys = keys.flat_map(|(d, k, b)| [(d, k, b, false), (d, k, b, true)]);
-        keys.map(|key| (key, format(key))).collect()
+        let keys = keys.flat_map(|(d, k, b)| [(d, k, b, Entry::Whole), (d, k, b, Entry::Split)]);
+        let carried = DType::ALL.into_iter().flat_map(|d| kinds.map(|k| (d, k, 0, Entry::Carried)));
+        keys.chain(carried).map(|key| (key, format(key))).collect()
     });
-    match names.get(&(d, kind, batch, split)) {
+    match names.get(&(d, kind, batch, entry)) {
         Some(name) => Cow::Borrowed(name.as_str()),
-        None => Cow::Owned(format((d, kind, batch, split))),
+        None => Cow::Owned(format((d, kind, batch, entry))),
     }
 }
 
@@ -126,10 +143,14 @@ pub(in super::super) enum Outs {
 /// through an accumulator. The last launch stores `flag` when done where it can
 /// ([`Launcher::done`]); returns whether it does.
 ///
+/// Where `l` carries inputs in its parameters ([`Launcher::carrying`]), each launch takes the
+/// `reducei_…` form, which reads every input whose pointer is below the block's size there.
+///
 /// # Safety
-/// Every input holds `n` elements of `fold.dtype` and every output `n` (split: its part) that this
-/// device writes, valid until the launches have run; the outputs are distinct; split, `outs`
-/// covers the result (`n` is at most `outs.len()` parts).
+/// Every input holds `n` elements of `fold.dtype` (device or mapped memory, or carried by `l`)
+/// and every output `n` (split: its part) that this device writes, valid until the launches have
+/// run; the outputs are distinct; split, `outs` covers the result (`n` is at most `outs.len()`
+/// parts) and `l` carries nothing.
 pub(in super::super) unsafe fn reduce(
     l: &Launcher,
     fold: Fold,
@@ -150,15 +171,26 @@ pub(in super::super) unsafe fn reduce(
     };
     let acc = tmp.as_ref().map_or(0, |t| t.ptr());
     let (kind_i, f, fi) = scale_args(fold.scale);
-    let (part, split) = match taken {
-        Outs::Whole => (0, false),
-        Outs::Split(part) => (part, true),
+    let (part, entry) = match (taken, l.carried) {
+        (Outs::Whole, None) => (0, Entry::Whole),
+        (Outs::Whole, Some(_)) => (0, Entry::Carried),
+        (Outs::Split(part), None) => (part, Entry::Split),
+        (Outs::Split(_), Some(_)) => {
+            return Err(Error::internal(
+                "reduce launch",
+                "a split result with inputs carried in its parameters",
+            ));
+        }
     };
     let vec = if aligned(ins) && aligned(outs) && part % lanes(d) == 0 { F_VEC } else { 0 };
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let last = chunks.len() - 1;
-    let batch = fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64));
-    let name = reduce_name(d, fold.kind, batch, split);
+    let batch = match entry {
+        // The carried form is the loop over inputs alone (its inputs are a few KiB).
+        Entry::Carried => 0,
+        _ => fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64)),
+    };
+    let name = reduce_name(d, fold.kind, batch, entry);
     let func = l.dev.function(&name)?;
     let done = l.done(&func, flag, work);
     for (i, chunk) in chunks.into_iter().enumerate() {
@@ -173,9 +205,9 @@ pub(in super::super) unsafe fn reduce(
         // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`;
         // `done` is none or a flag's slot (pinned, mapped at its address, never freed) and the
         // stream's block counter (device memory the device keeps).
-        unsafe {
-            l.launch(&func, &name, work, &mut args!(p, k, a, o, m, n, part, flags, kind_i, f, fi, done))?
-        };
+        let mut params = args!(p, k, a, o, m, n, part, flags, kind_i, f, fi, done).to_vec();
+        params.extend(l.carried.map(Carried::param));
+        unsafe { l.launch(&func, &name, work, &mut params)? };
     }
     Ok(done.stored())
 }
@@ -376,22 +408,28 @@ mod tests {
             assert_eq!(reduce_batch(d, min - 1), 0, "{d}");
             assert_eq!(reduce_batch(d, 0), 0, "{d}");
         }
-        assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0, false), "reduce_bf16_max");
-        assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0, true), "reducep_bf16_max");
-        assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8, false), "reduce8_f32_sum");
-        assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8, true), "reduce8p_f32_sum");
+        assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0, Entry::Whole), "reduce_bf16_max");
+        assert_eq!(reduce_name(DType::BF16, ReduceKind::Max, 0, Entry::Split), "reducep_bf16_max");
+        assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8, Entry::Whole), "reduce8_f32_sum");
+        assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8, Entry::Split), "reduce8p_f32_sum");
+        assert_eq!(reduce_name(DType::I64, ReduceKind::Min, 0, Entry::Carried), "reducei_i64_min");
         // Every form's names come from the table, formatted once; a form outside it still
         // gets its name (which then names no kernel: the launch's error).
         for batch in std::iter::once(0).chain(REDUCE_BATCHES) {
             for (d, split) in DType::ALL.into_iter().flat_map(|d| [(d, false), (d, true)]) {
-                let name = reduce_name(d, ReduceKind::Prod, batch, split);
+                let entry = if split { Entry::Split } else { Entry::Whole };
+                let name = reduce_name(d, ReduceKind::Prod, batch, entry);
                 assert!(matches!(name, Cow::Borrowed(_)), "{name}");
                 assert_eq!(name.strip_suffix("_prod").map(|g| g.starts_with("reduce")), Some(true));
                 assert_eq!(group_of(&name).ends_with(&format!("p_{}", d.name())), split, "{name}");
             }
         }
-        assert!(
-            matches!(reduce_name(DType::U8, ReduceKind::Min, 3, false), Cow::Owned(n) if n == "reduce3_u8_min")
-        );
+        for d in DType::ALL {
+            let name = reduce_name(d, ReduceKind::Max, 0, Entry::Carried);
+            assert!(matches!(name, Cow::Borrowed(_)), "{name}");
+            assert_eq!(group_of(&name), format!("reducei_{}", d.name()));
+        }
+        let odd = reduce_name(DType::U8, ReduceKind::Min, 3, Entry::Whole);
+        assert!(matches!(odd, Cow::Owned(n) if n == "reduce3_u8_min"));
     }
 }
