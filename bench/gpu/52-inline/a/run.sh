@@ -4,10 +4,11 @@
 # carries small pageable host inputs of a one-pass reduce so (perf, the working tree) against
 # 1cdc032 (perf_old: main c0e70e6 and the probe), three interleaved rounds: issue 14's 4 KiB rows
 # and the mixed all_reduce at 256 B, 4 KiB and 16 KiB (none carried at 16 KiB), of one and of three
-# host devices; anchors; every GPU-facing test binary on the change, the native collectives on
-# 2, 3, 4 and 8 virtual devices.
+# host devices; anchors; the GPU-facing tests the change touches (`lib`, `device_groups`, the
+# fault sweep) and the native collectives on 2 virtual devices (cut down after leases failed to
+# start six times; the binaries staged for more are unused).
 # Staged by: bash bench/gpu/stage.sh bench/gpu/52-inline/a 1cdc032 lib plans cuda_native faults collective_props collective_moves typed joins cuda_ops cuda_copies cuda_faults device_groups vulkan_collectives first_hour
-# Invoked as: timeout -k 5 585 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+# Invoked as: timeout -k 5 380 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -31,21 +32,8 @@ t carried lib 60 carries --nocapture
 grep -h "carried in" $L/t_carried.log
 COLLECTIVES_CUDA_DEVICES=0,0 t lib2 lib 100
 COLLECTIVES_CUDA_DEVICES=0,0 t native2 cuda_native 60 --test-threads 2
-COLLECTIVES_CUDA_DEVICES=0,0,0,0,0,0,0,0 t native8 cuda_native 80 --test-threads 2
 COLLECTIVES_CUDA_DEVICES=0,0 t faults2 faults 60 --show-output
 grep -h "^total:" $L/t_faults2.log
 t groups device_groups 120
-t vcoll vulkan_collectives 40
-COLLECTIVES_CUDA_DEVICES=0,0,0 t native3 cuda_native 60 --test-threads 2
-COLLECTIVES_CUDA_DEVICES=0,0,0,0 t native4 cuda_native 60 --test-threads 2
-t ops cuda_ops 30
-t copies cuda_copies 30
-t cfaults cuda_faults 30
-t typed typed 20
-t joins joins 30
-t moves collective_moves 30
-COLLECTIVES_CUDA_DEVICES=0,0 t plans2 plans 20
-t props collective_props 20
-t first first_hour 30
 grep -h -E "panicked|FAILED" $L/t_*.log | head -20
 date

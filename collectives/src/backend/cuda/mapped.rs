@@ -6,16 +6,14 @@
 //! for that event on the compute stream) and a download (which waits for the kernel on the
 //! copy-out stream): three streams and three events for a few microseconds of work. Here a
 //! pageable input is copied by the host into a pinned block, which the kernel reads across the
-//! bus (pinned memory is mapped into every device's address space under unified addressing) —
-//! a reduce's pageable inputs of up to 4 KiB in all go in its launch's parameters instead
-//! ([`launch::Carried`]), which reach the GPU with the launch — the
-//! result goes into each host copy's pinned block across the bus too — a reduce writes them in its
-//! own pass, a small concat places its inputs' rows in each in its one launch (up to
-//! [`launch::MAXK`] placements in all), another kernel's result is copied by one more launch
-//! (either starts sooner than the copy engine) — and the one stream orders them: one event
-//! completes the whole step. The schedule streams kernels below
-//! [`crate::exec::STREAM_SMALL_BYTES`] this way
-//! (`exec/stream.rs`). On the H200 a 4 KiB all_reduce of `cuda:0, cpu:0` took 19–26 µs against
+//! bus (pinned memory is mapped into every device's address space under unified addressing; a
+//! reduce's pageable inputs of up to 4 KiB in all go in its launch's parameters instead,
+//! [`launch::Carried`]), the result goes into each host copy's pinned block across the bus too —
+//! a reduce writes them in its own pass, a small concat places its inputs' rows in each in its
+//! one launch (up to [`launch::MAXK`] placements in all), another kernel's result is copied by one
+//! more launch (either starts sooner than the copy engine) — and the one stream orders them: one
+//! event completes the whole step. The schedule streams kernels below
+//! [`crate::exec::STREAM_SMALL_BYTES`] this way (`exec/stream.rs`). On the H200 a 4 KiB all_reduce of `cuda:0, cpu:0` took 19–26 µs against
 //! 24–36 unstreamed, and of `cuda:0, vulkan:0, cpu:0` 25–37 against 49–58 (`bench/gpu/18-locked`,
 //! runs b, d, e and f on four machines of the kind).
 
@@ -230,7 +228,7 @@ mod tests {
     /// where both pageable inputs are carried in the launch's parameters (1 and 7 elements, 2 KiB
     /// each), where the first fills them and the second is read from pinned memory (4 KiB), and
     /// where neither fits (4 KiB and one element); every element against the f64 reference, the
-    /// inputs unchanged.
+    /// inputs unchanged. And the max of a device input and 17 carried ones (two chained launches).
     #[test]
     fn a_reduce_carries_small_pageable_inputs_in_its_launch() {
         use super::super::tests::{OPS, close, expected};
@@ -282,6 +280,19 @@ mod tests {
                     assert_eq!(host_f64s(&bufs[3]), ins[3], "pinned input unchanged, {ctx}");
                 }
             }
+            // Past MAXK inputs the reduce chains two launches, each carrying the block: a device
+            // input and 17 pageable ones of 7 elements, all carried.
+            let ins: Vec<Vec<f64>> = (0..18).map(|_| random_vals(dtype, 7, false, &mut r)).collect();
+            let mut bufs = vec![to_buffer(&dev, dtype, &ins[0])];
+            bufs.extend(ins[1..].iter().map(|x| host_buffer(Device::Cpu(1), dtype, x)));
+            let refs: Vec<&Buffer> = bufs.iter().collect();
+            let kernel = Kernel::Reduce { kind: crate::graph::ReduceKind::Max, scale: None };
+            let to = Delivery::wholes(&[Device::Cpu(0)], 7);
+            let (res, copies) =
+                compute_mapped(&dev, &kernel, &refs, OutSpec { dtype, len: 7 }, &to).expect("chained");
+            let (want, _) = expected(ReduceOp::Max, dtype, &ins);
+            let ctx = format!("{dtype} max of 18 inputs, seed {seed}");
+            assert_eq!((to_f64s(&dev, &res), host_f64s(&copies[0])), (want.clone(), want), "{ctx}");
         }
     }
 
