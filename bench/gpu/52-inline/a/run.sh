@@ -1,13 +1,13 @@
 #!/bin/bash
 # Run 52a: the probe of a small host input carried in the launch's parameters against one read
 # across the bus (`backend::cuda::probe::inline::inline_host_input_probe`); the change that
-# carries small pageable host inputs of a one-pass reduce so (perf, the working tree) against
+# carries small pageable host inputs of a one-pass reduce so (perf, the tree staged) against
 # 1cdc032 (perf_old: main c0e70e6 and the probe), three interleaved rounds: issue 14's 4 KiB rows
 # and the mixed all_reduce at 256 B, 4 KiB and 16 KiB (none carried at 16 KiB), of one and of three
 # host devices; anchors; the GPU-facing tests the change touches (`lib`, `device_groups`, the
 # fault sweep) and the native collectives on 2 virtual devices (cut down after leases failed to
-# start six times; the binaries staged for more are unused).
-# Staged by: bash bench/gpu/stage.sh bench/gpu/52-inline/a 1cdc032 lib plans cuda_native faults collective_props collective_moves typed joins cuda_ops cuda_copies cuda_faults device_groups vulkan_collectives first_hour
+# start six times).
+# Staged by: bash bench/gpu/stage.sh bench/gpu/52-inline/a 1cdc032 lib cuda_native faults device_groups
 # Invoked as: timeout -k 5 380 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
