@@ -2,22 +2,22 @@
 # Run 52a: the probe of a small host input carried in the launch's parameters against one read
 # across the bus (`backend::cuda::probe::inline::inline_host_input_probe`); the change that
 # carries small pageable host inputs of a one-pass reduce so (perf, the tree staged) against
-# 1cdc032 (perf_old: main c0e70e6 and the probe), three interleaved rounds: issue 14's 4 KiB rows
+# 1cdc032 (perf_old: main c0e70e6 and the probe), two interleaved rounds: issue 14's 4 KiB rows
 # and the mixed all_reduce at 256 B, 4 KiB and 16 KiB (none carried at 16 KiB), of one and of three
 # host devices; anchors; the GPU-facing tests the change touches (`lib`, `device_groups`, the
 # fault sweep) and the native collectives on 2 virtual devices (cut down after leases failed to
 # start six times).
 # Staged by: bash bench/gpu/stage.sh bench/gpu/52-inline/a 1cdc032 lib cuda_native faults device_groups
-# Invoked as: timeout -k 5 380 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+# Invoked as: timeout -k 5 330 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 tar xJf $G/bins.tar.xz -C $G && source $G/env.sh && source $G/steps.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 t probe lib 60 --ignored --exact backend::cuda::probe::inline::inline_host_input_probe --nocapture
 grep -h "probe:" $L/t_probe.log
-I="--sizes 4K --iters 600 --warmup 50"
+I="--sizes 4K --iters 500 --warmup 50"
 D2=cuda:0,cuda:1 C8=cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7
-C3=cuda:0,cpu:0,cpu:1,cpu:2 M="--sizes 256,4K,16K --iters 600 --warmup 50"
-for r in 1 2 3; do
+C3=cuda:0,cpu:0,cpu:1,cpu:2 M="--sizes 256,4K,16K --iters 500 --warmup 50"
+for r in 1 2; do
   for b in perf_old perf; do
     p i_lr_${b}_$r $b --op local_reduce --devices cuda:0 $I
     p m_ch_${b}_$r $b --op all_reduce --devices cuda:0,cpu:0 $M

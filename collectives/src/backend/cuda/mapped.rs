@@ -53,7 +53,8 @@ pub(crate) fn compute_mapped(
     let inputs: Vec<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
     let mut staged = Vec::new();
     // A reduce carries its small pageable inputs in its launch's parameters where it can.
-    let mut carried = matches!(kernel, Kernel::Reduce { .. }).then(|| Carried::on(dev)).flatten();
+    let carries = matches!(kernel, Kernel::Reduce { .. }) && carrying_on();
+    let mut carried = carries.then(|| Carried::on(dev)).flatten();
     let ptrs =
         inputs.iter().map(|b| read_at(dev, b, &mut staged, carried.as_mut())).collect::<Result<Vec<_>>>()?;
     let stream = &dev.compute;
@@ -96,6 +97,21 @@ pub(crate) fn compute_mapped(
     let fence = Arc::new(CudaFence::new(done, stream, dev.device));
     let copies = to.iter().zip(blocks).map(|(d, block)| host_copy(d.to, d.out(out), block, &fence)).collect();
     Ok((fenced_buffer(out.dtype, out.len, dst, fence), copies))
+}
+
+/// Whether a reduce carries its small inputs ([`Carried`]): always, but in the test binary,
+/// where a timing probe turns it off and on (`probe::mixed_all_reduce_layers_probe`).
+#[cfg(not(test))]
+fn carrying_on() -> bool {
+    true
+}
+
+#[cfg(test)]
+pub(super) static CARRYING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+#[cfg(test)]
+fn carrying_on() -> bool {
+    CARRYING.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Where a one-pass kernel writes its result of `out` at `dst` and the copies `to` into their

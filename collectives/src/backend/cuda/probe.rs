@@ -9,9 +9,11 @@
 //! (allocation, fences, event pool) and a wait, the graph's `Tensor::reduce` alone, and the
 //! whole `Tensor::reduce` + `realize`. A second probe does the same for the 4 KiB all_reduce of
 //! `cuda:0, cpu:0`: the reduce launched raw over pinned host memory, the one-pass kernel the
-//! library issues for it, the graph alone, and the whole call. A third times kernels that do no
-//! work, by the size of their parameters: the floor of any kernel and its wait. A fourth times
-//! the reduce kernel's forms (`launch::fold::reduce_batch`) against one another by input count and size.
+//! library issues for it, the graph alone, and the whole call (the last two with the host input
+//! carried in the launch's parameters and read across the bus, alternated). A third times kernels
+//! that do no work, by the size of their parameters: the floor of any kernel and its wait. A
+//! fourth times the reduce kernel's forms (`launch::fold::reduce_batch`) against one another by
+//! input count and size.
 //! A fifth times how the host learns a kernel finished: a synchronize, an event, or a word of
 //! pinned memory that the kernel or its stream writes (`bench/gpu/28-completion`); a sixth
 //! (`flags`), the library's calls with host waits by kernel flags ([`super::flag`]) against
@@ -195,14 +197,6 @@ fn mixed_all_reduce_layers_probe() {
     );
     drop((pin_in, pin_out));
     let to = Delivery::wholes(&[Device::Cpu(0)], N);
-    row(
-        "one-pass kernel (a device and a pageable host input, one host copy) + waits",
-        time(|| {
-            let (d, copies) = super::mapped::compute_mapped(&dev, &kernel, &[&a, &host], spec, &to).unwrap();
-            d.wait().unwrap();
-            copies[0].wait().unwrap();
-        }),
-    );
     let g = crate::DeviceGroup::new(vec![Device::Cuda(0), Device::Cpu(0)]).unwrap();
     let shards = [
         Tensor::from_vec(vec![1.5f32; N], [N], Device::Cuda(0)).unwrap(),
@@ -215,13 +209,33 @@ fn mixed_all_reduce_layers_probe() {
             g.all_reduce(&shards, crate::ReduceOp::Sum).unwrap();
         }),
     );
-    row(
-        "DeviceGroup::all_reduce + realize + drop (cuda:0, cpu:0)",
-        time(|| {
-            let out = g.all_reduce(&shards, crate::ReduceOp::Sum).unwrap();
-            crate::realize(&out).unwrap();
-        }),
-    );
+    // The host input carried in the launch's parameters (`launch::Carried`) and not, alternated.
+    use std::sync::atomic::Ordering;
+    for round in 1..=3 {
+        for carrying in [true, false] {
+            super::mapped::CARRYING.store(carrying, Ordering::Relaxed);
+            let how = if carrying { "carried in the launch" } else { "read across the bus" };
+            row(
+                &format!(
+                    "round {round}: one-pass kernel (a device and a pageable host input, {how}, one host copy) + waits"
+                ),
+                time(|| {
+                    let (d, copies) =
+                        super::mapped::compute_mapped(&dev, &kernel, &[&a, &host], spec, &to).unwrap();
+                    d.wait().unwrap();
+                    copies[0].wait().unwrap();
+                }),
+            );
+            row(
+                &format!("round {round}: DeviceGroup::all_reduce + realize + drop (cuda:0, cpu:0), {how}"),
+                time(|| {
+                    let out = g.all_reduce(&shards, crate::ReduceOp::Sum).unwrap();
+                    crate::realize(&out).unwrap();
+                }),
+            );
+        }
+    }
+    super::mapped::CARRYING.store(true, Ordering::Relaxed);
 }
 
 /// Kernels that do no work, with parameters of 0, 20 and 388 bytes, and one reading its 384-byte
