@@ -154,17 +154,23 @@ pub(crate) fn nvrtc_status() -> &'static Result<(), String> {
 pub(crate) fn large_parameters() -> bool {
     static S: OnceLock<bool> = OnceLock::new();
     *S.get_or_init(|| {
-        if driver_status().is_err() || nvrtc_status().is_err() {
-            return false;
-        }
-        let mut v = 0;
-        // SAFETY: libcuda loads with this symbol (`driver_status`); `v` is a valid out pointer.
-        let drv = unsafe { sys::cuDriverGetVersion(&mut v) } == sys::CUresult::CUDA_SUCCESS && v >= 12010;
-        let (mut major, mut minor) = (0, 0);
-        // SAFETY: libnvrtc loads with this symbol (`nvrtc_status`); both are valid out pointers.
-        let rtc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
-        drv && rtc == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS && (major, minor) >= (12, 1)
+        let drv = driver_status().is_ok() && {
+            let mut v = 0;
+            // SAFETY: libcuda loads with this symbol (`driver_status`); `v` is a valid out pointer.
+            let r = unsafe { sys::cuDriverGetVersion(&mut v) };
+            r == sys::CUresult::CUDA_SUCCESS && v >= 12010
+        };
+        drv && nvrtc_version().is_some_and(|v| v >= (12, 1))
     })
+}
+
+/// The CUDA version of libnvrtc (major, minor), where it loads.
+pub(crate) fn nvrtc_version() -> Option<(i32, i32)> {
+    nvrtc_status().as_ref().ok()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: libnvrtc loads with this symbol (`nvrtc_status`); both are valid out pointers.
+    let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    (r == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((major, minor))
 }
 
 /// Whether libnccl loads with every symbol the clique uses (cached).
