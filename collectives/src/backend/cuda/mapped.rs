@@ -13,9 +13,10 @@
 //! one launch (up to [`launch::MAXK`] placements in all), another kernel's result is copied by one
 //! more launch (either starts sooner than the copy engine) — and the one stream orders them: one
 //! event completes the whole step. The schedule streams kernels below
-//! [`crate::exec::STREAM_SMALL_BYTES`] this way (`exec/stream.rs`). On the H200 a 4 KiB all_reduce of `cuda:0, cpu:0` took 19–26 µs against
-//! 24–36 unstreamed, and of `cuda:0, vulkan:0, cpu:0` 25–37 against 49–58 (`bench/gpu/18-locked`,
-//! runs b, d, e and f on four machines of the kind).
+//! [`crate::exec::STREAM_SMALL_BYTES`] this way (`exec/stream.rs`). On the H200 a 4 KiB
+//! all_reduce of `cuda:0, cpu:0` took 19–26 µs against 24–36 unstreamed, and of `cuda:0,
+//! vulkan:0, cpu:0` 25–37 against 49–58 (`bench/gpu/18-locked`, runs b, d, e and f on four
+//! machines of the kind).
 
 use std::sync::Arc;
 
