@@ -293,7 +293,12 @@ mod tests {
                         agree(&host_f64s(c), d.range.clone(), &format!("copy {d:?}"));
                     }
                     assert_eq!(copies.len(), to.len(), "{ctx}");
-                    assert_eq!((host_f64s(&bufs[1]), host_f64s(&bufs[2])), (ins[1].clone(), ins[2].clone()));
+                    let pageable = (host_f64s(&bufs[1]), host_f64s(&bufs[2]));
+                    assert_eq!(
+                        pageable,
+                        (ins[1].clone(), ins[2].clone()),
+                        "pageable inputs unchanged, {ctx}"
+                    );
                     assert_eq!(host_f64s(&bufs[3]), ins[3], "pinned input unchanged, {ctx}");
                 }
             }
