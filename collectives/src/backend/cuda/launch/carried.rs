@@ -8,9 +8,9 @@
 //! result read out), 3840 and 4096 bytes of host input took 13.7–13.9 µs read across the bus and
 //! 10.6–11.0 carried (an empty launch of the kernel and its flag 8.5). At 64 bytes the 4 KiB
 //! block read even with the bus (9.7–9.8 against 9.7): the driver copies the whole block, so a
-//! smaller one (8.9–9.1 µs) would gain there; not built. Each input takes a 16-byte-aligned range of
-//! the block, and its offset stands for its pointer: the kernel reads any input whose pointer is
-//! below [`CARRIED_BYTES`] there (no allocation starts in the first page).
+//! smaller one (8.9–9.1 µs) would gain there; not built. Each input takes a 16-byte-aligned range
+//! of the block, and its offset stands for its pointer: the kernel reads any input whose pointer
+//! is below [`CARRIED_BYTES`] there (no allocation starts in the first page).
 
 use std::ffi::c_void;
 
