@@ -468,19 +468,19 @@ __device__ void copyseg_body(const Segs& s, int k) {
     REDUCE1(T, N, prod, OP_MUL, B, S, PRE) REDUCE1(T, N, max, OP_MAX, B, S, PRE)                 \
     REDUCE1(T, N, min, OP_MIN, B, S, PRE)
 // reducei_<dtype>_<op>: the loop over inputs, some of them carried in the launch's parameters
-// (mapped.rs: a small host input copied there by the host, not read across the bus by the
-// kernel). An input whose pointer is below INLINE_BYTES is that offset into `inl` (no allocation
-// starts in the first page). The parameters pass 4 KiB in all: CUDA 12.1 and compute
-// capability 7.0 on (`__grid_constant__` lets the kernel read `inl` where the driver put it).
-#define INLINE_BYTES 4096
-struct Inline { __align__(16) unsigned char b[INLINE_BYTES]; };
+// (launch/carried.rs: a small host input copied there by the host, not read across the bus by the
+// kernel). An input whose pointer is below CARRIED_BYTES is that offset into `carried` (no
+// allocation starts in the first page). The parameters pass 4 KiB in all: CUDA 12.1 and compute
+// capability 7.0 on (`__grid_constant__` lets the kernel read `carried` where the driver put it).
+#define CARRIED_BYTES 4096
+struct Carried { __align__(16) unsigned char b[CARRIED_BYTES]; };
 #define REDUCE_I1(T, N, OPN, OP)                                                                 \
     extern "C" __global__ void reducei_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m, \
                                                    u64 n, u64 part, int flags, int kind, double f, \
                                                    i64 fi, Done done,                            \
-                                                   const __grid_constant__ Inline inl) {          \
+                                                   const __grid_constant__ Carried carried) {     \
         for (int i = 0; i < k; ++i)                                                              \
-            if ((u64)in.p[i] < INLINE_BYTES) in.p[i] = inl.b + (u64)in.p[i];                     \
+            if ((u64)in.p[i] < CARRIED_BYTES) in.p[i] = carried.b + (u64)in.p[i];                \
         reduce_body<T, OP, 0, false>(in, k, acc, o, m, n, part, flags, kind, f, fi);             \
         if (done.flag) signal_done(done);                                                        \
     }

@@ -19,7 +19,7 @@ use cudarc::driver::sys::CUdeviceptr;
 use super::super::device::CudaDevice;
 use super::super::driver;
 
-/// Bytes one launch carries (`INLINE_BYTES` in `kernels.cu`): a 4 KiB input of any dtype, or
+/// Bytes one launch carries (`CARRIED_BYTES` in `kernels.cu`): a 4 KiB input of any dtype, or
 /// several smaller ones.
 pub(crate) const CARRIED_BYTES: usize = 4096;
 
