@@ -201,13 +201,17 @@ pub(in super::super) unsafe fn reduce(
         let (o, m) = if i == last { (Ptrs::of(outs), outs.len() as i32) } else { (Ptrs::of(&[acc]), 1) };
         let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
         let done = if i == last { done } else { Done::NONE };
+        // The carried form takes the block as one more parameter (no allocation per launch).
+        let mut params = [std::ptr::null_mut(); 13];
+        params[..12].copy_from_slice(&args!(p, k, a, o, m, n, part, flags, kind_i, f, fi, done));
+        params[12] = l.carried.map_or(std::ptr::null_mut(), Carried::param);
+        let count = 12 + usize::from(l.carried.is_some());
         // SAFETY: as the caller guarantees; the accumulator holds `n` compute-type values and is
         // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`;
         // `done` is none or a flag's slot (pinned, mapped at its address, never freed) and the
-        // stream's block counter (device memory the device keeps).
-        let mut params = args!(p, k, a, o, m, n, part, flags, kind_i, f, fi, done).to_vec();
-        params.extend(l.carried.map(Carried::param));
-        unsafe { l.launch(&func, &name, work, &mut params)? };
+        // stream's block counter (device memory the device keeps); the carried block (`struct
+        // Carried`) is copied by the launch.
+        unsafe { l.launch(&func, &name, work, &mut params[..count])? };
     }
     Ok(done.stored())
 }
