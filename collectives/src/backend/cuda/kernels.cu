@@ -472,20 +472,26 @@ __device__ void copyseg_body(const Segs& s, int k) {
 // kernel). An input whose pointer is below CARRIED_BYTES is that offset into `carried` (no
 // allocation starts in the first page). The parameters pass 4 KiB in all: CUDA 12.1 and compute
 // capability 7.0 on (`__grid_constant__` lets the kernel read `carried` where the driver put it).
+// reducei256_<dtype>_<op> takes the block's first CARRIED_SMALL_BYTES (256) only: the driver
+// copies a kernel's whole parameters at every launch, and a smaller block reaches the GPU sooner.
 #define CARRIED_BYTES 4096
-struct Carried { __align__(16) unsigned char b[CARRIED_BYTES]; };
-#define REDUCE_I1(T, N, OPN, OP)                                                                 \
-    extern "C" __global__ void reducei_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m, \
-                                                   u64 n, u64 part, int flags, int kind, double f, \
-                                                   i64 fi, Done done,                            \
-                                                   const __grid_constant__ Carried carried) {     \
+#define CARRIED_SMALL_BYTES 256
+template <int B> struct Carried { __align__(16) unsigned char b[B]; };
+#define REDUCE_I1(T, N, OPN, OP, B, PRE)                                                         \
+    extern "C" __global__ void PRE##_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,  \
+                                                 u64 n, u64 part, int flags, int kind, double f, \
+                                                 i64 fi, Done done,                              \
+                                                 const __grid_constant__ Carried<B> carried) {   \
         for (int i = 0; i < k; ++i)                                                              \
             if ((u64)in.p[i] < CARRIED_BYTES) in.p[i] = carried.b + (u64)in.p[i];                \
         reduce_body<T, OP, 0, false>(in, k, acc, o, m, n, part, flags, kind, f, fi);             \
         if (done.flag) signal_done(done);                                                        \
     }
-#define REDUCE_I(T, N) REDUCE_I1(T, N, sum, OP_ADD) REDUCE_I1(T, N, prod, OP_MUL)                \
-    REDUCE_I1(T, N, max, OP_MAX) REDUCE_I1(T, N, min, OP_MIN)
+#define REDUCE_I2(T, N, B, PRE) REDUCE_I1(T, N, sum, OP_ADD, B, PRE)                             \
+    REDUCE_I1(T, N, prod, OP_MUL, B, PRE) REDUCE_I1(T, N, max, OP_MAX, B, PRE)                   \
+    REDUCE_I1(T, N, min, OP_MIN, B, PRE)
+#define REDUCE_I(T, N) REDUCE_I2(T, N, CARRIED_BYTES, reducei)
+#define REDUCE_I256(T, N) REDUCE_I2(T, N, CARRIED_SMALL_BYTES, reducei256)
 #define REDUCE(T, N) REDUCE_FORM(T, N, 0, false, reduce)
 #define REDUCE_B(T, N, B) REDUCE_FORM(T, N, B, false, reduce##B)
 #define REDUCE_P(T, N) REDUCE_FORM(T, N, 0, true, reducep)

@@ -63,9 +63,9 @@ mod names;
 
 pub(crate) use buffers::{compute, compute_from, compute_into, compute_to_all, issue_over, reduce_parts};
 pub(super) use buffers::{on_own_gpu, peer_inputs, reaches};
-#[cfg(test)]
-pub(crate) use carried::CARRIED_BYTES;
 pub(crate) use carried::Carried;
+#[cfg(test)]
+pub(crate) use carried::{CARRIED_BYTES, CARRIED_SMALL_BYTES};
 use copy::copy2d;
 pub(crate) use copy::{Seg, copy_segments, copy_segments_flagged};
 pub(crate) use fold::REDUCE_BATCHES;

@@ -242,8 +242,9 @@ mod tests {
 
     /// A reduce of a device input, two pageable host inputs and a pinned one, into the device and
     /// the host copies of a mixed reduce_scatter (wholes and ranges): every dtype and op, at sizes
-    /// where both pageable inputs are carried in the launch's parameters (1 and 7 elements, 2 KiB
-    /// each), where the first fills them and the second is read from pinned memory (4 KiB), and
+    /// where both pageable inputs are carried in the launch's parameters (1 and 7 elements and
+    /// 128 bytes each, in the small block; 128 bytes and one element, and 2 KiB, each in the whole
+    /// one), where the first fills them and the second is read from pinned memory (4 KiB), and
     /// where neither fits (4 KiB and one element); every element against the f64 reference, the
     /// inputs unchanged. And the max of a device input and 17 carried ones (two chained launches).
     #[test]
@@ -256,8 +257,8 @@ mod tests {
         let mut r = StdRng::seed_from_u64(seed);
         let block = launch::CARRIED_BYTES;
         for dtype in DType::ALL {
-            let each = block / dtype.size();
-            for n in [1, 7, each / 2, each, each + 1] {
+            let (each, small) = (block / dtype.size(), launch::CARRIED_SMALL_BYTES / 2 / dtype.size());
+            for n in [1, 7, small, small + 1, each / 2, each, each + 1] {
                 for op in OPS {
                     let ins: Vec<Vec<f64>> =
                         (0..4).map(|_| random_vals(dtype, n, op == ReduceOp::Prod, &mut r)).collect();

@@ -72,12 +72,14 @@ fn entry_points(group: &str) -> Option<String> {
         g => {
             // `reduce_<dtype>` (the loop over inputs) or `reduce<B>_<dtype>` (batches of B); with
             // a `p` after the form (`reducep_<dtype>`, `reduce<B>p_<dtype>`), the split result;
-            // `reducei_<dtype>`, the loop with inputs carried in the parameters.
+            // `reducei_<dtype>`, the loop with inputs carried in the parameters (`reducei256_<dtype>`
+            // with a block of 256 bytes).
             let (form, dtype) = g.strip_prefix("reduce")?.split_once('_')?;
             let dtype: DType = dtype.parse().ok()?;
             let (batch, p) = form.strip_suffix('p').map_or((form, ""), |b| (b, "P"));
             match batch {
                 "i" if p.is_empty() => format!("REDUCE_I({}, {})", ctype(dtype), dtype.name()),
+                "i256" if p.is_empty() => format!("REDUCE_I256({}, {})", ctype(dtype), dtype.name()),
                 "" if p.is_empty() => format!("REDUCE({}, {})", ctype(dtype), dtype.name()),
                 "" => format!("REDUCE_P({}, {})", ctype(dtype), dtype.name()),
                 b if REDUCE_BATCHES.iter().any(|n| n.to_string() == b) => {
@@ -187,9 +189,13 @@ mod tests {
         assert_eq!(entry_points("reducep_i64").unwrap(), "REDUCE_P(i64, i64)");
         assert_eq!(group_of("reducei_bf16_prod"), "reducei_bf16");
         assert_eq!(entry_points("reducei_bf16").unwrap(), "REDUCE_I(bf16, bf16)");
+        assert_eq!(group_of("reducei256_u8_min"), "reducei256_u8");
+        assert_eq!(entry_points("reducei256_u8").unwrap(), "REDUCE_I256(u8, u8)");
         for bad in [
             "reduce4i_f32",
             "reduceip_f32",
+            "reducei256p_f32",
+            "reducei128_f32",
             "reducei_f8",
             "reduce3_f32",
             "reduce0_f32",
@@ -220,7 +226,9 @@ mod tests {
         groups.extend(DType::ALL.iter().map(|d| format!("reducep_{}", d.name())));
         // Parameters past 4 KiB compile from CUDA 12.1 on.
         if driver::nvrtc_version().is_some_and(|v| v >= (12, 1)) {
-            groups.extend(DType::ALL.iter().map(|d| format!("reducei_{}", d.name())));
+            groups.extend(
+                DType::ALL.iter().flat_map(|d| ["", "256"].map(|b| format!("reducei{b}_{}", d.name()))),
+            );
         }
         groups.extend(
             REDUCE_BATCHES.iter().flat_map(|b| [format!("reduce{b}_f16"), format!("reduce{b}p_f16")]),

@@ -7,10 +7,12 @@
 //! device input and a host input into device and pinned host outputs, its flag spun on, the
 //! result read out), 3840 and 4096 bytes of host input took 13.7–13.9 µs read across the bus and
 //! 10.6–11.0 carried (an empty launch of the kernel and its flag 8.5). At 64 bytes the 4 KiB
-//! block read even with the bus (9.7–9.8 against 9.7): the driver copies the whole block, so a
-//! smaller one (8.9–9.1 µs) would gain there; not built. Each input takes a 16-byte-aligned range
-//! of the block, and its offset stands for its pointer: the kernel reads any input whose pointer
-//! is below [`CARRIED_BYTES`] there (no allocation starts in the first page).
+//! block read even with the bus (9.7–9.8 against 9.7), and a block of 64 bytes took 8.9–9.1: the
+//! driver copies a kernel's whole parameters. So where the inputs fit in the block's first
+//! [`CARRIED_SMALL_BYTES`], the launch takes the kernel whose block is that long
+//! (`reducei_…_small`). Each input takes a 16-byte-aligned range of the block, and its offset
+//! stands for its pointer: the kernel reads any input whose pointer is below [`CARRIED_BYTES`]
+//! there (no allocation starts in the first page).
 
 use std::ffi::c_void;
 
@@ -22,6 +24,10 @@ use super::super::driver;
 /// Bytes one launch carries (`CARRIED_BYTES` in `kernels.cu`): a 4 KiB input of any dtype, or
 /// several smaller ones.
 pub(crate) const CARRIED_BYTES: usize = 4096;
+
+/// The block's length in the kernels for small inputs (`CARRIED_SMALL_BYTES` in `kernels.cu`):
+/// those the first this many bytes of the block hold.
+pub(crate) const CARRIED_SMALL_BYTES: usize = 256;
 
 /// The block of a launch's parameters that carries its small host inputs.
 #[repr(C, align(16))]
@@ -53,6 +59,12 @@ impl Carried {
         self.used > 0
     }
 
+    /// Whether what the block carries lies in its first [`CARRIED_SMALL_BYTES`], so the launch
+    /// may pass only those.
+    pub fn is_small(&self) -> bool {
+        self.used <= CARRIED_SMALL_BYTES
+    }
+
     /// The block as a launch's last parameter (`cuLaunchKernel` copies it at the launch).
     pub fn param(&self) -> *mut c_void {
         self.bytes.as_ptr() as *mut c_void
@@ -70,9 +82,15 @@ mod tests {
         let mut c = Carried { bytes: [0; CARRIED_BYTES], used: 0 };
         assert!(!c.is_used());
         assert_eq!(c.put(&[1, 2, 3]), Some(0));
-        assert!(c.is_used());
+        assert!(c.is_used() && c.is_small());
         assert_eq!(c.put(&[4; 16]), Some(16));
         assert_eq!(c.put(&[]), Some(32));
+        assert_eq!(c.put(&[3; CARRIED_SMALL_BYTES - 32]), Some(32));
+        assert!(c.is_small());
+        c.used = 32;
+        assert_eq!(c.put(&[3; CARRIED_SMALL_BYTES - 31]), Some(32));
+        assert!(!c.is_small());
+        c.used = 32;
         assert_eq!(c.put(&[5; CARRIED_BYTES - 48]), Some(32));
         assert_eq!(c.put(&[6; 17]), None);
         assert_eq!(c.put(&[7; 16]), Some(CARRIED_BYTES as u64 - 16));

@@ -79,10 +79,13 @@ pub(crate) enum Entry {
     /// Each output takes the whole result, some inputs carried in the launch's parameters
     /// ([`Carried`](super::Carried); `reducei`, the loop over inputs only).
     Carried,
+    /// As [`Entry::Carried`], with only the block's first
+    /// [`CARRIED_SMALL_BYTES`](super::carried::CARRIED_SMALL_BYTES) passed (`reducei256`).
+    CarriedSmall,
 }
 
 /// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]) of the family `entry`
-/// (`reduce4_f32_sum`, `reduce4p_f32_sum`, `reducei_f32_sum`). Every name is formatted once, on
+/// (`reduce4_f32_sum`, `reduce4p_f32_sum`, `reducei_f32_sum`, `reducei256_f32_sum`). Every name is formatted once, on
 /// first use: a launch looks its kernel up by name, and formatting it there cost a 4 KiB call
 /// about a tenth of its host time (`bench/gpu/27-two-contexts`, run b).
 pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32, entry: Entry) -> Cow<'static, str> {
@@ -94,6 +97,7 @@ pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32, entry: Entry) 
             Entry::Whole => "",
             Entry::Split => "p",
             Entry::Carried => "i",
+            Entry::CarriedSmall => "i256",
         };
         format!("reduce{form}{tail}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
     };
@@ -102,7 +106,9 @@ pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32, entry: Entry) 
         let forms = std::iter::once(0).chain(REDUCE_BATCHES);
         let keys = forms.flat_map(|b| DType::ALL.into_iter().flat_map(move |d| kinds.map(|k| (d, k, b))));
         let keys = keys.flat_map(|(d, k, b)| [(d, k, b, Entry::Whole), (d, k, b, Entry::Split)]);
-        let carried = DType::ALL.into_iter().flat_map(|d| kinds.map(|k| (d, k, 0, Entry::Carried)));
+        let carried = DType::ALL.into_iter().flat_map(|d| {
+            kinds.into_iter().flat_map(move |k| [(d, k, 0, Entry::Carried), (d, k, 0, Entry::CarriedSmall)])
+        });
         keys.chain(carried).map(|key| (key, format(key))).collect()
     });
     match names.get(&(d, kind, batch, entry)) {
@@ -144,7 +150,8 @@ pub(in super::super) enum Outs {
 /// ([`Launcher::done`]); returns whether it does.
 ///
 /// Where `l` carries inputs in its parameters ([`Launcher::carrying`]), each launch takes the
-/// `reducei_…` form, which reads every input whose pointer is below the block's size there.
+/// `reducei_…` form, which reads every input whose pointer is below the block's size there (the
+/// `reducei256_…` one where the inputs lie in the block's first bytes, [`Carried::is_small`]).
 ///
 /// # Safety
 /// Every input holds `n` elements of `fold.dtype` (device or mapped memory, or carried by `l`)
@@ -173,7 +180,7 @@ pub(in super::super) unsafe fn reduce(
     let (kind_i, f, fi) = scale_args(fold.scale);
     let (part, entry) = match (taken, l.carried) {
         (Outs::Whole, None) => (0, Entry::Whole),
-        (Outs::Whole, Some(_)) => (0, Entry::Carried),
+        (Outs::Whole, Some(c)) => (0, if c.is_small() { Entry::CarriedSmall } else { Entry::Carried }),
         (Outs::Split(part), None) => (part, Entry::Split),
         (Outs::Split(_), Some(_)) => {
             return Err(Error::internal(
@@ -186,8 +193,8 @@ pub(in super::super) unsafe fn reduce(
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let last = chunks.len() - 1;
     let batch = match entry {
-        // The carried form is the loop over inputs alone (its inputs are a few KiB).
-        Entry::Carried => 0,
+        // The carried forms are the loop over inputs alone (their inputs are a few KiB).
+        Entry::Carried | Entry::CarriedSmall => 0,
         _ => fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64)),
     };
     let name = reduce_name(d, fold.kind, batch, entry);
@@ -417,6 +424,8 @@ mod tests {
         assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8, Entry::Whole), "reduce8_f32_sum");
         assert_eq!(reduce_name(DType::F32, ReduceKind::Sum, 8, Entry::Split), "reduce8p_f32_sum");
         assert_eq!(reduce_name(DType::I64, ReduceKind::Min, 0, Entry::Carried), "reducei_i64_min");
+        let small = reduce_name(DType::I64, ReduceKind::Min, 0, Entry::CarriedSmall);
+        assert_eq!(small, "reducei256_i64_min");
         // Every form's names come from the table, formatted once; a form outside it still
         // gets its name (which then names no kernel: the launch's error).
         for batch in std::iter::once(0).chain(REDUCE_BATCHES) {
@@ -428,10 +437,12 @@ mod tests {
                 assert_eq!(group_of(&name).ends_with(&format!("p_{}", d.name())), split, "{name}");
             }
         }
-        for d in DType::ALL {
-            let name = reduce_name(d, ReduceKind::Max, 0, Entry::Carried);
+        for (d, entry) in DType::ALL.into_iter().flat_map(|d| [(d, Entry::Carried), (d, Entry::CarriedSmall)])
+        {
+            let name = reduce_name(d, ReduceKind::Max, 0, entry);
             assert!(matches!(name, Cow::Borrowed(_)), "{name}");
-            assert_eq!(group_of(&name), format!("reducei_{}", d.name()));
+            let form = if entry == Entry::Carried { "i" } else { "i256" };
+            assert_eq!(group_of(&name), format!("reduce{form}_{}", d.name()));
         }
         let odd = reduce_name(DType::U8, ReduceKind::Min, 3, Entry::Whole);
         assert!(matches!(odd, Cow::Owned(n) if n == "reduce3_u8_min"));
