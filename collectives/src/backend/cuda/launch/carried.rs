@@ -10,7 +10,7 @@
 //! block read even with the bus (9.7–9.8 against 9.7), and a block of 64 bytes took 8.9–9.1: the
 //! driver copies a kernel's whole parameters. So where the inputs fit in the block's first
 //! [`CARRIED_SMALL_BYTES`], the launch takes the kernel whose block is that long
-//! (`reducei_…_small`). Each input takes a 16-byte-aligned range of the block, and its offset
+//! (`reducei256_…`). Each input takes a 16-byte-aligned range of the block, and its offset
 //! stands for its pointer: the kernel reads any input whose pointer is below [`CARRIED_BYTES`]
 //! there (no allocation starts in the first page).
 

@@ -85,9 +85,9 @@ pub(crate) enum Entry {
 }
 
 /// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]) of the family `entry`
-/// (`reduce4_f32_sum`, `reduce4p_f32_sum`, `reducei_f32_sum`, `reducei256_f32_sum`). Every name is formatted once, on
-/// first use: a launch looks its kernel up by name, and formatting it there cost a 4 KiB call
-/// about a tenth of its host time (`bench/gpu/27-two-contexts`, run b).
+/// (`reduce4_f32_sum`, `reduce4p_f32_sum`, `reducei_f32_sum`, `reducei256_f32_sum`). Every name
+/// is formatted once, on first use: a launch looks its kernel up by name, and formatting it there
+/// cost a 4 KiB call about a tenth of its host time (`bench/gpu/27-two-contexts`, run b).
 pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32, entry: Entry) -> Cow<'static, str> {
     type Key = (DType, ReduceKind, u32, Entry);
     static NAMES: OnceLock<HashMap<Key, String>> = OnceLock::new();
