@@ -6,13 +6,16 @@
 //! (`bench/gpu/52-inline`, run a, the probe `inline_host_input_probe`: a one-block add of a
 //! device input and a host input into device and pinned host outputs, its flag spun on, the
 //! result read out), 3840 and 4096 bytes of host input took 13.7–13.9 µs read across the bus and
-//! 10.6–11.0 carried (an empty launch of the kernel and its flag 8.5). At 64 bytes the 4 KiB
-//! block read even with the bus (9.7–9.8 against 9.7), and a block of 64 bytes took 8.9–9.1: the
-//! driver copies a kernel's whole parameters. So where the inputs fit in the block's first
+//! 10.6–11.0 carried (an empty launch of the kernel and its flag 8.5) — on a lease slow at small
+//! copies; on one at the usual speed (`bench/gpu/53-layers`, run a) carrying a 4 KiB host shard
+//! took 0.3–0.8 µs off the whole 4 KiB all_reduce of `cuda:0, cpu:0`. At 64 bytes the 4 KiB block
+//! read even with the bus (9.7–9.8 against 9.7), and a block of 64 bytes took 8.9–9.1: the driver
+//! copies a kernel's whole parameters. So where the inputs fit in the block's first
 //! [`CARRIED_SMALL_BYTES`], the launch takes the kernel whose block is that long
-//! (`reducei256_…`). Each input takes a 16-byte-aligned range of the block, and its offset
-//! stands for its pointer: the kernel reads any input whose pointer is below [`CARRIED_BYTES`]
-//! there (no allocation starts in the first page).
+//! (`reducei256_…`): that all_reduce at 64 bytes 11.9–13.5 µs against 13.6–15.1 with the 4 KiB
+//! block (run 53a, three rounds each). Each input takes a 16-byte-aligned range of the block, and
+//! its offset stands for its pointer: the kernel reads any input whose pointer is below
+//! [`CARRIED_BYTES`] there (no allocation starts in the first page).
 
 use std::ffi::c_void;
 
