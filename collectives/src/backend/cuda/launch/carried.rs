@@ -43,8 +43,12 @@ impl Carried {
     /// An empty block for a launch on `dev`, where its kernels can take one: compute capability
     /// 7.0 or later (`__grid_constant__`) and CUDA 12.1 or later (parameters past 4 KiB).
     pub fn on(dev: &CudaDevice) -> Option<Carried> {
-        (dev.arch >= (7, 0) && driver::large_parameters())
-            .then_some(Carried { bytes: [0; CARRIED_BYTES], used: 0 })
+        (dev.arch >= (7, 0) && driver::large_parameters()).then(Carried::new)
+    }
+
+    /// An empty block, whatever the device (a launch takes it only where [`Carried::on`] says).
+    pub fn new() -> Carried {
+        Carried { bytes: [0; CARRIED_BYTES], used: 0 }
     }
 
     /// Copies `data` into the block and returns the pointer the kernel reads it at (its offset),
@@ -82,7 +86,7 @@ mod tests {
     /// offsets say; an input that does not fit is refused and leaves the block as it was.
     #[test]
     fn inputs_take_aligned_ranges_until_the_block_is_full() {
-        let mut c = Carried { bytes: [0; CARRIED_BYTES], used: 0 };
+        let mut c = Carried::new();
         assert!(!c.is_used());
         assert_eq!(c.put(&[1, 2, 3]), Some(0));
         assert!(c.is_used() && c.is_small());
@@ -104,7 +108,7 @@ mod tests {
         assert!(c.bytes[32..CARRIED_BYTES - 16].iter().all(|&b| b == 5));
         assert_eq!(&c.bytes[CARRIED_BYTES - 16..], &[7; 16]);
         assert_eq!(c.param() as usize % 16, 0);
-        let mut whole = Carried { bytes: [0; CARRIED_BYTES], used: 0 };
+        let mut whole = Carried::new();
         assert_eq!(whole.put(&[9; CARRIED_BYTES + 1]), None);
         assert!(!whole.is_used());
         assert_eq!(whole.put(&[9; CARRIED_BYTES]), Some(0));

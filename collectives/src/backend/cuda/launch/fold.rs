@@ -84,6 +84,26 @@ pub(crate) enum Entry {
     CarriedSmall,
 }
 
+impl Entry {
+    /// The family a launch with outputs `taken` takes, and the part each output holds (0 for
+    /// whole ones): inputs carried in the parameters take a carried family, its 256-byte form
+    /// where they fit there ([`Carried::is_small`]). A split result with carried inputs has no
+    /// entry point: an internal error.
+    fn of(taken: Outs, carried: Option<&Carried>) -> Result<(u64, Entry)> {
+        Ok(match (taken, carried) {
+            (Outs::Whole, None) => (0, Entry::Whole),
+            (Outs::Whole, Some(c)) => (0, if c.is_small() { Entry::CarriedSmall } else { Entry::Carried }),
+            (Outs::Split(part), None) => (part, Entry::Split),
+            (Outs::Split(_), Some(_)) => {
+                return Err(Error::internal(
+                    "reduce launch",
+                    "a split result with inputs carried in its parameters",
+                ));
+            }
+        })
+    }
+}
+
 /// The reduce kernel of `d` and `kind` in form `batch` ([`reduce_batch`]) of the family `entry`
 /// (`reduce4_f32_sum`, `reduce4p_f32_sum`, `reducei_f32_sum`, `reducei256_f32_sum`). Every name
 /// is formatted once, on first use: a launch looks its kernel up by name, and formatting it there
@@ -178,17 +198,7 @@ pub(in super::super) unsafe fn reduce(
     };
     let acc = tmp.as_ref().map_or(0, |t| t.ptr());
     let (kind_i, f, fi) = scale_args(fold.scale);
-    let (part, entry) = match (taken, l.carried) {
-        (Outs::Whole, None) => (0, Entry::Whole),
-        (Outs::Whole, Some(c)) => (0, if c.is_small() { Entry::CarriedSmall } else { Entry::Carried }),
-        (Outs::Split(part), None) => (part, Entry::Split),
-        (Outs::Split(_), Some(_)) => {
-            return Err(Error::internal(
-                "reduce launch",
-                "a split result with inputs carried in its parameters",
-            ));
-        }
-    };
+    let (part, entry) = Entry::of(taken, l.carried)?;
     let vec = if aligned(ins) && aligned(outs) && part % lanes(d) == 0 { F_VEC } else { 0 };
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
     let last = chunks.len() - 1;
@@ -402,6 +412,25 @@ mod tests {
             assert_eq!(&got[..at], &old[..at], "{ctx}: part {w} written before its start");
             assert_eq!(&got[at + len..], &old[at + len..], "{ctx}: part {w} written past its end");
         }
+    }
+
+    /// A launch's family follows its outputs and what it carries: whole or split outputs with
+    /// nothing carried; the 256-byte carried form up to 256 bytes carried, the 4 KiB one past
+    /// them; split outputs with carried inputs refused as an internal error.
+    #[test]
+    fn the_entry_follows_the_outputs_and_what_is_carried() {
+        use super::super::CARRIED_SMALL_BYTES;
+        assert_eq!(Entry::of(Outs::Whole, None).unwrap(), (0, Entry::Whole));
+        assert_eq!(Entry::of(Outs::Split(12), None).unwrap(), (12, Entry::Split));
+        let (mut small, mut large) = (Carried::new(), Carried::new());
+        small.put(&[1; 100]).unwrap();
+        small.put(&[2; CARRIED_SMALL_BYTES - 112]).unwrap();
+        large.put(&[1; 100]).unwrap();
+        large.put(&[2; CARRIED_SMALL_BYTES - 111]).unwrap();
+        assert_eq!(Entry::of(Outs::Whole, Some(&small)).unwrap(), (0, Entry::CarriedSmall));
+        assert_eq!(Entry::of(Outs::Whole, Some(&large)).unwrap(), (0, Entry::Carried));
+        let split = Entry::of(Outs::Split(12), Some(&small));
+        assert!(matches!(split, Err(Error::Internal { .. })), "{split:?}");
     }
 
     #[test]
