@@ -58,6 +58,6 @@ pub use device::{Device, DeviceKind, parse_devices};
 pub use discover::{available_devices, device_name};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use exec::{realize, synchronize};
+pub use exec::{Issued, issue, realize, synchronize};
 pub use graph::{BinaryOp, Op, ReduceKind, Scale, Shape, Tensor};
 pub use typed::{Group, Shard};

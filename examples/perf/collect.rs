@@ -1,10 +1,11 @@
 //! One collective at one size: inputs, the timed runs, and the check against an f64 reference.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use rayon::prelude::*;
 
-use collectives::{CollectiveKind, DeviceGroup, Element, ReduceKind, ReduceOp, Scale, Tensor};
+use collectives::{CollectiveKind, DeviceGroup, Element, Issued, ReduceKind, ReduceOp, Scale, Tensor};
 use collectives_examples::{fold, random_data, tolerance};
 
 /// The collectives the tool measures.
@@ -126,14 +127,23 @@ impl Coll {
     }
 }
 
-/// Median seconds of `iters` runs after `warmup`, and the outputs of the last run.
+/// How [`time_runs`] times: `warmup` untimed runs, then `iters` timed ones; with `in_flight` > 0
+/// each issued with up to that many in flight.
+#[derive(Clone, Copy)]
+pub struct Timing {
+    pub warmup: usize,
+    pub iters: usize,
+    pub in_flight: usize,
+}
+
+/// Seconds per run — the median of the timed runs, or with calls in flight their mean — and the
+/// outputs of the last run.
 pub fn time_runs(
     coll: Coll,
     g: &DeviceGroup,
     shards: &[Tensor],
     op: ReduceOp,
-    warmup: usize,
-    iters: usize,
+    timing: Timing,
     tick: &dyn Fn(),
 ) -> collectives::Result<(f64, Vec<Tensor>)> {
     let run = || -> collectives::Result<Vec<Tensor>> {
@@ -141,12 +151,15 @@ pub fn time_runs(
         collectives::realize(&outs)?;
         Ok(outs)
     };
-    for _ in 0..warmup {
+    for _ in 0..timing.warmup {
         run()?;
     }
-    let mut times = Vec::with_capacity(iters);
+    if timing.in_flight > 0 {
+        return time_issued(&|| coll.build(g, shards, op), timing, tick);
+    }
+    let mut times = Vec::with_capacity(timing.iters);
     let mut last = vec![];
-    for _ in 0..iters.max(1) {
+    for _ in 0..timing.iters.max(1) {
         let t0 = Instant::now();
         last = run()?;
         times.push(t0.elapsed().as_secs_f64());
@@ -154,6 +167,28 @@ pub fn time_runs(
     }
     times.sort_by(f64::total_cmp);
     Ok((times[times.len() / 2], last))
+}
+
+/// Mean seconds per call of `timing.iters` calls of `build`, each issued with up to
+/// `timing.in_flight` in flight, the last waited for; and the last call's outputs.
+fn time_issued(
+    build: &dyn Fn() -> collectives::Result<Vec<Tensor>>,
+    timing: Timing,
+    tick: &dyn Fn(),
+) -> collectives::Result<(f64, Vec<Tensor>)> {
+    let mut in_flight = VecDeque::with_capacity(timing.in_flight);
+    let mut last = vec![];
+    let t0 = Instant::now();
+    for _ in 0..timing.iters.max(1) {
+        if in_flight.len() == timing.in_flight {
+            in_flight.pop_front().map_or(Ok(()), Issued::wait)?;
+        }
+        last = build()?;
+        in_flight.push_back(collectives::issue(&last)?);
+        tick();
+    }
+    in_flight.into_iter().try_for_each(Issued::wait)?;
+    Ok((t0.elapsed().as_secs_f64() / timing.iters.max(1) as f64, last))
 }
 
 /// Elements drawn per rayon task by [`make_data`].

@@ -28,7 +28,7 @@ use half::{bf16, f16};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use args::{Args, list};
-use collect::{Coll, count_wrong, make_data, time_runs};
+use collect::{Coll, Timing, count_wrong, make_data, time_runs};
 use output::Row;
 
 fn main() -> std::process::ExitCode {
@@ -52,6 +52,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let group = DeviceGroup::new(devices)?;
     println!("# collectives perf: {} devices [{}], leader {}", group.size(), args.devices, group.leader());
     println!("# {command}");
+    if args.in_flight > 0 {
+        let n = args.in_flight;
+        println!(
+            "# each call issued (collectives::issue), up to {n} in flight: time is the loop's mean per call"
+        );
+    }
 
     let total = (colls.len() * dtypes.len() * algos.len() * sizes.len() * args.iters.max(1)) as u64;
     let bar = ProgressBar::new(total).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
@@ -159,8 +165,9 @@ impl Sweep<'_> {
         let tick = || self.bar.inc(1);
         let dir = self.args.profile.as_deref();
         let profile = profile::Guard::start(dir)?;
-        let (secs, outs) =
-            time_runs(self.coll, g, &shards, self.redop, self.args.warmup, self.args.iters, &tick)?;
+        let timing =
+            Timing { warmup: self.args.warmup, iters: self.args.iters, in_flight: self.args.in_flight };
+        let (secs, outs) = time_runs(self.coll, g, &shards, self.redop, timing, &tick)?;
         let name = format!("{}-{}-{}-{}-{size}", self.coll.name(), T::DTYPE, self.algo, n);
         profile.finish(dir, &name)?;
         let wrong =
@@ -174,6 +181,7 @@ impl Sweep<'_> {
             algo: self.algo.to_string(),
             algorithm: g.algorithm_for(self.coll.kind(), count * T::DTYPE.size()).to_string(),
             devices: n,
+            in_flight: self.args.in_flight,
             size,
             count,
             time_us: secs * 1e6,

@@ -15,6 +15,8 @@ pub struct Row {
     pub algo: String,
     pub algorithm: String,
     pub devices: usize,
+    /// Calls in flight at once (`--in-flight`; 0: each realized and waited for).
+    pub in_flight: usize,
     pub size: usize,
     pub count: usize,
     pub time_us: f64,

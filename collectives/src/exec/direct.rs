@@ -21,6 +21,7 @@
 
 use std::sync::Arc;
 
+use super::Finish;
 use super::schedule::Action;
 use crate::backend::Buffer;
 use crate::device::Device;
@@ -31,20 +32,20 @@ use crate::sized::try_vec;
 
 mod fanned;
 
-/// Realizes `pending` (none realized yet) directly if it has that shape; `None` when it does not,
-/// having done nothing.
-pub(super) fn try_realize(pending: &[Tensor]) -> Option<Result<()>> {
+/// Realizes `pending` (none realized yet) directly if it has that shape, caching as `finish`
+/// says; `None` when it does not, having done nothing.
+pub(super) fn try_realize(pending: &[Tensor], finish: Finish) -> Option<Result<()>> {
     if let [one] = pending
         && let Some(inputs) = lone_kernel(one)
     {
-        return Some(run_kernel(one, &inputs));
+        return Some(run_kernel(one, &inputs, finish));
     }
     if let Some(f) = fanned::fanned_kernel(pending) {
-        return Some(fanned::run_fanned(&f));
+        return Some(fanned::run_fanned(&f, finish));
     }
     let call = shared_call(pending)?;
     let inputs = ready_inputs(&call)?;
-    Some(run(&call, &inputs, pending))
+    Some(run(&call, &inputs, pending, finish))
 }
 
 /// The buffers of `t`'s inputs, if the schedule would run `t` as a kernel step and every input is
@@ -63,10 +64,10 @@ fn is_kernel(t: &Tensor) -> bool {
     matches!(super::schedule::action_of(t, false), Action::Kernel { .. })
 }
 
-/// Issues kernel node `t` over `inputs` as the schedule's kernel step does, waits and caches it.
-fn run_kernel(t: &Tensor, inputs: &[Arc<Buffer>]) -> Result<()> {
+/// Issues kernel node `t` over `inputs` as the schedule's kernel step does and caches it.
+fn run_kernel(t: &Tensor, inputs: &[Arc<Buffer>], finish: Finish) -> Result<()> {
     let (out, _) = super::step::kernel(t, inputs, &[], false)?;
-    super::cache_when_done(std::slice::from_ref(t), vec![out])
+    super::cache(std::slice::from_ref(t), vec![out], finish)
 }
 
 /// The buffer a kernel on `device` reads for input `i`: `i`'s own, realized on a device whose
@@ -101,8 +102,8 @@ fn ready_inputs(call: &Tensor) -> Option<Vec<Arc<Buffer>>> {
     try_vec(call.inputs().iter().map(|i| i.value().filter(|b| b.device == i.device()).ok_or(()))).ok()
 }
 
-/// Issues `call`, waits for the targets' parts and caches them.
-fn run(call: &Tensor, inputs: &[Arc<Buffer>], targets: &[Tensor]) -> Result<()> {
+/// Issues `call` and caches the targets' parts.
+fn run(call: &Tensor, inputs: &[Arc<Buffer>], targets: &[Tensor], finish: Finish) -> Result<()> {
     let Op::Collective(c) = call.op() else { unreachable!("shared_call checked the op") };
     let parts = c.0.run(inputs)?;
     let bufs = try_vec(targets.iter().map(|t| match t.op() {
@@ -110,7 +111,7 @@ fn run(call: &Tensor, inputs: &[Arc<Buffer>], targets: &[Tensor]) -> Result<()> 
         _ => unreachable!("shared_call checked the ops"),
     }))?;
     drop(parts);
-    super::cache_when_done(targets, bufs)
+    super::cache(targets, bufs, finish)
 }
 
 #[cfg(test)]
@@ -189,7 +190,7 @@ mod tests {
         let (a, b) = (rand::random::<f32>(), rand::random::<f32>());
         let k = sum(false);
         let parts = call(&k, inputs(a, b));
-        assert!(try_realize(&parts).expect("direct").is_ok());
+        assert!(try_realize(&parts, Finish::Wait).expect("direct").is_ok());
         assert_eq!(k.runs.load(Ordering::SeqCst), 1);
         for (p, d) in parts.iter().zip(DEVS) {
             assert!(p.is_realized());
@@ -198,14 +199,14 @@ mod tests {
         }
         // One part alone also goes directly.
         let one = &call(&k, inputs(a, b))[1..];
-        assert!(try_realize(one).expect("direct").is_ok());
+        assert!(try_realize(one, Finish::Wait).expect("direct").is_ok());
         assert_eq!(one[0].to_vec::<f32>().unwrap(), vec![a + b; 3]);
     }
 
     #[test]
     fn a_failed_call_is_its_error_and_caches_nothing() {
         let parts = call(&sum(true), inputs(1.0, 2.0));
-        let err = try_realize(&parts).expect("direct").unwrap_err();
+        let err = try_realize(&parts, Finish::Wait).expect("direct").unwrap_err();
         assert!(err.to_string().contains("failed on purpose"), "{err}");
         assert!(parts.iter().all(|p| !p.is_realized()));
     }
@@ -233,7 +234,11 @@ mod tests {
             (ta.cast(DType::F64).unwrap(), fa.clone()),
         ];
         for (t, want) in cases {
-            assert!(try_realize(std::slice::from_ref(&t)).expect("direct").is_ok(), "{}", t.op());
+            assert!(
+                try_realize(std::slice::from_ref(&t), Finish::Wait).expect("direct").is_ok(),
+                "{}",
+                t.op()
+            );
             assert!(t.is_realized());
             let got: Vec<f64> = match t.dtype() {
                 DType::F64 => t.to_vec::<f64>().unwrap(),
@@ -251,7 +256,7 @@ mod tests {
         let after = ins[0].add(&ins[0]).unwrap().add(&ins[0]).unwrap();
         let copy = ins[0].copy_to_device(DEVS[1]).unwrap();
         for t in [&after, &copy] {
-            assert!(try_realize(std::slice::from_ref(t)).is_none(), "{}", t.op());
+            assert!(try_realize(std::slice::from_ref(t), Finish::Wait).is_none(), "{}", t.op());
         }
         crate::realize(&[after.clone(), copy.clone()]).unwrap();
         assert_eq!(after.to_vec::<f32>().unwrap(), vec![4.5; 3]);
@@ -282,7 +287,11 @@ mod tests {
         ];
         for (t, want) in cases {
             assert!(lone_kernel(&t).is_some(), "{}: one kernel over ready inputs", t.op());
-            assert!(try_realize(std::slice::from_ref(&t)).expect("direct").is_ok(), "{}", t.op());
+            assert!(
+                try_realize(std::slice::from_ref(&t), Finish::Wait).expect("direct").is_ok(),
+                "{}",
+                t.op()
+            );
             assert_eq!(t.value().expect("realized").device, t.device());
             assert_eq!(f64s(&t.to_vec::<f32>().unwrap()), want, "{}", t.op());
         }
@@ -338,11 +347,11 @@ mod tests {
         let ins = inputs(1.0, 2.0);
         let doubled = ins[0].add(&ins[0]).unwrap();
         let parts = call(&k, vec![doubled, ins[1].clone()]);
-        assert!(try_realize(&parts).is_none());
+        assert!(try_realize(&parts, Finish::Wait).is_none());
         // Targets that are not all parts of one call.
         let other = call(&k, inputs(3.0, 4.0));
-        assert!(try_realize(&[parts[0].clone(), other[1].clone()]).is_none());
-        assert!(try_realize(&[other[0].clone(), ins[0].clone()]).is_none());
+        assert!(try_realize(&[parts[0].clone(), other[1].clone()], Finish::Wait).is_none());
+        assert!(try_realize(&[other[0].clone(), ins[0].clone()], Finish::Wait).is_none());
         assert_eq!(k.runs.load(Ordering::SeqCst), 0, "nothing ran");
         // realize takes the general path for them, with the same result.
         crate::realize(&parts).unwrap();

@@ -20,6 +20,7 @@
 //! ```
 
 mod direct;
+mod issued;
 mod join;
 mod run;
 mod schedule;
@@ -34,6 +35,7 @@ use crate::dtype::Element;
 use crate::error::Result;
 use crate::graph::{Tensor, opt};
 use crate::log::{LogLevel, log};
+pub use issued::{Issued, issue};
 pub use run::ONE_THREAD_BELOW_BYTES;
 pub(crate) use schedule::{cut_from, views_vulkan_device_memory};
 pub use staged::{
@@ -44,16 +46,39 @@ pub use stream::{STREAM_CHUNK_ENV, STREAM_ENV, STREAM_MIN_BYTES, STREAM_SMALL_BY
 
 /// Computes `targets` (and everything they need) and caches each on its device.
 ///
-/// Returns once every target's data is complete. On error nothing new is cached and no input is
-/// changed; the first failure is returned.
+/// Returns once every target's data is complete, also a target realized earlier whose work may
+/// still run (by [`issue`]). On error nothing new is cached and no input is changed; the first
+/// failure is returned.
 pub fn realize(targets: &[Tensor]) -> Result<()> {
+    // A target realized earlier (by `issue`) may still be being computed; what this call
+    // computes is waited for before it is cached.
+    let earlier = targets.iter().any(Tensor::is_realized);
+    compute(targets, Finish::Wait)?;
+    match earlier {
+        true => issued::wait_all(targets),
+        false => Ok(()),
+    }
+}
+
+/// Whether a run waits for its targets before caching them ([`realize`]) or caches them while
+/// their devices still compute them ([`issue`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Finish {
+    /// Wait, then cache: nothing is cached if the work fails.
+    Wait,
+    /// Cache at once; whoever reads a target waits on its fence.
+    Leave,
+}
+
+/// Runs the graph of `targets` not yet realized and caches them as `finish` says.
+fn compute(targets: &[Tensor], finish: Finish) -> Result<()> {
     let mut pending = Vec::with_capacity(targets.len()); // a filtered `collect` would grow it
     pending.extend(targets.iter().filter(|t| !t.is_realized()).cloned());
     if pending.is_empty() {
         return Ok(());
     }
     let start = std::time::Instant::now();
-    if let Some(done) = direct::try_realize(&pending) {
+    if let Some(done) = direct::try_realize(&pending, finish) {
         log!(LogLevel::Debug, "realize: issued directly, {:.1} us", us(start));
         return done;
     }
@@ -66,7 +91,7 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
     let issued = us(start);
     // Freed while the devices still work, not after.
     drop((sched, rewritten));
-    let done = cache_when_done(&pending, bufs);
+    let done = cache(&pending, bufs, finish);
     if let (Some(summary), Some(lines)) = (summary, lines) {
         let total = us(start);
         log!(LogLevel::Debug, "realize: {summary}; {total:.1} us ({issued:.1} issuing, then waiting)");
@@ -84,11 +109,13 @@ fn us(start: std::time::Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1e6
 }
 
-/// Waits for every one of `bufs` (the targets' results, in order), then caches each in its
-/// target; caches nothing if a wait fails.
-fn cache_when_done(targets: &[Tensor], bufs: Vec<Arc<Buffer>>) -> Result<()> {
-    for b in &bufs {
-        b.wait()?;
+/// Caches each of `bufs` (the targets' results, in order) in its target; with [`Finish::Wait`],
+/// first waits for every one, and caches nothing if a wait fails.
+pub(crate) fn cache(targets: &[Tensor], bufs: Vec<Arc<Buffer>>, finish: Finish) -> Result<()> {
+    if finish == Finish::Wait {
+        for b in &bufs {
+            b.wait()?;
+        }
     }
     for (t, b) in targets.iter().zip(bufs) {
         *t.0.value.lock() = Some(b);
@@ -101,7 +128,7 @@ fn cache_when_done(targets: &[Tensor], bufs: Vec<Arc<Buffer>>) -> Result<()> {
 /// its contents are valid: for callers that hand it to more device work (a communicator's NCCL
 /// stream), which waits for it on the device rather than the host.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // NcclComm's inputs
-pub(crate) fn issue(target: &Tensor) -> Result<Arc<Buffer>> {
+pub(crate) fn issued_buffer(target: &Tensor) -> Result<Arc<Buffer>> {
     if target.is_realized()
         && let Some(buf) = target.value()
     {

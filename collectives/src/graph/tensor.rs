@@ -199,7 +199,8 @@ impl Tensor {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// Whether the tensor's buffer is computed and cached on its device.
+    /// Whether the tensor's buffer is cached on its device: by [`crate::realize`], computed; by
+    /// [`crate::issue`], perhaps still being computed (every read of it waits).
     pub fn is_realized(&self) -> bool {
         self.0.value.lock().as_ref().is_some_and(|b| b.device == self.0.device)
     }

@@ -67,7 +67,7 @@ pub(super) fn run(
 
 /// `t`'s buffer on the rank's device, its work issued, with the NCCL stream waiting for it.
 fn source(raw: &RankComm, t: &Tensor, op: &'static str) -> Result<Arc<Buffer>> {
-    let buf = crate::exec::issue(t)?;
+    let buf = crate::exec::issued_buffer(t)?;
     if buf.device != raw.device() {
         let msg = format!("the input lives on {}, not on this rank's {}", buf.device, raw.device());
         return Err(Error::Comm { op, msg });

@@ -17,7 +17,7 @@ use super::{is_kernel, read_by};
 use crate::backend::{Buffer, Delivery};
 use crate::device::DeviceKind;
 use crate::error::{Error, Result};
-use crate::exec::{schedule, step, stream};
+use crate::exec::{Finish, schedule, step, stream};
 use crate::graph::{Op, Tensor};
 
 /// One kernel step that also writes its copies (and, in one pass, its parts) for its targets.
@@ -118,8 +118,8 @@ impl Fanned {
 }
 
 /// Issues `f`'s kernel with its copies as the schedule's kernel step does, each part as the
-/// schedule's slice step does (a view of the result), waits and caches every target.
-pub(super) fn run_fanned(f: &Fanned) -> Result<()> {
+/// schedule's slice step does (a view of the result), and caches every target.
+pub(super) fn run_fanned(f: &Fanned, finish: Finish) -> Result<()> {
     let (out, copies) = step::kernel(&f.kernel, &f.inputs, &f.to, f.streamed)?;
     if copies.len() != f.to.len() {
         return Err(Error::internal(
@@ -133,7 +133,7 @@ pub(super) fn run_fanned(f: &Fanned) -> Result<()> {
         Out::Copy(n) => Ok(copies[n].clone()),
     };
     let bufs = f.targets.iter().zip(&f.outs).map(value).collect::<Result<Vec<_>>>()?;
-    crate::exec::cache_when_done(&f.targets, bufs)
+    crate::exec::cache(&f.targets, bufs, finish)
 }
 
 #[cfg(test)]
@@ -157,7 +157,7 @@ mod tests {
         let (c1, c2) = (k.copy_to_device(DEVS[1]).unwrap(), k.copy_to_device(Device::Cpu(2)).unwrap());
         let f = fanned_kernel(&[c2.clone(), k.clone(), c1.clone()]).expect("one step");
         assert_eq!((f.to, f.streamed), (Delivery::wholes(&[Device::Cpu(2), DEVS[1]], 37), false));
-        assert!(try_realize(&[c2.clone(), k.clone(), c1.clone()]).expect("direct").is_ok());
+        assert!(try_realize(&[c2.clone(), k.clone(), c1.clone()], Finish::Wait).expect("direct").is_ok());
         for (t, d) in [(&k, DEVS[0]), (&c1, DEVS[1]), (&c2, Device::Cpu(2))] {
             assert_eq!(t.value().expect("realized").device, d);
             assert_eq!(f64s(&t.to_vec::<f32>().unwrap()), want, "on {d}");
@@ -253,7 +253,7 @@ mod tests {
                     let copies =
                         [fold.copy_to_device(DEVS[0]).unwrap(), fold.copy_to_device(DEVS[1]).unwrap()];
                     let targets = [copies[1].clone(), fold.clone(), copies[0].clone()];
-                    assert!(try_realize(&targets).expect("direct").is_ok(), "{kind:?}, {n}");
+                    assert!(try_realize(&targets, Finish::Wait).expect("direct").is_ok(), "{kind:?}, {n}");
                     for t in targets {
                         let got: Vec<f64> = match t.dtype() {
                             DType::I32 => t.to_vec::<i32>().unwrap().into_iter().map(f64::from).collect(),
@@ -289,7 +289,7 @@ mod tests {
                     [joined.copy_to_device(DEVS[0]).unwrap(), joined.copy_to_device(DEVS[1]).unwrap()];
                 let targets = [joined.clone(), copies[0].clone(), copies[1].clone()];
                 assert!(fanned_kernel(&targets).is_some_and(|f| f.streamed), "{n}: one streamed step");
-                assert!(try_realize(&targets).expect("direct").is_ok(), "{n}");
+                assert!(try_realize(&targets, Finish::Wait).expect("direct").is_ok(), "{n}");
                 for t in targets {
                     assert_eq!(t.to_vec::<f32>().unwrap(), want, "{n} elements, on {}", t.device());
                 }
@@ -412,7 +412,7 @@ mod tests {
                     fold.copy_to_device(Device::Cpu(2)).unwrap(),
                 ];
                 assert!(fanned_kernel(&targets).is_some_and(|f| f.streamed), "{n}: one streamed step");
-                assert!(try_realize(&targets).expect("direct").is_ok(), "{kind:?}, {n}");
+                assert!(try_realize(&targets, Finish::Wait).expect("direct").is_ok(), "{kind:?}, {n}");
                 let ranges = [0..cut, cut..n, 0..cut, 0..n];
                 for (t, r) in targets.iter().zip(ranges) {
                     let got = f64s(&t.to_vec::<f32>().unwrap());
