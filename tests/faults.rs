@@ -2,7 +2,8 @@
 //! devices, on groups with a lavapipe Vulkan device, and where there is a CUDA device on groups
 //! with it, is run once counting the failpoints it
 //! passes (N: backend allocations, copies, kernel launches, submissions), then N more times with
-//! hit k failing, for every k in 1..=N. Each of those runs must return the injected error (no
+//! hit k failing, for every k in 1..=N (every other one issued with `collectives::issue` and then
+//! waited for, the rest realized). Each of those runs must return the injected error (no
 //! panic, no hang), leave its inputs as they were, and leave every backend figure (live buffers
 //! and allocations, work in flight, command buffers, descriptor pools, pipelines) as before —
 //! the pools of freed buffers may keep what a run freed ([`is_pool_size`]); the group must then
@@ -121,8 +122,15 @@ const CASES: &[(Coll, Algorithm)] = &[
 /// The root of broadcast and scatter: member 1.
 const ROOT: usize = 1;
 
-/// Builds `c`'s result over `s` and realizes it.
-fn run(c: Coll, g: &DeviceGroup, s: &Shards) -> collectives::Result<Vec<Tensor>> {
+/// How a run ends: realized, or issued and then waited for (`collectives::issue`).
+#[derive(Clone, Copy)]
+enum How {
+    Realize,
+    Issue,
+}
+
+/// Builds `c`'s result over `s` and computes it as `how` says.
+fn run(c: Coll, g: &DeviceGroup, s: &Shards, how: How) -> collectives::Result<Vec<Tensor>> {
     let t = &s.tensors;
     let outs = match c {
         Coll::AllReduce => g.all_reduce(t, ReduceOp::Sum)?,
@@ -155,7 +163,10 @@ fn run(c: Coll, g: &DeviceGroup, s: &Shards) -> collectives::Result<Vec<Tensor>>
             })
             .collect::<collectives::Result<_>>()?,
     };
-    collectives::realize(&outs)?;
+    match how {
+        How::Realize => collectives::realize(&outs)?,
+        How::Issue => collectives::issue(&outs)?.wait()?,
+    }
     Ok(outs)
 }
 
@@ -299,7 +310,7 @@ fn sweep(g: &Group, c: Coll, algo: Algorithm, seed: u64, started: &AtomicU64) ->
     let s = shards(&g, seed, width);
     // Warm up (pipelines built, pools filled to the call's peak), checking the answer.
     for _ in 0..3 {
-        let outs = run(c, &g, &s).unwrap_or_else(|e| panic!("{ctx}: warm-up: {e}"));
+        let outs = run(c, &g, &s, How::Realize).unwrap_or_else(|e| panic!("{ctx}: warm-up: {e}"));
         check(c, &g, &s, &outs, &ctx);
     }
     let mut base = settled(&g);
@@ -310,7 +321,7 @@ fn sweep(g: &Group, c: Coll, algo: Algorithm, seed: u64, started: &AtomicU64) ->
     assert_eq!(leaks(&base, &settled(&g)), Vec::<String>::new(), "{ctx}: after dropping them");
     let n = {
         let _armed = Armed::count();
-        let outs = run(c, &g, &s).unwrap_or_else(|e| panic!("{ctx}: counting run: {e}"));
+        let outs = run(c, &g, &s, How::Realize).unwrap_or_else(|e| panic!("{ctx}: counting run: {e}"));
         drop(outs);
         failpoint::hits()
     };
@@ -321,11 +332,13 @@ fn sweep(g: &Group, c: Coll, algo: Algorithm, seed: u64, started: &AtomicU64) ->
     assert!(n > 0 || views_only, "{ctx}: the call passed no failpoint");
     let mut out = Sweep { calls: n, ..Sweep::default() };
     for k in 1..=n {
-        let at = format!("{ctx}, hit {k} of {n}");
+        // Every other run is issued, then waited for: it passes the same failpoints.
+        let how = if k % 2 == 0 { How::Issue } else { How::Realize };
+        let at = format!("{ctx}, hit {k} of {n}, {}", if k % 2 == 0 { "issued" } else { "realized" });
         started.store(epoch_ms(), Ordering::Release);
         let got = {
             let _armed = Armed::fail_at(k);
-            let got = catch_unwind(AssertUnwindSafe(|| run(c, &g, &s).map(drop)));
+            let got = catch_unwind(AssertUnwindSafe(|| run(c, &g, &s, how).map(drop)));
             (got, failpoint::injected())
         };
         started.store(0, Ordering::Release);
@@ -355,7 +368,7 @@ fn sweep(g: &Group, c: Coll, algo: Algorithm, seed: u64, started: &AtomicU64) ->
     }
     // The group still works, on fresh data.
     let fresh = shards(&g, seed ^ 0x9e37_79b9_7f4a_7c15, width);
-    let outs = run(c, &g, &fresh).unwrap_or_else(|e| panic!("{ctx}: after the sweep: {e}"));
+    let outs = run(c, &g, &fresh, How::Issue).unwrap_or_else(|e| panic!("{ctx}: after the sweep: {e}"));
     check(c, &g, &fresh, &outs, &format!("{ctx}, after the sweep"));
     out
 }
