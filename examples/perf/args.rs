@@ -45,9 +45,10 @@ pub struct Args {
     #[arg(short = 'w', long, default_value_t = 5)]
     pub warmup: usize,
     /// Issue each call without waiting for it (`collectives::issue`), with up to this many calls
-    /// in flight (the oldest waited for before a new one would pass it), as a loop that reads its
-    /// results later runs; the time is then the whole timed loop's, its last wait included, per
-    /// call (nccl-tests' way), not a median. 0: each call realized and waited for.
+    /// in flight (each call's graph built while they run, then the oldest waited for if this many
+    /// are), as a loop that reads its results later runs; the time is then the whole timed
+    /// loop's, its last wait included, per call (nccl-tests' way), not a median. 0: each call
+    /// realized and waited for.
     #[arg(long, default_value_t = 0)]
     pub in_flight: usize,
     /// Also time a plain host memcpy of each size and report the all_reduce floor beside it.

@@ -169,8 +169,8 @@ pub fn time_runs(
     Ok((times[times.len() / 2], last))
 }
 
-/// Mean seconds per call of `timing.iters` calls of `build`, each issued with up to
-/// `timing.in_flight` in flight, the last waited for; and the last call's outputs.
+/// Mean seconds per call of `timing.iters` calls of `build`, each built, then issued once fewer
+/// than `timing.in_flight` are in flight, the last waited for; and the last call's outputs.
 fn time_issued(
     build: &dyn Fn() -> collectives::Result<Vec<Tensor>>,
     timing: Timing,
@@ -180,10 +180,11 @@ fn time_issued(
     let mut last = vec![];
     let t0 = Instant::now();
     for _ in 0..timing.iters.max(1) {
+        // The graph is built while the calls in flight run; then the oldest is waited for.
+        last = build()?;
         if in_flight.len() == timing.in_flight {
             in_flight.pop_front().map_or(Ok(()), Issued::wait)?;
         }
-        last = build()?;
         in_flight.push_back(collectives::issue(&last)?);
         tick();
     }
