@@ -1,34 +1,19 @@
 //! Issuing a graph without waiting for it: [`issue`], and the [`Issued`] handle it returns.
 //!
 //! [`realize`](super::realize) returns once its targets are complete, so every call pays its
-//! devices' whole round trip: on a GPU a launch and the wait for it, 8–10 µs on the H100s and
-//! H200s measured however small the work (`bench/gpu/29-resident`). [`issue`] returns once the
-//! work is issued and the targets are cached, so the host builds the next call while the devices
-//! compute, as a PyTorch or JAX program does, and a loop of calls costs what issuing them costs.
-//! Whoever reads a target waits for it: [`Tensor::to_vec`], [`realize`](super::realize), a later
-//! call's kernels (on the device, where the backend can); [`Issued::wait`] waits for every target
-//! and returns the work's first error.
+//! devices' whole round trip: on a GPU a launch and the wait for it, 8–10 µs however small the
+//! work on the H200s and H100s measured (`bench/gpu/28-completion`, `48-host-time`). [`issue`]
+//! returns once the work is issued and the targets are cached, so the host builds the next call
+//! while the devices compute, as a PyTorch or JAX program does, and a loop of calls costs what
+//! issuing them costs. Whoever reads a target waits for it: [`Tensor::to_vec`],
+//! [`realize`](super::realize), a later call's kernels (on the device, where the backend can);
+//! [`Issued::wait`] waits for every target and returns the work's first error.
 //!
 //! The handle holds the targets, and through them every input of their graph, until the work is
 //! done: dropping it waits (as a scoped thread's handle does), so no buffer an issued kernel reads
 //! or writes is freed under it. Errors found while issuing (a bad graph, a device that cannot be
 //! opened, memory that cannot be had) are returned by `issue` itself, with nothing cached; errors
-//! of the work itself surface where it is waited for.
-//!
-//! ```
-//! use collectives::{issue, Device, DeviceGroup, ReduceOp, Tensor};
-//! let group = DeviceGroup::new(vec![Device::Cpu(0), Device::Cpu(1)])?;
-//! let shards = [
-//!     Tensor::from_vec(vec![1.0f32; 4], [4], Device::Cpu(0))?,
-//!     Tensor::from_vec(vec![2.0f32; 4], [4], Device::Cpu(1))?,
-//! ];
-//! let sums = group.all_reduce(&shards, ReduceOp::Sum)?;
-//! let issued = issue(&sums)?; // returns once the work is issued
-//! // ... build the next call here while the devices work ...
-//! issued.wait()?; // every target complete, or the work's first error
-//! assert_eq!(sums[1].to_vec::<f32>()?, vec![3.0; 4]);
-//! # Ok::<(), collectives::Error>(())
-//! ```
+//! of the work itself surface where it is waited for. [`issue`] has an example.
 
 use super::{Finish, compute};
 use crate::error::Result;
@@ -37,10 +22,28 @@ use crate::log::{LogLevel, log};
 
 /// Computes `targets` (and everything they need) as [`realize`](super::realize) does, but returns
 /// once the work is issued: the targets are cached at once, and every read of them waits for its
-/// part of the work. See the [module docs](self).
+/// part of the work (on the device, where the backend can). The host builds the next call while
+/// the devices compute; a loop of calls costs what issuing them costs, not each call's round trip.
+/// The [`Issued`] handle holds the targets, and through them their graph's inputs, until the work
+/// is done; dropping it waits.
 ///
 /// Errors as `realize` does where the work cannot be issued, caching nothing; a failure of the
 /// issued work itself is returned by [`Issued::wait`] and by every later read of the targets.
+///
+/// ```
+/// use collectives::{issue, Device, DeviceGroup, ReduceOp, Tensor};
+/// let group = DeviceGroup::new(vec![Device::Cpu(0), Device::Cpu(1)])?;
+/// let shards = [
+///     Tensor::from_vec(vec![1.0f32; 4], [4], Device::Cpu(0))?,
+///     Tensor::from_vec(vec![2.0f32; 4], [4], Device::Cpu(1))?,
+/// ];
+/// let sums = group.all_reduce(&shards, ReduceOp::Sum)?;
+/// let issued = issue(&sums)?; // returns once the work is issued
+/// // ... build the next call here while the devices work ...
+/// issued.wait()?; // every target complete, or the work's first error
+/// assert_eq!(sums[1].to_vec::<f32>()?, vec![3.0; 4]);
+/// # Ok::<(), collectives::Error>(())
+/// ```
 pub fn issue(targets: &[Tensor]) -> Result<Issued> {
     compute(targets, Finish::Leave)?;
     Ok(Issued { targets: targets.to_vec() })
