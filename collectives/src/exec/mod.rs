@@ -50,11 +50,9 @@ pub use stream::{STREAM_CHUNK_ENV, STREAM_ENV, STREAM_MIN_BYTES, STREAM_SMALL_BY
 /// still run (by [`issue`]). On error nothing new is cached and no input is changed; the first
 /// failure is returned.
 pub fn realize(targets: &[Tensor]) -> Result<()> {
-    // A target realized earlier (by `issue`) may still be being computed; what this call
-    // computes is waited for before it is cached.
-    let earlier = targets.iter().any(Tensor::is_realized);
-    compute(targets, Finish::Wait)?;
-    match earlier {
+    // What this call computes is waited for before it is cached; a target realized earlier (by
+    // `issue`) may still be being computed.
+    match compute(targets, Finish::Wait)? < targets.len() {
         true => issued::wait_all(targets),
         false => Ok(()),
     }
@@ -70,17 +68,18 @@ pub(crate) enum Finish {
     Leave,
 }
 
-/// Runs the graph of `targets` not yet realized and caches them as `finish` says.
-fn compute(targets: &[Tensor], finish: Finish) -> Result<()> {
+/// Runs the graph of `targets` not yet realized and caches them as `finish` says; returns how
+/// many it computed.
+fn compute(targets: &[Tensor], finish: Finish) -> Result<usize> {
     let mut pending = Vec::with_capacity(targets.len()); // a filtered `collect` would grow it
     pending.extend(targets.iter().filter(|t| !t.is_realized()).cloned());
     if pending.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let start = std::time::Instant::now();
     if let Some(done) = direct::try_realize(&pending, finish) {
         log!(LogLevel::Debug, "realize: issued directly, {:.1} us", us(start));
-        return done;
+        return done.map(|()| pending.len());
     }
     let rewritten = opt::insert_cross_device_copies(&pending);
     let sched = Arc::new(schedule::build(&rewritten));
@@ -101,7 +100,7 @@ fn compute(targets: &[Tensor], finish: Finish) -> Result<()> {
             lines.join("\n  ")
         );
     }
-    done
+    done.map(|()| pending.len())
 }
 
 /// Microseconds since `start`.
