@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use collectives::failpoint::{self, Armed};
 use collectives::{Algorithm, DType, Device, DeviceGroup, ReduceOp, Scale, Tensor};
 use collectives_tests::collective::{Shards, check_exact, check_reduced, ref_concat, ref_narrow, with_dim};
-use collectives_tests::{Range, cuda_required, fresh_seed, rng, vulkan_required};
+use collectives_tests::{Range, cuda_required, device_works, fresh_seed, rng, vulkan_required};
 
 /// Rows of every shard (splits evenly over groups of 3 and 4) and elements per row: 1.2 MB of
 /// f32 a shard, so the host pool and the Vulkan buffer cache are in play.
@@ -377,18 +377,6 @@ fn epoch_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_millis() as u64)
 }
 
-/// Whether `d` works (a panic when `required` and it does not; the sweep left out is said).
-fn works(d: Device, required: bool) -> bool {
-    match Tensor::from_vec(vec![1u8], [1], d).and_then(|t| t.to_vec::<u8>()) {
-        Ok(_) => true,
-        Err(e) if required => panic!("{d} is required (REQUIRE_*=1) but does not work: {e}"),
-        Err(e) => {
-            println!("the sweeps with {d} are left out: {e}");
-            false
-        }
-    }
-}
-
 #[test]
 fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were() {
     let started = std::sync::Arc::new(AtomicU64::new(0));
@@ -405,7 +393,7 @@ fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were(
     });
     let (cpu, vk, cuda0, cuda1) = (Device::Cpu, Device::Vulkan(0), Device::Cuda(0), Device::Cuda(1));
     let mut groups = vec![Group::new("cpu x4", (0..4).map(cpu).collect())];
-    let vulkan = works(vk, vulkan_required());
+    let vulkan = device_works(vk, vulkan_required());
     if vulkan {
         groups.push(Group::new("vulkan+cpu x2", vec![vk, cpu(0), cpu(1)]));
         groups.push(Group::new("cpu x2+vulkan", vec![cpu(0), cpu(1), vk]));
@@ -414,8 +402,8 @@ fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were(
     }
     // CUDA where there is one (the GPU machine; `COLLECTIVES_CUDA_DEVICES=0,0` makes two virtual
     // devices of one GPU): CUDA peers, and CUDA with host and Vulkan members (the staged chain).
-    if works(cuda0, cuda_required()) {
-        if works(cuda1, false) {
+    if device_works(cuda0, cuda_required()) {
+        if device_works(cuda1, false) {
             groups.push(Group::new("cuda x2", vec![cuda0, cuda1]));
             groups.push(Group::new("cuda x2+cpu", vec![cuda0, cuda1, cpu(0)]));
         }
@@ -439,7 +427,7 @@ fn every_injected_failure_is_an_error_that_leaves_inputs_and_pools_as_they_were(
         groups.push(Group { kind: "cpu x2+cuda, small", devices, width: SMALL_WIDTH, cases: SMALL });
         let (width, cases) = (SMALL_WIDTH, STAGED_ALL_TO_ALL);
         groups.push(Group { kind: "cpu+cuda, small", devices: vec![cpu(0), cuda0], width, cases });
-        if works(cuda1, false) {
+        if device_works(cuda1, false) {
             groups.push(Group {
                 kind: "cuda x2+cpu, small",
                 devices: vec![cuda0, cuda1, cpu(0)],

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 use collectives::{DType, Device, DeviceGroup, DeviceKind, Issued, ReduceOp, Tensor, issue};
 use collectives_tests::collective::{Shards, check_reduced, cpu_group};
-use collectives_tests::{Range, cuda_required, fresh_seed, rng, values, vulkan_required};
+use collectives_tests::{Range, cuda_required, device_works, fresh_seed, rng, values, vulkan_required};
 use rand::Rng;
 use rand::rngs::StdRng;
 
@@ -25,27 +25,15 @@ fn chain_ops(dtype: DType, rng: &mut StdRng) -> [ReduceOp; 5] {
     [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Avg, ReduceOp::Min, ReduceOp::PreMulSum(s)]
 }
 
-/// Whether `device` works here; panics where the environment says it must.
-fn works(device: Device, required: bool) -> bool {
-    match Tensor::from_vec(vec![1u8], [1], device).and_then(|t| t.to_vec::<u8>()) {
-        Ok(_) => true,
-        Err(e) if required => panic!("{device} is required here but does not work: {e}"),
-        Err(e) => {
-            println!("{device}: skipped ({e})");
-            false
-        }
-    }
-}
-
 /// Host devices alone, and beside Vulkan and CUDA devices where they work.
 fn groups() -> Vec<DeviceGroup> {
     let (vk, cu, cpu) = (Device::Vulkan(0), Device::Cuda(0), [Device::Cpu(0), Device::Cpu(1)]);
     let mut lists = vec![];
-    let vulkan = works(vk, vulkan_required());
+    let vulkan = device_works(vk, vulkan_required());
     if vulkan {
         lists.extend([vec![vk, cpu[0]], vec![cpu[0], cpu[1], vk]]);
     }
-    if works(cu, cuda_required()) {
+    if device_works(cu, cuda_required()) {
         let cudas: Vec<Device> =
             collectives::available_devices().into_iter().filter(|d| d.kind() == DeviceKind::Cuda).collect();
         if cudas.len() > 1 {

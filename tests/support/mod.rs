@@ -312,6 +312,19 @@ pub fn cuda_required() -> bool {
     std::env::var("REQUIRE_CUDA").is_ok_and(|v| v == "1")
 }
 
+/// Whether `device` works here (a byte round trip); panics when `required` and it does not, else
+/// prints why the tests with it are left out.
+pub fn device_works(device: Device, required: bool) -> bool {
+    match Tensor::from_vec(vec![1u8], [1], device).and_then(|t| t.to_vec::<u8>()) {
+        Ok(_) => true,
+        Err(e) if required => panic!("{device} is required (REQUIRE_*=1) but does not work: {e}"),
+        Err(e) => {
+            println!("the tests with {device} are left out: {e}");
+            false
+        }
+    }
+}
+
 /// Whether CUDA device `cu` and Vulkan device `vk` are both present and share one GPU through
 /// the device bridge (decided by validating the pair): where a Vulkan result computed from CUDA
 /// inputs is computed by the CUDA device and copied over. `false` on a machine lacking either.
