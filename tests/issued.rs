@@ -1,12 +1,13 @@
 //! `issue`: chains of collectives issued without waiting, each call reading the outputs of the
 //! one before while its devices may still be computing them, on every kind of group the machine
-//! has (host devices; with Vulkan or CUDA present, groups with them). Once everything is done,
+//! has (host devices; with Vulkan or CUDA present, groups with them), by the algorithm chosen and
+//! by the ring (the general path's schedule over several queues). Once everything is done,
 //! every output element is checked against the f64 reference of its call over the inputs that
 //! call read.
 
 use std::collections::VecDeque;
 
-use collectives::{DType, Device, DeviceGroup, DeviceKind, Issued, ReduceOp, Tensor, issue};
+use collectives::{Algorithm, DType, Device, DeviceGroup, DeviceKind, Issued, ReduceOp, Tensor, issue};
 use collectives_tests::collective::{Shards, check_reduced, cpu_group};
 use collectives_tests::{Range, cuda_required, device_works, fresh_seed, rng, values, vulkan_required};
 use rand::Rng;
@@ -77,10 +78,11 @@ fn issue_chain(group: &DeviceGroup, first: Vec<Tensor>, ops: &[ReduceOp]) -> Vec
 fn chains_of_issued_calls_match_the_reference_on_every_group() {
     let seed = fresh_seed();
     let mut r = rng(seed);
-    for group in groups() {
+    let every = groups().into_iter().flat_map(|g| [g.using(Algorithm::Ring), g]);
+    for group in every {
         for dtype in DTYPES {
             for len in SIZES {
-                let ctx = format!("{group}, {dtype}, {len} elements, seed {seed}");
+                let ctx = format!("{group} ({}), {dtype}, {len} elements, seed {seed}", group.algorithm());
                 let first = Shards::even(dtype, &[len], group.devices(), Range::General, &mut r);
                 let ops = chain_ops(dtype, &mut r);
                 for (i, call) in issue_chain(&group, first.tensors, &ops).iter().enumerate() {
