@@ -47,8 +47,9 @@ pub use stream::{STREAM_CHUNK_ENV, STREAM_ENV, STREAM_MIN_BYTES, STREAM_SMALL_BY
 /// Computes `targets` (and everything they need) and caches each on its device.
 ///
 /// Returns once every target's data is complete, also a target realized earlier whose work may
-/// still run (by [`issue`]). On error nothing new is cached and no input is changed; the first
-/// failure is returned.
+/// still run (by [`issue`]). The first failure is returned: where this call's own work fails,
+/// nothing new is cached and no input is changed; where an earlier `issue`'s work failed, its
+/// target returns that failure to every read.
 pub fn realize(targets: &[Tensor]) -> Result<()> {
     // What this call computes is waited for before it is cached; a target realized earlier (by
     // `issue`) may still be being computed.
