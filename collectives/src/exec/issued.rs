@@ -96,9 +96,17 @@ impl std::fmt::Debug for Issued {
     }
 }
 
-/// Waits for every one of `targets`' buffers; the first error.
+/// Waits for every one of `targets`' buffers, also after one fails (a handle holds them until
+/// all are done); the first error.
 pub(super) fn wait_all(targets: &[Tensor]) -> Result<()> {
-    targets.iter().filter_map(Tensor::value).try_for_each(|b| b.wait())
+    let mut first = Ok(());
+    for b in targets.iter().filter_map(Tensor::value) {
+        let waited = b.wait();
+        if first.is_ok() {
+            first = waited;
+        }
+    }
+    first
 }
 
 #[cfg(test)]
@@ -231,6 +239,7 @@ mod tests {
         assert!(!issued.is_complete());
         let is_ours = |e: Error| e.to_string().contains("failed on purpose");
         assert!(is_ours(issued.wait().unwrap_err()));
+        assert_eq!(gate.waits.load(Ordering::SeqCst), 2, "every target waited for, past the failure");
         assert!(is_ours(parts[0].to_vec::<f32>().unwrap_err()));
         assert!(is_ours(crate::realize(&parts).unwrap_err()));
         drop(issue(&parts).unwrap()); // logs, does not panic
