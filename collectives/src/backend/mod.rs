@@ -127,6 +127,12 @@ impl Buffer {
         }
     }
 
+    /// Whether the contents are known valid, without waiting: no fence, or a complete one
+    /// ([`Fence::is_complete`]).
+    pub fn is_complete(&self) -> bool {
+        self.fence.as_ref().is_none_or(|f| f.is_complete())
+    }
+
     /// The host bytes, or an error naming `op` if the buffer is device memory. Does not wait.
     pub fn host_bytes(&self, op: &str) -> Result<&[u8]> {
         match &self.mem {

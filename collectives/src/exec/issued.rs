@@ -67,10 +67,7 @@ impl Issued {
     /// Whether every target is known complete, without waiting: `false` while the work runs, and
     /// where a device cannot tell (then [`Issued::wait`] says).
     pub fn is_complete(&self) -> bool {
-        self.targets
-            .iter()
-            .filter_map(Tensor::value)
-            .all(|b| b.fence.as_ref().is_none_or(|f| f.is_complete()))
+        self.targets.iter().filter_map(Tensor::value).all(|b| b.is_complete())
     }
 
     /// The tensors issued, in the order given to [`issue`].

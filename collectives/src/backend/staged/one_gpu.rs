@@ -237,7 +237,7 @@ pub(super) fn from_vulkan_after_its_writer(
         let (va, vb) = (up(&a), up(&b));
         let spec = OutSpec { dtype: DType::F32, len };
         let sum = vbe.compute(&Kernel::Binary(BinaryOp::Add), &[&va, &vb], spec).unwrap();
-        let running = !sum.fence.as_ref().is_none_or(|f| f.is_complete());
+        let running = !sum.is_complete();
         FAIL_TIMELINE.with(|f| f.set(refused));
         // Straight to the direct move: an earlier test may have marked the pair's sharing
         // failed for this process, which only `transfer`'s choice reads.
@@ -445,7 +445,7 @@ fn the_device_ring_hands_chunks_over_on_the_gpu() {
             };
             let issue_us = t.elapsed().as_secs_f64() * 1e6;
             FAIL_TIMELINE.with(|f| f.set(false));
-            let running = !sum.fence.as_ref().is_none_or(|f| f.is_complete());
+            let running = !sum.is_complete();
             let back = dst_be.dtoh(&out.unwrap(), Device::Cpu(0)).unwrap();
             back.wait().unwrap();
             let got: &[f32] = bytemuck::cast_slice(back.host_bytes("test").unwrap());
