@@ -146,8 +146,9 @@ pub fn time_runs(
     timing: Timing,
     tick: &dyn Fn(),
 ) -> collectives::Result<(f64, Vec<Tensor>)> {
+    let build = || coll.build(g, shards, op);
     let run = || -> collectives::Result<Vec<Tensor>> {
-        let outs = coll.build(g, shards, op)?;
+        let outs = build()?;
         collectives::realize(&outs)?;
         Ok(outs)
     };
@@ -155,7 +156,7 @@ pub fn time_runs(
         run()?;
     }
     if timing.in_flight > 0 {
-        return time_issued(&|| coll.build(g, shards, op), timing, tick);
+        return time_issued(&build, timing, tick);
     }
     let mut times = Vec::with_capacity(timing.iters);
     let mut last = vec![];
