@@ -62,7 +62,7 @@ pub fn realize(targets: &[Tensor]) -> Result<()> {
 /// Whether a run waits for its targets before caching them ([`realize`]) or caches them while
 /// their devices still compute them ([`issue`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Finish {
+enum Finish {
     /// Wait, then cache: nothing is cached if the work fails.
     Wait,
     /// Cache at once; whoever reads a target waits on its fence.
@@ -111,7 +111,7 @@ fn us(start: std::time::Instant) -> f64 {
 
 /// Caches each of `bufs` (the targets' results, in order) in its target; with [`Finish::Wait`],
 /// first waits for every one, and caches nothing if a wait fails.
-pub(crate) fn cache(targets: &[Tensor], bufs: Vec<Arc<Buffer>>, finish: Finish) -> Result<()> {
+fn cache(targets: &[Tensor], bufs: Vec<Arc<Buffer>>, finish: Finish) -> Result<()> {
     if finish == Finish::Wait {
         for b in &bufs {
             b.wait()?;
