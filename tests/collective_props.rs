@@ -8,144 +8,20 @@
 //! element. The data seed is part of each case, so a failing case prints everything needed to
 //! replay it.
 
-use std::sync::OnceLock;
-
-use collectives::{Algorithm, DType, Device, DeviceGroup, Error, ReduceOp, Tensor};
+use collectives::Tensor;
 use collectives_tests::collective::{
-    ALGORITHMS, DTYPES, Shards, all_ops, check_exact, check_reduced, range_for, ref_concat, ref_narrow,
-    with_dim,
+    Shards, check_exact, check_reduced, range_for, ref_concat, ref_narrow, with_dim,
 };
-use collectives_tests::{Range, cuda_required, random, rng, tensor, vulkan_required};
+use collectives_tests::props::{CU, VK, cases, have_cuda, have_vulkan, ok};
+use collectives_tests::{Range, random, tensor};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use rand::Rng;
-use rand::rngs::StdRng;
-
-/// One random case.
-#[derive(Clone, Debug)]
-struct Case {
-    n: usize,
-    devices: Vec<Device>,
-    shape: Vec<usize>,
-    dim: usize,
-    dtype: DType,
-    op: usize,
-    algo: Algorithm,
-    seed: u64,
-}
-
-impl Case {
-    fn group(&self) -> DeviceGroup {
-        let g = DeviceGroup::new(self.devices.clone()).expect("distinct devices");
-        g.using(self.algo)
-    }
-
-    fn rng(&self) -> StdRng {
-        rng(self.seed)
-    }
-
-    /// The op, its `PreMulSum` scalar drawn from the seed.
-    fn op(&self, r: &mut StdRng) -> ReduceOp {
-        all_ops(self.dtype, r)[self.op]
-    }
-
-    /// The shape with `dim` a multiple of the group size (at most 3 parts each).
-    fn even_shape(&self) -> Vec<usize> {
-        with_dim(&self.shape, self.dim, self.n * (self.shape[self.dim] % 4))
-    }
-}
-
-const VK: Device = Device::Vulkan(0);
-
-/// Whether `Vulkan(0)` works, asked once (and said once when it does not; a panic when
-/// `REQUIRE_VULKAN=1`).
-fn have_vulkan() -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| match Tensor::from_vec(vec![1u8], [1], VK).and_then(|t| t.to_vec::<u8>()) {
-        Ok(_) => true,
-        Err(e) if vulkan_required() => panic!("REQUIRE_VULKAN=1 but {VK} does not work: {e}"),
-        Err(e) => {
-            println!("CPU-only groups: no Vulkan device ({e})");
-            false
-        }
-    })
-}
-
-const CU: Device = Device::Cuda(0);
-
-/// Whether `Cuda(0)` is present, asked once (said once when it is not; a panic when
-/// `REQUIRE_CUDA=1`).
-fn have_cuda() -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        let have = collectives::available_devices().contains(&CU);
-        assert!(have || !cuda_required(), "REQUIRE_CUDA=1 but {CU} is absent");
-        if !have {
-            println!("groups without CUDA: no {CU}");
-        }
-        have
-    })
-}
-
-/// `r`'s value; `None` (the case is void) for the one error a valid case may meet: a Vulkan
-/// member lacking the shader feature of a 64-bit dtype (lavapipe has them all).
-fn ok<T>(c: &Case, r: collectives::Result<T>) -> Option<T> {
-    match r {
-        Ok(v) => Some(v),
-        Err(Error::Unsupported { device: VK, dtype: DType::F64 | DType::I64, reason, .. })
-            if c.devices.contains(&VK) =>
-        {
-            println!("{VK} cannot run {}: {reason}", c.dtype);
-            None
-        }
-        Err(e) => panic!("{c:?}: {e}"),
-    }
-}
 
 /// `ts`, realized.
 fn realized(ts: Vec<Tensor>) -> collectives::Result<Vec<Tensor>> {
     collectives::realize(&ts)?;
     Ok(ts)
-}
-
-fn cases() -> impl Strategy<Value = Case> {
-    let ordinals: Vec<u32> = (0..16).collect();
-    let (vulkan, cuda) = (have_vulkan(), have_cuda());
-    let places = (any::<prop::sample::Index>(), any::<prop::sample::Index>());
-    let wanted = (prop::bool::weighted(0.75), prop::bool::weighted(0.5));
-    let devices = (1usize..=8, wanted, places).prop_flat_map(move |(n, (with_vk, with_cu), (at, cu_at))| {
-        prop::sample::subsequence(ordinals.clone(), n).prop_shuffle().prop_map(move |v| {
-            let mut d: Vec<Device> = v.into_iter().map(Device::Cpu).collect();
-            if vulkan && with_vk {
-                d[at.index(n)] = VK;
-            }
-            let i = cu_at.index(n);
-            if cuda && with_cu && d[i] != VK {
-                d[i] = CU;
-            }
-            d
-        })
-    });
-    let shape = prop::collection::vec(0usize..=9, 1..=3);
-    (
-        devices,
-        shape,
-        any::<prop::sample::Index>(),
-        prop::sample::select(DTYPES.to_vec()),
-        0usize..6,
-        prop::sample::select([&ALGORITHMS[..], &[Algorithm::OneShot, Algorithm::TwoShot]].concat()),
-        any::<u64>(),
-    )
-        .prop_map(|(devices, shape, dim, dtype, op, algo, seed)| Case {
-            n: devices.len(),
-            devices,
-            dim: dim.index(shape.len()),
-            shape,
-            dtype,
-            op,
-            algo,
-            seed,
-        })
 }
 
 /// Cases per property: 6 x 1024 run in about 10 s on a 2-core machine with lavapipe.

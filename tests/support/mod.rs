@@ -347,6 +347,9 @@ pub fn device_bridged(cu: Device, vk: Device) -> bool {
 /// Helpers of the collective tests (groups, shards, references of every `ReduceOp`).
 pub mod collective;
 
+/// The random groups and cases of the property tests over groups.
+pub mod props;
+
 /// The small collectives of groups with host members staged through one, shared by the Vulkan
 /// and CUDA tests.
 pub mod staged;
