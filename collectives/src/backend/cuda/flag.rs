@@ -37,6 +37,8 @@ use std::ptr::NonNull;
 use std::sync::OnceLock;
 #[cfg(test)]
 use std::sync::atomic::AtomicBool;
+#[cfg(test)]
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -89,6 +91,27 @@ static OFF: AtomicBool = AtomicBool::new(false);
 #[cfg(test)]
 pub(crate) fn force(on: bool) {
     OFF.store(!on, Ordering::Relaxed);
+}
+
+/// The query probe's interval between event queries in µs, in place of [`QUERY_EVERY`] (0: the
+/// constant's).
+#[cfg(test)]
+static QUERY_US: AtomicU64 = AtomicU64::new(0);
+
+/// Sets how often a spinning wait queries the event, for the process (the query probe,
+/// `probe/flags.rs`); `None`: every [`QUERY_EVERY`].
+#[cfg(test)]
+pub(crate) fn force_query_every(every: Option<Duration>) {
+    QUERY_US.store(every.map_or(0, |d| d.as_micros().max(1) as u64), Ordering::Relaxed);
+}
+
+/// How often a spinning wait queries the event: [`QUERY_EVERY`], or the probe's.
+fn query_every() -> Duration {
+    #[cfg(test)]
+    if let us @ 1.. = QUERY_US.load(Ordering::Relaxed) {
+        return Duration::from_micros(us);
+    }
+    QUERY_EVERY
 }
 
 /// A free slot; a new page when none is, allocated in `dev`'s context.
@@ -173,7 +196,8 @@ pub(crate) fn spin<E>(
     mut query: impl FnMut() -> Result<bool, E>,
 ) -> Result<bool, E> {
     let start = Instant::now();
-    let mut next_query = start + QUERY_EVERY;
+    let every = query_every();
+    let mut next_query = start + every;
     loop {
         if flag.reached() {
             return Ok(true);
@@ -186,7 +210,7 @@ pub(crate) fn spin<E>(
             if now - start >= spin {
                 return Ok(false);
             }
-            next_query = now + QUERY_EVERY;
+            next_query = now + every;
         }
         std::hint::spin_loop();
     }

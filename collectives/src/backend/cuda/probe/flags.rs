@@ -1,7 +1,8 @@
 //! The sixth probe ([`super`]): the library's calls with host waits by kernel flags
-//! ([`crate::backend::cuda::flag`]) against events alone, alternated in one process.
+//! ([`crate::backend::cuda::flag`]) against events alone, alternated in one process; and a
+//! flagged wait querying its event every 2 µs (as it does) against every 20 and 200 µs.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::N;
 use crate::backend::cuda::tests::devices;
@@ -9,20 +10,38 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::graph::{ReduceKind, Tensor};
 
-/// Host waits by kernel flags against waits by events alone, alternated in blocks of 50 calls over
-/// 40 rounds (the order flipped each round) so that drift of the machine falls on both: the
-/// 4 KiB `local_reduce` on `cuda:0` (and a 16 KiB one), an add and a cast there, the
-/// `local_reduce` and add of 64 KiB and 1 MiB (launches of more blocks), the all_reduce of
-/// `cuda:0, cpu:0`, and on every CUDA device (two or more, virtual ones included) the
-/// all_reduce, all_gather, reduce_scatter and broadcast, at 4 KiB and 1 MiB per shard. Each row:
-/// median and tenth percentile of the 2000 calls each way.
+/// Host waits by kernel flags against waits by events alone, over [`cases`], alternated
+/// ([`alternate`]).
 #[test]
 #[ignore = "a timing probe for the GPU machine"]
 fn flag_on_off_probe() {
-    let Some(dev) = devices().into_iter().next() else {
-        return;
-    };
-    drop(dev);
+    let Some(cases) = cases() else { return };
+    let force = crate::backend::cuda::flag::force;
+    alternate(&cases, &["on", "off"], |i| force(i == 0));
+    force(true);
+}
+
+/// A flagged wait querying its event every 2 µs (`flag::QUERY_EVERY`, each query a driver call
+/// of about a microsecond, during which a flag that lands is not seen) against every 20 µs and
+/// every 200 µs (once, when the spin ends), over [`cases`], alternated ([`alternate`]).
+#[test]
+#[ignore = "a timing probe for the GPU machine"]
+fn query_interval_probe() {
+    let Some(cases) = cases() else { return };
+    let every = |i: usize| Some(Duration::from_micros([2, 20, 200][i]));
+    alternate(&cases, &["2 us", "20 us", "200 us"], |i| {
+        crate::backend::cuda::flag::force_query_every(every(i))
+    });
+    crate::backend::cuda::flag::force_query_every(None);
+}
+
+/// The probes' calls: the 4 KiB `local_reduce` on `cuda:0` (and a 16 KiB one), an add and a
+/// cast there, the `local_reduce` and add of 64 KiB and 1 MiB (launches of more blocks), the
+/// all_reduce of `cuda:0, cpu:0`, and on every CUDA device (two or more, virtual ones included)
+/// the all_reduce, all_gather, reduce_scatter and broadcast, at 4 KiB and 1 MiB per shard;
+/// `None` without a CUDA device.
+fn cases() -> Option<Vec<Case>> {
+    drop(devices().into_iter().next()?);
     let n = crate::backend::cuda::device_count();
     let shard = |d: Device| Tensor::from_vec(vec![1.5f32; N], [N], d).unwrap();
     let mut cases: Vec<Case> = Vec::new();
@@ -73,29 +92,35 @@ fn flag_on_off_probe() {
             group_cases(&mut cases, &devs, k * N, size);
         }
     }
-    for (what, f) in &cases {
-        let (mut on, mut off) = (Vec::new(), Vec::new());
+    Some(cases)
+}
+
+/// Times each of `cases` under each of `ways` (`set(i)` switches to way i), alternated in blocks
+/// of 50 calls over 40 rounds (the order turned each round) so that drift of the machine falls on
+/// every way; prints each way's median and tenth percentile of its 2000 calls.
+fn alternate(cases: &[Case], ways: &[&str], set: impl Fn(usize)) {
+    for (what, f) in cases {
+        let mut times = vec![Vec::new(); ways.len()];
         for _ in 0..100 {
             f();
         }
         for round in 0..40 {
-            for first in [round % 2 == 0, round % 2 != 0] {
-                crate::backend::cuda::flag::force(first);
-                let v = if first { &mut on } else { &mut off };
+            for k in 0..ways.len() {
+                let i = (round + k) % ways.len();
+                set(i);
                 for _ in 0..50 {
                     let s = Instant::now();
                     f();
-                    v.push(s.elapsed().as_secs_f64() * 1e6);
+                    times[i].push(s.elapsed().as_secs_f64() * 1e6);
                 }
             }
         }
-        crate::backend::cuda::flag::force(true);
         let stat = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
-            (v[v.len() / 2], v[v.len() / 10])
+            format!("{:7.2} / {:7.2}", v[v.len() / 2], v[v.len() / 10])
         };
-        let ((m1, p1), (m0, p0)) = (stat(&mut on), stat(&mut off));
-        println!("probe: on/off {m1:7.2} / {m0:7.2} us median, {p1:7.2} / {p0:7.2} p10  {what}");
+        let rows: Vec<String> = times.iter_mut().map(stat).collect();
+        println!("probe: {} (median / p10, us): {}  {what}", ways.join(" | "), rows.join(" | "));
     }
 }
 
