@@ -167,34 +167,20 @@ const MAX_ELEMS: usize = 4096;
 /// The bound on the values' magnitude (relative to the first shards') a chain's sums may reach.
 const MAX_GROWTH: f64 = 256.0;
 
-/// A chain of 2 to 6 steps from shards of `c.even_shape()` over `c.n` members along `c.dim`, each step one the
-/// shape allows (a split needs `n` parts of the dim, a gather at most [`MAX_ELEMS`] after); its
-/// ops drawn as `c.op` draws them, less `Prod` (chained products leave the range the references
-/// are exact in), a sum taken as `Avg` where it would grow the values past [`MAX_GROWTH`]. Also
-/// returns each step's input shape.
+/// A chain of 2 to 6 steps from shards of `c.even_shape()` over `c.n` members along `c.dim`,
+/// each step one the shape allows (a split needs `n` equal parts of the dim, a gather leaves at
+/// most [`MAX_ELEMS`]), with each step's input shape.
 fn draw_chain(c: &Case, r: &mut StdRng) -> Vec<(Step, Vec<usize>)> {
     let (n, dim) = (c.n, c.dim);
     let (mut shape, mut growth, mut steps) = (c.even_shape(), 1.0f64, vec![]);
     for _ in 0..r.random_range(2..=6) {
-        let mut op = all_ops(c.dtype, r)[[0, 2, 3, 4, 5][r.random_range(0..5)]];
-        let grows = match op {
-            ReduceOp::Sum => n as f64,
-            ReduceOp::PreMulSum(s) => n as f64 * s.abs(),
-            _ => 1.0,
-        };
-        if growth * grows > MAX_GROWTH {
-            op = ReduceOp::Avg;
-        } else {
-            growth *= grows.max(1.0);
-        }
-        let elems: usize = shape.iter().product();
         let splits = shape[dim] % n == 0;
         let step = match r.random_range(0..5) {
-            1 if splits => Step::ReduceScatter(op),
-            2 if elems * n <= MAX_ELEMS => Step::AllGather,
+            1 if splits => Step::ReduceScatter(chain_op(c, &mut growth, r)),
+            2 if shape.iter().product::<usize>() * n <= MAX_ELEMS => Step::AllGather,
             3 if splits => Step::AllToAll,
             4 => Step::Broadcast(r.random_range(0..n)),
-            _ => Step::AllReduce(op),
+            _ => Step::AllReduce(chain_op(c, &mut growth, r)),
         };
         let next = match step {
             Step::ReduceScatter(_) => with_dim(&shape, dim, shape[dim] / n),
@@ -204,6 +190,23 @@ fn draw_chain(c: &Case, r: &mut StdRng) -> Vec<(Step, Vec<usize>)> {
         steps.push((step, std::mem::replace(&mut shape, next)));
     }
     steps
+}
+
+/// A reduce step's op, drawn as `c.op` draws them less `Prod` (chained products leave the range
+/// the references are exact in); a sum is taken as `Avg` where it would grow the values, by
+/// `growth` so far, past [`MAX_GROWTH`].
+fn chain_op(c: &Case, growth: &mut f64, r: &mut StdRng) -> ReduceOp {
+    let op = all_ops(c.dtype, r)[[0, 2, 3, 4, 5][r.random_range(0..5)]];
+    let grows = match op {
+        ReduceOp::Sum => c.n as f64,
+        ReduceOp::PreMulSum(s) => c.n as f64 * s.abs(),
+        _ => 1.0,
+    };
+    if *growth * grows > MAX_GROWTH {
+        return ReduceOp::Avg;
+    }
+    *growth *= grows.max(1.0);
+    op
 }
 
 /// `step` of `group` over `shards` along `dim`.
