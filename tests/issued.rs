@@ -308,3 +308,28 @@ proptest! {
         }
     }
 }
+
+/// A typed group's outputs are issued through their tensors (`ShardsOf::tensors`), and the next
+/// typed call reads them in flight.
+#[test]
+fn a_typed_groups_calls_are_issued_through_their_tensors() {
+    use collectives::device_group;
+    use collectives::typed::ShardsOf;
+    let seed = fresh_seed();
+    let mut r = rng(seed);
+    let g = device_group!(Cpu(0), Cpu(1), Cpu(2)).expect("three host devices");
+    let first = Shards::even(DType::F32, &[4099], g.devices(), Range::General, &mut r);
+    let [a, b, c] = [0, 1, 2].map(|i| first.tensors[i].clone());
+    let (m0, m1, m2) = g.members();
+    let shards = (m0.shard(a).unwrap(), m1.shard(b).unwrap(), m2.shard(c).unwrap());
+    let sums = g.all_reduce(shards.clone(), ReduceOp::Sum).expect("all_reduce");
+    let issued = issue(&sums.tensors()).expect("issue");
+    let maxes = g.all_reduce(sums.clone(), ReduceOp::Max).expect("all_reduce of the sums in flight");
+    issue(&maxes.tensors()).expect("issue").wait().expect("the maxes");
+    issued.wait().expect("the sums");
+    let calls = [
+        Call { ins: shards.tensors(), outs: sums.tensors() },
+        Call { ins: sums.tensors(), outs: maxes.tensors() },
+    ];
+    check_chain(g.runtime(), &calls, &[ReduceOp::Sum, ReduceOp::Max], &format!("typed, seed {seed}"));
+}

@@ -23,6 +23,9 @@
 //!   tensor on one. A collective takes one shard per member ([`ShardsOf`]): a tuple
 //!   `(Shard<Cuda>, Shard<Vulkan>, Shard<Cpu>)`, or an array `[Shard<Cpu>; 3]` when every member
 //!   has one kind.
+//! - Running: a typed collective's shards are lazy, as any [`crate::Tensor`]: [`Shard::to_vec`]
+//!   runs what one needs; [`ShardsOf::tensors`] gives their tensors, for [`crate::realize`] (all
+//!   in one run) or [`crate::issue`] (issued, not waited for).
 //! - Brands tell groups apart: a group made with `brand = Train` takes only `Shard<K, Train>`,
 //!   which come only from its members, so one group's shards passed to another's collective do
 //!   not compile. Unbranded groups share [`Unbranded`]; their shards are checked at run time
