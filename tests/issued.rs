@@ -3,9 +3,9 @@
 //! has (host devices; with Vulkan or CUDA present, groups with them), by the algorithm chosen and
 //! by the ring (the general path's schedule over several queues), and from several threads at
 //! once; and random chains of every shard-to-shard collective on random groups (`props`), issued
-//! at random depths, some calls realized instead and some handles dropped. Once everything is
-//! done, every output element is checked against the f64 reference of its call over the inputs
-//! that call read.
+//! at random depths, some calls realized instead and some handles dropped; and a typed group's
+//! calls, issued through their tensors. Once everything is done, every output element is checked
+//! against the f64 reference of its call over the inputs that call read.
 
 use std::collections::VecDeque;
 
