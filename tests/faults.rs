@@ -123,7 +123,7 @@ const CASES: &[(Coll, Algorithm)] = &[
 const ROOT: usize = 1;
 
 /// How a run ends: realized, or issued and then waited for (`collectives::issue`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum How {
     Realize,
     Issue,
@@ -334,7 +334,7 @@ fn sweep(g: &Group, c: Coll, algo: Algorithm, seed: u64, started: &AtomicU64) ->
     for k in 1..=n {
         // Every other run is issued, then waited for: it passes the same failpoints.
         let how = if k % 2 == 0 { How::Issue } else { How::Realize };
-        let at = format!("{ctx}, hit {k} of {n}, {}", if k % 2 == 0 { "issued" } else { "realized" });
+        let at = format!("{ctx}, hit {k} of {n}, {how:?}");
         started.store(epoch_ms(), Ordering::Release);
         let got = {
             let _armed = Armed::fail_at(k);

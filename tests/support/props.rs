@@ -8,12 +8,12 @@
 
 use std::sync::OnceLock;
 
-use collectives::{Algorithm, DType, Device, DeviceGroup, Error, ReduceOp, Tensor};
+use collectives::{Algorithm, DType, Device, DeviceGroup, Error, ReduceOp};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 
 use crate::collective::{ALGORITHMS, DTYPES, all_ops, with_dim};
-use crate::{cuda_required, rng, vulkan_required};
+use crate::{cuda_required, device_works, rng, vulkan_required};
 
 /// One random case.
 #[derive(Clone, Debug)]
@@ -62,35 +62,21 @@ impl Case {
 /// The Vulkan device a group may hold.
 pub const VK: Device = Device::Vulkan(0);
 
-/// Whether `Vulkan(0)` works, asked once (and said once when it does not; a panic when
-/// `REQUIRE_VULKAN=1`).
+/// Whether `Vulkan(0)` works, asked once ([`device_works`]: said once when it does not, a panic
+/// when `REQUIRE_VULKAN=1`).
 pub fn have_vulkan() -> bool {
     static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| match Tensor::from_vec(vec![1u8], [1], VK).and_then(|t| t.to_vec::<u8>()) {
-        Ok(_) => true,
-        Err(e) if vulkan_required() => panic!("REQUIRE_VULKAN=1 but {VK} does not work: {e}"),
-        Err(e) => {
-            println!("CPU-only groups: no Vulkan device ({e})");
-            false
-        }
-    })
+    *HAVE.get_or_init(|| device_works(VK, vulkan_required()))
 }
 
 /// The CUDA device a group may hold.
 pub const CU: Device = Device::Cuda(0);
 
-/// Whether `Cuda(0)` is present, asked once (said once when it is not; a panic when
-/// `REQUIRE_CUDA=1`).
+/// Whether `Cuda(0)` works, asked once ([`device_works`]: said once when it does not, a panic
+/// when `REQUIRE_CUDA=1`).
 pub fn have_cuda() -> bool {
     static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        let have = collectives::available_devices().contains(&CU);
-        assert!(have || !cuda_required(), "REQUIRE_CUDA=1 but {CU} is absent");
-        if !have {
-            println!("groups without CUDA: no {CU}");
-        }
-        have
-    })
+    *HAVE.get_or_init(|| device_works(CU, cuda_required()))
 }
 
 /// `r`'s value; `None` (the case is void) for the one error a valid case may meet: a Vulkan
