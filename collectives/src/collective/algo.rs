@@ -79,10 +79,11 @@ pub enum Algorithm {
     /// (peers, or virtual devices of one GPU) `all_reduce`, `all_gather`, `broadcast`,
     /// `reduce_scatter` and `all_to_all` (along contiguous parts) are one multi-device call each:
     /// the leader's (the root's) launch reads every shard in place and writes the result straight
-    /// into every member's output — the fold, the join (one more launch copies it out), the root's
-    /// tensor, the fold's parts (folded whole, then one launch copies each part out), every part
-    /// of every shard (16 a launch) — and a member whose memory it cannot write copies the
-    /// leader's output (joins its own parts).
+    /// into every member's output — the fold, the join (every member's placements in the one
+    /// launch up to 128 in all, else one more launch copies it out), the root's tensor, the
+    /// fold's parts (each written in the fold's own pass up to 16 members, else folded whole and
+    /// copied out by one more launch), every part of every shard (128 a launch) — and a member
+    /// whose memory it cannot write copies the leader's output (joins its own parts).
     Star,
     /// Chunked ring: reduce_scatter then all_gather, each chunk hopping device to device, so every
     /// link carries 2(n-1)/n of the message instead of the leader's links carrying all of it.
@@ -334,11 +335,18 @@ pub fn host_stages_cuda(kind: CollectiveKind, devices: &[Device], hub: Device, b
     }
 }
 
-/// Members of the largest group whose small all_to_all [`cuda_fans_out`] takes: the join of n
-/// members' shards is n rows of n placements, which the CUDA backend's segment copy kernel
-/// places in one launch up to 16 (four members); from five, a launch per shard, and the fanned
-/// call lost to the staged one (`bench/gpu/50-all-to-all`, run a: `cuda:0,cpu:0..3` 23.9–26.8 →
-/// 35.6–41.1 µs at 4 KiB, 53.2–54.8 → 66.2–69.9 at 64 KiB).
+/// Members of the largest group whose small all_to_all [`cuda_fans_out`] takes. The join of n
+/// members' shards is n rows of n placements, written to the CUDA device and to one host copy:
+/// 2n² contiguous copies, which the CUDA backend's segment copy kernel places in one launch up to
+/// eight members (128). From five members the fanned call lost to the staged one all the same:
+/// its kernel reads every host shard across the bus and writes the whole join back across it,
+/// where the staged call moves the host members' parts in host memory. On one H100
+/// (`bench/gpu/56-wide-segments`, run a, three rounds, µs, staged → fanned in one launch):
+/// `cuda:0,cpu:0..6` 21.8–26.1 → 25.1–28.7 at 4 KiB, 29.4–34.4 → 34.4–39.1 at 16 KiB,
+/// 60.2–63.7 → 73.5–80.5 at 64 KiB; `cpu:0..6,cuda:0` likewise behind; `cuda:0,cpu:0..3` even at
+/// 4 KiB (18.9–25.5 against 18.9–20.7), behind in two rounds of three from 16 KiB. Before the
+/// kernel's wide form, a launch per shard, it lost by more (`bench/gpu/50-all-to-all`, run a:
+/// `cuda:0,cpu:0..3` 23.9–26.8 → 35.6–41.1 at 4 KiB).
 pub const FANNED_ALL_TO_ALL_MAX_MEMBERS: usize = 4;
 
 /// Whether the small star collective `kind` of `devices` (every shard below

@@ -254,7 +254,7 @@ impl CudaCall {
     }
 
     /// The star all_to_all: member `root`'s launches copy part j (`part` elements from `j * part`)
-    /// of every input into its place in member j's output, [`launch::MAXK`] parts a launch; a
+    /// of every input into its place in member j's output, [`launch::SEGS_WIDE`] parts a launch; a
     /// member whose memory the root cannot write joins its parts itself (`join` from `j * part`).
     fn star_all_to_all(
         &self,
@@ -400,9 +400,9 @@ fn place_parts(
     })
 }
 
-/// `hub`'s launches ([`launch::MAXK`] outputs each) copying, for each output of `dsts` (`None`:
-/// not written), the range of `input` at the same index of `ranges` (`(start, len)` in elements)
-/// into it. Returns the event that completes them, or `None` where no output is written.
+/// `hub`'s launches ([`launch::SEGS_WIDE`] outputs each) copying, for each output of `dsts`
+/// (`None`: not written), the range of `input` at the same index of `ranges` (`(start, len)` in
+/// elements) into it. Returns the event that completes them, or `None` where no output is written.
 fn place_ranges(
     hub: &CudaDevice,
     input: &Buffer,

@@ -409,23 +409,37 @@ __device__ void copy2d_body(const W* src, W* dst, u64 rows, u64 width, u64 spitc
     }
 }
 
-// Up to MAXK contiguous copies in one launch (lengths in units of W): the placements of a concat,
-// and the gather step of a two-shot all_reduce. The threads stride over the segments' units taken
-// as one run, each segment after the one before, so the segments are copied side by side: a thread
-// that copied each segment in turn would wait out one round trip per segment in host memory (or
-// a peer's), its loads unable to pass its stores (nothing tells the compiler the segments do not
-// overlap). A thread's index only grows, so it finds its segment by stepping forward.
-struct Segs { u64 src[MAXK]; u64 dst[MAXK]; u64 len[MAXK]; };
+// Up to K contiguous copies in one launch (MAXK for copyseg, SEGS_WIDE for copysegw; lengths in
+// units of W): the placements of a concat, the parts of a star all_to_all, the gather step of a
+// two-shot all_reduce. The threads stride over the segments' units taken as one run, each segment
+// after the one before (segment j holds units end[j - 1] to end[j]), so the segments are copied
+// side by side: a thread that copied each segment in turn would wait out one round trip per
+// segment in host memory (or a peer's), its loads unable to pass its stores (nothing tells the
+// compiler the segments do not overlap). A thread's index only grows: it keeps its segment while
+// the index stays in it, else finds the next by bisecting the ends from there, so a thread far
+// along a run of many short segments reads a few ends, not every one before it.
+template <int K> struct SegsOf { u64 src[K]; u64 dst[K]; u64 end[K]; };
+typedef SegsOf<MAXK> Segs;
+// The wide form (`SEGS_WIDE` in copy.rs): 128 segments take 3 KiB of the launch's 4 KiB of
+// parameters, enough for a join of eight members' shards into two outputs.
+#define SEGS_WIDE 128
+typedef SegsOf<SEGS_WIDE> SegsWide;
 
-template <typename W>
-__device__ void copyseg_body(const Segs& s, int k) {
-    u64 total = 0;
-    for (int j = 0; j < k; j++) total += s.len[j];
+template <typename W, int K>
+__device__ void copyseg_body(const SegsOf<K>& s, int k) {
+    u64 total = s.end[k - 1];
     int j = 0;
-    u64 start = 0;  // segment j holds units [start, start + s.len[j]) of the run
     for (u64 g = tid0(); g < total; g += nthreads()) {
-        while (g - start >= s.len[j]) start += s.len[j++];
-        u64 i = g - start;
+        if (g >= s.end[j]) {
+            // The first segment after j that ends past g (segment k - 1 ends past every g).
+            int lo = j + 1, hi = k - 1;
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (s.end[mid] > g) hi = mid; else lo = mid + 1;
+            }
+            j = lo;
+        }
+        u64 i = g - (j ? s.end[j - 1] : 0);
         ((W*)s.dst[j])[i] = ((const W*)s.src[j])[i];
     }
 }
@@ -513,6 +527,11 @@ template <int B> struct Carried { __align__(16) unsigned char b[B]; };
 
 #define COPYSEG(W, N)                                                                            \
     extern "C" __global__ void copyseg_##N(Segs s, int k, Done done) {                           \
-        copyseg_body<W>(s, k);                                                                   \
+        copyseg_body<W, MAXK>(s, k);                                                             \
+        if (done.flag) signal_done(done);                                                        \
+    }
+#define COPYSEGW(W, N)                                                                           \
+    extern "C" __global__ void copysegw_##N(SegsWide s, int k, Done done) {                      \
+        copyseg_body<W, SEGS_WIDE>(s, k);                                                        \
         if (done.flag) signal_done(done);                                                        \
     }

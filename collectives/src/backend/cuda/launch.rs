@@ -67,7 +67,7 @@ pub(crate) use carried::Carried;
 #[cfg(test)]
 pub(crate) use carried::{CARRIED_BYTES, CARRIED_SMALL_BYTES};
 use copy::copy2d;
-pub(crate) use copy::{Seg, copy_segments, copy_segments_flagged};
+pub(crate) use copy::{SEGS_WIDE, Seg, copy_segments, copy_segments_flagged};
 pub(crate) use fold::REDUCE_BATCHES;
 pub(super) use fold::{Fold, Outs, reduce};
 use names::{Named, name_of};
@@ -223,7 +223,7 @@ pub(super) fn run(
         Kernel::Reduce { kind, scale } => unsafe {
             reduce(l, Fold::new(d, *kind, *scale), ins, (&[o], Outs::Whole), n, flag)
         },
-        Kernel::Concat { outer, .. } if outer * ins.len() <= MAXK => {
+        Kernel::Concat { outer, .. } if outer * ins.len() <= SEGS_WIDE => {
             // Each input's row one contiguous placement, all in one launch.
             let segs = placements(kernel, ins, o, d).unwrap_or_default();
             unsafe { copy_segments_flagged(l, &segs, flag) }
@@ -277,9 +277,9 @@ fn placements(kernel: &Kernel, ins: &[CUdeviceptr], o: CUdeviceptr, d: DType) ->
 
 /// [`run`] with the result written to each of `outs` (at least one): a reduce writes every one in
 /// its one pass (up to [`MAXK`]), a copy (a cast to the same dtype) copies the input to every one
-/// ([`MAXK`] a launch), a concat places its inputs' rows in every one where that is one launch
-/// ([`placements`], at most [`MAXK`] in all); any other kernel, or a reduce's outputs past
-/// [`MAXK`], are copied from `outs[0]` by one more launch. Each pointer holds `out.len` elements
+/// ([`SEGS_WIDE`] a launch), a concat places its inputs' rows in every one where that is one
+/// launch ([`placements`], at most [`SEGS_WIDE`] in all); any other kernel, or a reduce's outputs
+/// past [`MAXK`], are copied from `outs[0]` by one more launch. Each pointer holds `out.len` elements
 /// of `out.dtype` on this device or a peer's that this device writes in place, as the caller has
 /// checked. The last launch stores `flag` when done where it can ([`Launcher::done`]); returns
 /// whether it does.
@@ -297,12 +297,12 @@ pub(super) fn run_to_all(
     // The flag goes to the last launch: the kernel's where it writes every output, else the copy.
     let (written, flagged) = match kernel {
         Kernel::Cast if in_dtype == out.dtype => {
-            // A copy: every output straight from the input, MAXK a launch.
+            // A copy: every output straight from the input, in one launch (SEGS_WIDE a launch).
             let segs: Vec<Seg> = outs.iter().map(|&o| (ins[0], o, bytes)).collect();
             // SAFETY: as `run` guarantees for the input and every output; outputs are distinct.
             return unsafe { copy_segments_flagged(l, &segs, flag) };
         }
-        Kernel::Concat { outer, .. } if outer * ins.len() * outs.len() <= MAXK => {
+        Kernel::Concat { outer, .. } if outer * ins.len() * outs.len() <= SEGS_WIDE => {
             let each = outs.iter().filter_map(|&o| placements(kernel, ins, o, out.dtype));
             let segs: Vec<Seg> = each.flatten().collect();
             // SAFETY: as `run` guarantees for the inputs and every output; outputs are distinct.

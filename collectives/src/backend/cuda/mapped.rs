@@ -10,9 +10,9 @@
 //! reduce's pageable inputs of up to 4 KiB in all go in its launch's parameters instead,
 //! [`launch::Carried`]), the result goes into each host copy's pinned block across the bus too —
 //! a reduce writes them in its own pass, a small concat places its inputs' rows in each in its
-//! one launch (up to [`launch::MAXK`] placements in all), another kernel's result is copied by one
-//! more launch (either starts sooner than the copy engine) — and the one stream orders them: one
-//! event completes the whole step. The schedule streams kernels below
+//! one launch (up to [`launch::SEGS_WIDE`] placements in all), another kernel's result is copied
+//! by one more launch (either starts sooner than the copy engine) — and the one stream orders
+//! them: one event completes the whole step. The schedule streams kernels below
 //! [`crate::exec::STREAM_SMALL_BYTES`] this way (`exec/stream.rs`). On the H200 a 4 KiB
 //! all_reduce of `cuda:0, cpu:0` took 19–26 µs against 24–36 unstreamed, and of `cuda:0,
 //! vulkan:0, cpu:0` 25–37 against 49–58 (`bench/gpu/18-locked`, runs b, d, e and f on four
@@ -321,10 +321,11 @@ mod tests {
 
     /// Concats and slices in one pass (`exec/stream.rs` streams small concats; the backend takes
     /// any kernel): parts on the device, in pageable and in pinned host memory, at odd sizes and
-    /// in dtypes of 1, 2 and 4 bytes, written to the device and to two host devices or to six;
-    /// concats of two parts and of three, slices, each of one row and of two — the concat's
-    /// placements (rows times parts times destinations) in one launch where they are at most
-    /// `MAXK` (of two rows, two parts to three destinations), else computed, then copied; every
+    /// in dtypes of 1, 2 and 4 bytes, written to the device and to two host devices or to 24;
+    /// concats of two parts and of three, slices, each of one row and of two, and of 64 rows —
+    /// the concat's placements (rows times parts times destinations) in one launch where they are
+    /// at most `SEGS_WIDE` (up to two rows of three parts to 25 destinations), else computed
+    /// (each part's rows by one launch where one destination's are more) and then copied; every
     /// element of every result against the f64 reference, the inputs unchanged.
     #[test]
     fn one_pass_concats_and_slices_of_host_and_device_inputs() {
@@ -332,21 +333,22 @@ mod tests {
         let seed: u64 = rand::rng().random();
         let mut r = StdRng::seed_from_u64(seed);
         let two = [Device::Cpu(0), Device::Cpu(3)];
-        let six: Vec<Device> = (0..6).map(Device::Cpu).collect();
-        for (dtype, n, to) in [
-            (DType::F32, 1, &two[..]),
-            (DType::U8, 7, &two[..]),
-            (DType::F16, 65_537, &two[..]),
-            (DType::I32, 7, &six[..]),
+        let many: Vec<Device> = (0..24).map(Device::Cpu).collect();
+        for (dtype, n, to, rows) in [
+            (DType::F32, 1, &two[..], 2),
+            (DType::U8, 7, &two[..], 2),
+            (DType::F16, 65_537, &two[..], 2),
+            (DType::I32, 7, &many[..], 2),
+            (DType::F32, 5, &two[..], 64),
         ] {
-            // Three parts of 2n, 2n + 2 and 6 elements: each splits into two rows.
+            // Three parts of rows × n, n + 1 and 3 elements: each splits into two rows, or 64.
             let vals: Vec<Vec<f64>> =
-                [n, n + 1, 3].iter().map(|&m| random_vals(dtype, 2 * m, false, &mut r)).collect();
+                [n, n + 1, 3].iter().map(|&m| random_vals(dtype, rows * m, false, &mut r)).collect();
             let pageable = host_buffer(Device::Cpu(1), dtype, &vals[0]);
             let on_dev = to_buffer(&dev, dtype, &vals[1]);
             let pinned = copy::dtoh(&dev, &to_buffer(&dev, dtype, &vals[2]), Device::Cpu(2)).unwrap();
             let ctx = format!("{dtype}, {n} elements, {} copies, seed {seed}", to.len());
-            for (outer, k) in [(1, 3), (2, 2), (2, 3)] {
+            for (outer, k) in [(1, 3), (2, 2), (2, 3), (rows, 3)] {
                 let (kernel, want) = concat_of(&vals[..k], outer);
                 let to = Delivery::wholes(to, want.len());
                 let parts = [&pageable, &on_dev, &pinned];

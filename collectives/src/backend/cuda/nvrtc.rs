@@ -69,6 +69,10 @@ fn entry_points(group: &str) -> Option<String> {
             "COPYSEG(u8, 1) COPYSEG(unsigned short, 2) COPYSEG(u32, 4) COPYSEG(u64, 8) COPYSEG(w16, 16)"
                 .into()
         }
+        "copysegw" => {
+            "COPYSEGW(u8, 1) COPYSEGW(unsigned short, 2) COPYSEGW(u32, 4) COPYSEGW(u64, 8) COPYSEGW(w16, 16)"
+                .into()
+        }
         g => {
             // `reduce_<dtype>` (the loop over inputs) or `reduce<B>_<dtype>` (batches of B); with
             // a `p` after the form (`reducep_<dtype>`, `reduce<B>p_<dtype>`), the split result;
@@ -174,7 +178,8 @@ mod tests {
         assert_eq!(group_of("cast_i64_f16"), "cast");
         assert_eq!(group_of("copy2d_16"), "copy2d");
         assert_eq!(group_of("copyseg_4"), "copyseg");
-        for g in ["binary", "scale", "cast", "copy2d", "copyseg", "reduce_u8", "reduce_f16"] {
+        assert_eq!(group_of("copysegw_16"), "copysegw");
+        for g in ["binary", "scale", "cast", "copy2d", "copyseg", "copysegw", "reduce_u8", "reduce_f16"] {
             assert!(entry_points(g).is_some(), "{g}");
         }
         assert!(entry_points("reduce_f8").is_none());
@@ -221,7 +226,7 @@ mod tests {
         let arch = crate::knob::var("COLLECTIVES_NVRTC_ARCH", "an SM version such as 90", |&a: &i32| a > 0)
             .unwrap_or(90);
         let mut groups: Vec<String> =
-            ["binary", "scale", "cast", "copy2d", "copyseg"].map(String::from).into();
+            ["binary", "scale", "cast", "copy2d", "copyseg", "copysegw"].map(String::from).into();
         groups.extend(DType::ALL.iter().map(|d| format!("reduce_{}", d.name())));
         groups.extend(DType::ALL.iter().map(|d| format!("reducep_{}", d.name())));
         // Parameters past 4 KiB compile from CUDA 12.1 on.
