@@ -19,7 +19,9 @@
 //! (`flags`), the library's calls with host waits by kernel flags ([`super::flag`]) against
 //! events alone; a seventh (`resident`), a resident worker kernel polling a mailbox against a
 //! launch per call (`bench/gpu/29-resident`); an eighth (`inline`), a small host input carried
-//! in the launch's parameters against one read across the bus (`bench/gpu/52-inline`).
+//! in the launch's parameters against one read across the bus (`bench/gpu/52-inline`); a ninth
+//! (`graph`), a kernel launched from a CUDA graph against the same kernel launched directly
+//! (`bench/gpu/57-graph-launch`).
 
 use std::time::Instant;
 
@@ -36,6 +38,7 @@ use crate::dtype::DType;
 use crate::graph::{ReduceKind, Tensor};
 
 mod flags;
+mod graph;
 mod inline;
 mod resident;
 
