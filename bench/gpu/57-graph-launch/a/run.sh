@@ -1,11 +1,11 @@
 #!/bin/bash
 # Run 57a: the tree as committed after run 56 (its reduce kernels without run 56's
 # `__grid_constant__` trial), on the GPU: `graph_launch_probe` (a kernel launched from a CUDA graph
-# against the same kernel launched directly) and `local_reduce_layers_probe`; issue 14's 4 KiB
-# rows and eight virtual devices' all_to_all and all_gather, three rounds; anchors; the tests the
-# segment copy kernel's wide form touches.
+# against the same kernel launched directly); issue 14's 4 KiB rows and eight virtual devices'
+# all_to_all and all_gather, three rounds; anchors; the tests the segment copy kernel's wide form
+# touches.
 # Staged by: bash bench/gpu/stage.sh bench/gpu/57-graph-launch/a - lib cuda_native collective_props collective_moves plans joins issued cuda_copies
-# Invoked as: timeout -k 5 420 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+# Invoked as: timeout -k 5 360 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 test -x $G/lib || tar xJf $G/bins.tar.xz -C $G
 source $G/env.sh && source $G/steps.sh
@@ -13,8 +13,6 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 export REQUIRE_CUDA=1 REQUIRE_VULKAN=1
 t gprobe lib 120 --ignored --nocapture --exact backend::cuda::probe::graph::graph_launch_probe
 grep -h "^probe:" $L/t_gprobe.log
-t lprobe lib 120 --ignored --nocapture --exact backend::cuda::probe::local_reduce_layers_probe
-grep -h "^probe:" $L/t_lprobe.log
 I="--sizes 4K --iters 1000 --warmup 100"
 V8=0,0,0,0,0,0,0,0 D8=cuda:0,cuda:1,cuda:2,cuda:3,cuda:4,cuda:5,cuda:6,cuda:7
 C8=cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7
@@ -27,9 +25,7 @@ for r in 1 2 3; do
 done
 timeout 30 python3 $G/anchors.py --sizes 4K,1M --iters 10 > $L/anchors.log 2>&1; tail -2 $L/anchors.log
 t lib1 lib 150
-COLLECTIVES_CUDA_DEVICES=0,0 t lib2 lib 150
 COLLECTIVES_CUDA_DEVICES=$V8 t native8 cuda_native 90 --test-threads 2
-COLLECTIVES_CUDA_DEVICES=0,0,0 t native3 cuda_native 60 --test-threads 2
 t copies cuda_copies 40
 t props collective_props 120
 t moves collective_moves 30
