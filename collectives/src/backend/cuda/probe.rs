@@ -23,16 +23,18 @@
 //! (`graph`), a kernel launched from a CUDA graph against the same kernel launched directly
 //! (`bench/gpu/57-graph-launch`).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::result;
 
+use super::device::CudaDevice;
 use super::event;
 use super::launch::{self, Launcher};
-use super::memory::alloc_of;
+use super::memory::{DevAlloc, alloc_of};
 use super::tests::{devices, upload};
 use crate::backend::timing::{self, row};
-use crate::backend::{Delivery, Kernel, OutSpec};
+use crate::backend::{Buffer, Delivery, Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::graph::{ReduceKind, Tensor};
@@ -57,6 +59,15 @@ fn compile(dev: &super::device::CudaDevice, src: &str) -> std::sync::Arc<cudarc:
     dev.ctx.load_module(cudarc::nvrtc::compile_ptx_with_opts(src, opts).unwrap()).unwrap()
 }
 
+/// Two inputs of `N` f32s on `dev`, uploaded and waited for (the probes' raw launches do not wait
+/// for them on the device), and an output of as many bytes, ordered on the compute stream.
+fn two_inputs(dev: &CudaDevice) -> (Buffer, Buffer, Arc<DevAlloc>) {
+    let (a, b) = (upload(dev, vec![1.5f32; N]), upload(dev, vec![2.5f32; N]));
+    a.wait().unwrap();
+    b.wait().unwrap();
+    (a, b, dev.alloc(N * 4, &dev.compute).unwrap())
+}
+
 /// [`timing::time`] over `ITERS` runs.
 fn time(f: impl FnMut()) -> (f64, f64) {
     timing::time(ITERS, f)
@@ -68,11 +79,7 @@ fn local_reduce_layers_probe() {
     let Some(dev) = devices().into_iter().next() else {
         return;
     };
-    let (a, b) = (upload(&dev, vec![1.5f32; N]), upload(&dev, vec![2.5f32; N]));
-    // The raw launches below do not wait for the uploads on the device: wait here.
-    a.wait().unwrap();
-    b.wait().unwrap();
-    let out = dev.alloc(N * 4, &dev.compute).unwrap();
+    let (a, b, out) = two_inputs(&dev);
     let stream = dev.compute.clone();
     let raw = stream.cu_stream();
     let kernel = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
@@ -175,7 +182,7 @@ fn mixed_all_reduce_layers_probe() {
         return;
     };
     let a = upload(&dev, vec![1.5f32; N]);
-    let host = crate::backend::Buffer::from_vec(Device::Cpu(0), vec![2.5f32; N]);
+    let host = Buffer::from_vec(Device::Cpu(0), vec![2.5f32; N]);
     let kernel = Kernel::Reduce { kind: ReduceKind::Sum, scale: None };
     let spec = OutSpec { dtype: DType::F32, len: N };
     a.wait().unwrap();
@@ -388,10 +395,7 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
 "#;
     let module = compile(&dev, SRC);
     let f = module.load_function("add_flag").unwrap();
-    let (a, b) = (upload(&dev, vec![1.5f32; N]), upload(&dev, vec![2.5f32; N]));
-    a.wait().unwrap();
-    b.wait().unwrap();
-    let out = dev.alloc(N * 4, &dev.compute).unwrap();
+    let (a, b, out) = two_inputs(&dev);
     let flag_block = super::pinned::take(64, &dev.ctx, dev.device).unwrap();
     // SAFETY: the block is 64 bytes or more of pinned memory, aligned for a u32, alive below.
     let flag = unsafe { &*(flag_block.ptr() as *const AtomicU32) };

@@ -6,12 +6,12 @@ use std::ptr::null_mut;
 
 use cudarc::driver::{result, sys};
 
-use super::{N, time};
+use super::{N, time, two_inputs};
 use crate::backend::Kernel;
 use crate::backend::OutSpec;
 use crate::backend::cuda::launch::{self, Launcher};
 use crate::backend::cuda::memory::alloc_of;
-use crate::backend::cuda::tests::{devices, upload};
+use crate::backend::cuda::tests::devices;
 use crate::backend::timing::row;
 use crate::dtype::DType;
 use crate::graph::ReduceKind;
@@ -26,10 +26,7 @@ fn graph_launch_probe() {
     let Some(dev) = devices().into_iter().next() else {
         return;
     };
-    let (a, b) = (upload(&dev, vec![1.5f32; N]), upload(&dev, vec![2.5f32; N]));
-    a.wait().unwrap();
-    b.wait().unwrap();
-    let out = dev.alloc(N * 4, &dev.compute).unwrap();
+    let (a, b, out) = two_inputs(&dev);
     let stream = dev.compute.clone();
     let raw = stream.cu_stream();
     let l = Launcher::new(&dev, &stream);

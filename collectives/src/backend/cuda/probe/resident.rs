@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use cudarc::driver::result;
 
-use super::{N, compile, ptr, time};
+use super::{N, compile, ptr, time, two_inputs};
 use crate::backend::cuda::memory::alloc_of;
-use crate::backend::cuda::tests::{devices, upload};
+use crate::backend::cuda::tests::devices;
 use crate::backend::timing::{self, row};
 
 /// A resident worker kernel against a launch per call: the worker (one block, on a stream of its
@@ -74,10 +74,7 @@ extern "C" __global__ void worker(const unsigned* mail, volatile unsigned* done,
 "#;
     let module = compile(&dev, SRC);
     let (add, work) = (module.load_function("add_flag").unwrap(), module.load_function("worker").unwrap());
-    let (a, b) = (upload(&dev, vec![1.5f32; N]), upload(&dev, vec![2.5f32; N]));
-    a.wait().unwrap();
-    b.wait().unwrap();
-    let out = dev.alloc(N * 4, &dev.compute).unwrap();
+    let (a, b, out) = two_inputs(&dev);
     let block = crate::backend::cuda::pinned::take(4096, &dev.ctx, dev.device).unwrap();
     // SAFETY: the block is 4096 bytes of pinned memory, aligned for u32s, alive to the end; the
     // host touches it only through these atomics.
