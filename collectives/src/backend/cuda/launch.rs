@@ -279,9 +279,9 @@ fn placements(kernel: &Kernel, ins: &[CUdeviceptr], o: CUdeviceptr, d: DType) ->
 /// its one pass (up to [`MAXK`]), a copy (a cast to the same dtype) copies the input to every one
 /// ([`SEGS_WIDE`] a launch), a concat places its inputs' rows in every one where that is one
 /// launch ([`placements`], at most [`SEGS_WIDE`] in all); any other kernel, or a reduce's outputs
-/// past [`MAXK`], are copied from `outs[0]` by one more launch. Each pointer holds `out.len` elements
-/// of `out.dtype` on this device or a peer's that this device writes in place, as the caller has
-/// checked. The last launch stores `flag` when done where it can ([`Launcher::done`]); returns
+/// past [`MAXK`], are copied from `outs[0]` by one more launch. Each pointer holds `out.len`
+/// elements of `out.dtype` on this device or a peer's that this device writes in place, as the
+/// caller has checked. The last launch stores `flag` when done where it can ([`Launcher::done`]); returns
 /// whether it does.
 pub(super) fn run_to_all(
     l: &Launcher,
@@ -297,7 +297,7 @@ pub(super) fn run_to_all(
     // The flag goes to the last launch: the kernel's where it writes every output, else the copy.
     let (written, flagged) = match kernel {
         Kernel::Cast if in_dtype == out.dtype => {
-            // A copy: every output straight from the input, in one launch (SEGS_WIDE a launch).
+            // A copy: every output straight from the input, up to SEGS_WIDE a launch.
             let segs: Vec<Seg> = outs.iter().map(|&o| (ins[0], o, bytes)).collect();
             // SAFETY: as `run` guarantees for the input and every output; outputs are distinct.
             return unsafe { copy_segments_flagged(l, &segs, flag) };

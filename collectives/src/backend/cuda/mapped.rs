@@ -322,12 +322,13 @@ mod tests {
     /// Concats and slices in one pass (`exec/stream.rs` streams small concats; the backend takes
     /// any kernel): parts on the device, in pageable and in pinned host memory, at odd sizes and
     /// in dtypes of 1, 2 and 4 bytes, written to the device and to two host devices or to 24;
-    /// concats of three parts in one row, of two parts in two and of three in two (in 64 in one
-    /// case), slices of one row and of two. The concat's placements (rows times parts times
+    /// concats of three parts in one row, of two parts in two and of three in two (in 8 or 64 in
+    /// two cases), slices of one row and of two. The concat's placements (rows times parts times
     /// destinations) go in one launch where they are at most `SEGS_WIDE` (to 25 destinations: 75
-    /// and 100), else the concat is computed once and copied (150), its parts' rows placed by one
-    /// launch where they are at most `SEGS_WIDE`, else by a launch per part (64 rows of three).
-    /// Every element of every result against the f64 reference, the inputs unchanged.
+    /// and 100), else the concat is computed once and copied (8 rows of three to 25: 600), its
+    /// placements in one launch where they are at most `SEGS_WIDE` (24), else by a launch per
+    /// part (64 rows of three: 192). Every element of every result against the f64 reference,
+    /// the inputs unchanged.
     #[test]
     fn one_pass_concats_and_slices_of_host_and_device_inputs() {
         let Some(dev) = devices().into_iter().next() else { return };
@@ -339,10 +340,10 @@ mod tests {
             (DType::F32, 1, &two[..], 2),
             (DType::U8, 7, &two[..], 2),
             (DType::F16, 65_537, &two[..], 2),
-            (DType::I32, 7, &many[..], 2),
+            (DType::I32, 7, &many[..], 8),
             (DType::F32, 5, &two[..], 64),
         ] {
-            // Three parts of rows × n, n + 1 and 3 elements: each splits into two rows, or 64.
+            // Three parts of rows × n, n + 1 and 3 elements: each splits into two rows, or `rows`.
             let vals: Vec<Vec<f64>> =
                 [n, n + 1, 3].iter().map(|&m| random_vals(dtype, rows * m, false, &mut r)).collect();
             let pageable = host_buffer(Device::Cpu(1), dtype, &vals[0]);
