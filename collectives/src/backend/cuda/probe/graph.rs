@@ -38,6 +38,11 @@ fn graph_launch_probe() {
     let reduce = || launch::run(&l, &kernel, &ptrs, DType::F32, out.ptr(), spec, None).map(drop).unwrap();
     let copy = || unsafe { launch::copy_segments(&l, &seg) }.unwrap();
     dev.bind().unwrap();
+    // Launched once outside a capture, so the kernels are loaded before any graph holds them.
+    copy();
+    reduce();
+    // SAFETY: the stream is alive.
+    unsafe { result::stream::synchronize(raw).unwrap() };
     // SAFETY: the stream is alive and idle; each graph launches what its closure launched.
     let graphs = unsafe { [("the 16-byte copy", capture(raw, copy)), ("the reduce", capture(raw, reduce))] };
     for _ in 0..2 {
