@@ -216,6 +216,7 @@ mod tests {
                 unsafe { copy_segments(&l, &segs) }.expect("copy");
                 dev.compute.synchronize().unwrap();
                 let got: Vec<u8> = download(&dev, &dst);
+                assert_eq!(got.len(), want.len(), "seed {seed}: the whole destination read back");
                 let wrong = got.iter().zip(&want).filter(|(g, w)| g != w).count();
                 assert_eq!(wrong, 0, "seed {seed}: {count} segments in units of {unit}: {wrong} bytes wrong");
             }
