@@ -2,11 +2,11 @@
 # Run 57a: the tree as committed after run 56 (its reduce kernels without run 56's
 # `__grid_constant__` trial), on the GPU: `graph_launch_probe` (a kernel launched from a CUDA graph
 # against the same kernel launched directly); issue 14's 4 KiB rows and eight virtual devices'
-# all_to_all and all_gather, three rounds; anchors; the `lib`, `cuda_native` and `cuda_copies`
-# tests on the tree as committed (run 56 tested the wide copy kernel with both of its trials
+# all_to_all and all_gather, three rounds; anchors; the `lib` tests, `cuda_native` on eight virtual
+# devices and `cuda_copies` on the tree as committed (run 56 tested the wide copy kernel with both of its trials
 # applied; the tests and probes committed after it had not run on a GPU).
 # Staged by: bash bench/gpu/stage.sh bench/gpu/57-graph-launch/a - lib cuda_native cuda_copies
-# Invoked as: timeout -k 5 400 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+# Invoked as: timeout -k 5 330 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 test -x $G/lib || tar xJf $G/bins.tar.xz -C $G
 source $G/env.sh && source $G/steps.sh
@@ -25,8 +25,7 @@ for r in 1 2 3; do
 done
 timeout 30 python3 $G/anchors.py --sizes 4K,1M --iters 10 > $L/anchors.log 2>&1; tail -2 $L/anchors.log
 t lib1 lib 150
-COLLECTIVES_CUDA_DEVICES=0,0 t lib2 lib 150
-for n in 0,0 0,0,0 0,0,0,0 $V8; do COLLECTIVES_CUDA_DEVICES=$n t native$(( (${#n} + 1) / 2 )) cuda_native 90 --test-threads 2; done
+COLLECTIVES_CUDA_DEVICES=$V8 t native8 cuda_native 90 --test-threads 2
 t copies cuda_copies 40
 grep -h -E "panicked|FAILED" $L/t_*.log | head -20
 date
