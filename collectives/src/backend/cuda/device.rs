@@ -13,6 +13,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStrea
 use parking_lot::Mutex;
 
 use super::memory::DevAlloc;
+use super::relaunch::Graphs;
 use super::reuse::{Parked, Reuse};
 use super::staging::Ring;
 use super::{driver, nvrtc, virt};
@@ -68,6 +69,9 @@ pub(crate) struct CudaDevice {
     /// The compute stream's block counter ([`CudaDevice::block_counter`]): the word and its
     /// address, once allocated; `None` where that failed.
     counter: OnceLock<Option<(CudaSlice<u32>, sys::CUdeviceptr)>>,
+    /// Each stream's graphs of one kernel launch, through which its launches go
+    /// ([`super::relaunch`]).
+    pub graphs: Graphs,
 }
 
 type Table = Mutex<HashMap<u32, Arc<CudaDevice>>>;
@@ -132,6 +136,7 @@ impl CudaDevice {
             stage_in: Mutex::new(Ring::default()),
             stage_out: Mutex::new(Ring::default()),
             counter: OnceLock::new(),
+            graphs: Graphs::new(ctx.clone()),
             ctx,
             compute,
             copy_in,

@@ -73,6 +73,18 @@ const INTEROP_SYMBOLS: &[&str] =
 const SEMAPHORE_SYMBOLS: &[&str] =
     &["cuImportExternalSemaphore", "cuWaitExternalSemaphoresAsync", "cuSignalExternalSemaphoresAsync"];
 
+/// Driver entry points of launches through a CUDA graph ([`super::relaunch`]); checked when the
+/// first is made.
+const GRAPH_SYMBOLS: &[&str] = &[
+    "cuGraphCreate",
+    "cuGraphAddKernelNode_v2",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphExecKernelNodeSetParams_v2",
+    "cuGraphLaunch",
+    "cuGraphExecDestroy",
+    "cuGraphDestroy",
+];
+
 /// NVRTC entry points used to compile the kernels.
 const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcCreateProgram",
@@ -189,6 +201,16 @@ pub(crate) fn interop_status() -> &'static Result<(), String> {
     S.get_or_init(|| {
         driver_status().clone()?;
         check("libcuda", true, has_symbol!(cudarc::driver::sys), INTEROP_SYMBOLS)
+    })
+}
+
+/// `Ok` when libcuda loads with the entry points of launches through a graph, else why not
+/// (cached).
+pub(crate) fn graph_status() -> &'static Result<(), String> {
+    static S: OnceLock<Result<(), String>> = OnceLock::new();
+    S.get_or_init(|| {
+        driver_status().clone()?;
+        check("libcuda", true, has_symbol!(cudarc::driver::sys), GRAPH_SYMBOLS)
     })
 }
 

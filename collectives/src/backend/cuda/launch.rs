@@ -162,10 +162,14 @@ impl<'a> Launcher<'a> {
             false => (work.div_ceil(BLOCK as u64).clamp(1, cap), BLOCK as u64),
         };
         self.dev.bind()?;
+        let (func, dims, stream) = (f.f.cu_function(), (grid as u32, block as u32), self.stream.cu_stream());
         // SAFETY: as the caller guarantees; the function is loaded in this (bound) context, and
         // `block` is within what it runs in one block.
         unsafe {
-            driver::launch(f.f.cu_function(), grid as u32, block as u32, self.stream.cu_stream(), params)
+            match self.dev.graphs.launch(func, dims, stream, params) {
+                true => Ok(()),
+                false => driver::launch(func, dims.0, dims.1, stream, params),
+            }
         }
         .map_err(|e| {
             crate::error::Error::driver(self.dev.device, format!("launch {name}"), driver::describe(e))

@@ -36,6 +36,7 @@ mod pinned;
 #[cfg(test)]
 pub(crate) mod probe;
 pub(crate) mod register;
+mod relaunch;
 pub(crate) mod reuse;
 mod staging;
 mod stream;
