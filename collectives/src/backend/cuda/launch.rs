@@ -146,7 +146,8 @@ impl<'a> Launcher<'a> {
     /// Launches `f` (the kernel `name`, from [`CudaDevice::function`]) over `work` items
     /// (grid-stride, so any grid covers them): as one block of `work` threads (whole warps) where
     /// `f` runs that many in one ([`Func::one_block`]), else in blocks of [`BLOCK`], at most eight
-    /// per multiprocessor.
+    /// per multiprocessor. Through the stream's graph of `f` where graph launches are on
+    /// ([`super::relaunch`]), else directly.
     ///
     /// # Safety
     /// `params` must match the kernel's parameters, and every pointer in them must be valid for

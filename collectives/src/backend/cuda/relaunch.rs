@@ -12,7 +12,12 @@
 //! order, as a stream's launches do anyway, and setting its parameters changes only its later
 //! launches: one in flight keeps those it was launched with. A driver without the graph entry
 //! points ([`driver::graph_status`]), or a graph that does not instantiate, leaves that kernel's
-//! launches direct. `COLLECTIVES_CUDA_GRAPH_LAUNCH=0` turns graphs off for the process.
+//! launches direct.
+//!
+//! Off by default (`COLLECTIVES_CUDA_GRAPH_LAUNCH=1` turns it on for the process) until the
+//! library's tests and calls have run this way on a GPU: the probe measured the launch, and this
+//! path has run only in the builds here, which have no GPU (`bench/gpu/58-graph-launches` is the
+//! run that would show it).
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -25,8 +30,11 @@ use parking_lot::Mutex;
 
 use super::driver;
 
-/// The switch that turns graph launches off (`0`) or on (`1`, the default).
+/// The switch that turns graph launches on (`1`) or off (`0`, the default).
 pub(crate) const GRAPH_LAUNCH_ENV: &str = "COLLECTIVES_CUDA_GRAPH_LAUNCH";
+
+/// Whether launches go through graphs where the switch is unset.
+const GRAPH_LAUNCH_DEFAULT: bool = false;
 
 /// Whether launches go through graphs: the switch, and the driver's entry points (cached).
 fn enabled() -> bool {
@@ -35,7 +43,9 @@ fn enabled() -> bool {
         return on;
     }
     static S: OnceLock<bool> = OnceLock::new();
-    *S.get_or_init(|| crate::knob::switch(GRAPH_LAUNCH_ENV, true) && driver::graph_status().is_ok())
+    *S.get_or_init(|| {
+        crate::knob::switch(GRAPH_LAUNCH_ENV, GRAPH_LAUNCH_DEFAULT) && driver::graph_status().is_ok()
+    })
 }
 
 /// A probe's choice for the process: `Some(false)` direct launches, `Some(true)` graphs where the
