@@ -69,8 +69,8 @@ pub(crate) struct CudaDevice {
     /// The compute stream's block counter ([`CudaDevice::block_counter`]): the word and its
     /// address, once allocated; `None` where that failed.
     counter: OnceLock<Option<(CudaSlice<u32>, sys::CUdeviceptr)>>,
-    /// Each stream's graphs of one kernel launch, through which its launches go
-    /// ([`super::relaunch`]).
+    /// Each stream's graphs of one kernel launch, through which its launches go where graph
+    /// launches are on ([`super::relaunch`]).
     pub graphs: Graphs,
 }
 

@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 use super::driver;
 
 /// The switch that turns graph launches on (`1`) or off (`0`, the default).
-pub(crate) const GRAPH_LAUNCH_ENV: &str = "COLLECTIVES_CUDA_GRAPH_LAUNCH";
+const GRAPH_LAUNCH_ENV: &str = "COLLECTIVES_CUDA_GRAPH_LAUNCH";
 
 /// Whether launches go through graphs where the switch is unset.
 const GRAPH_LAUNCH_DEFAULT: bool = false;
