@@ -6,7 +6,10 @@
 //! four rounds), the 4 KiB reduce of two inputs and a stream synchronize took 9.9–11.0 µs
 //! launched directly, 7.2–8.0 from a graph and 7.4–8.6 with the graph's parameters set first, as
 //! here; the host's part alone 3.3–4.4 µs against 1.7–2.2 for the graph's launch. The smallest
-//! kernel (a 16-byte copy) read alike: 9.0–10.6 against 6.8–8.0.
+//! kernel (a 16-byte copy) read alike: 9.0–10.6 against 6.8–8.0. The direct rows went through
+//! the library's launcher and the graph rows called the driver alone, so the launcher's own host
+//! work (choosing the kernel, filling its parameters) counts in the first only: what a call
+//! gains this way is at most that difference.
 //!
 //! How: a graph is one stream's and one kernel's ([`Graphs`]). Launches of one graph run in
 //! order, as a stream's launches do anyway, and setting its parameters changes only its later
