@@ -286,8 +286,8 @@ fn placements(kernel: &Kernel, ins: &[CUdeviceptr], o: CUdeviceptr, d: DType) ->
 /// launch ([`placements`], at most [`SEGS_WIDE`] in all); any other kernel, or a reduce's outputs
 /// past [`MAXK`], are copied from `outs[0]` by one more launch. Each pointer holds `out.len`
 /// elements of `out.dtype` on this device or a peer's that this device writes in place, as the
-/// caller has checked. The last launch stores `flag` when done where it can ([`Launcher::done`]); returns
-/// whether it does.
+/// caller has checked. The last launch stores `flag` when done where it can
+/// ([`Launcher::done`]); returns whether it does.
 pub(super) fn run_to_all(
     l: &Launcher,
     kernel: &Kernel,
