@@ -2,7 +2,8 @@
 # Run 58a: CUDA kernels launched through their stream's graph (`backend/cuda/relaunch.rs`, on with
 # COLLECTIVES_CUDA_GRAPH_LAUNCH=1, off by default until this run shows it), on the GPU: the graph
 # test; issue 14's 4 KiB CUDA rows and eight virtual devices' star calls with graphs off (=0) and
-# on (=1), three rounds in turn; anchors; then every GPU test binary with graphs on.
+# on (=1), three rounds in turn; anchors; then every GPU test binary with graphs on, the ones
+# most telling first (a short lease cuts only the tail).
 # Staged by: bash bench/gpu/stage.sh bench/gpu/58-graph-launches/a - lib cuda_native cuda_copies collective_props collective_moves plans joins device_groups typed issued
 # Invoked as: timeout -k 5 560 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
@@ -26,15 +27,16 @@ done
 timeout 30 python3 $G/anchors.py --sizes 4K,1M --iters 10 > $L/anchors.log 2>&1; tail -2 $L/anchors.log
 export COLLECTIVES_CUDA_GRAPH_LAUNCH=1
 t lib1 lib 150
-COLLECTIVES_CUDA_DEVICES=0,0 t lib2 lib 150
-for n in 0,0 0,0,0,0 $V8; do COLLECTIVES_CUDA_DEVICES=$n t native$(( (${#n} + 1) / 2 )) cuda_native 90 --test-threads 2; done
+COLLECTIVES_CUDA_DEVICES=$V8 t native8 cuda_native 90 --test-threads 2
 t copies cuda_copies 40
-t props collective_props 120
-t moves collective_moves 30
+COLLECTIVES_CUDA_DEVICES=0,0,0,0 t issued4 issued 90
 t plans plans 30
 t joins joins 40
-t groups device_groups 130 --test-threads 2
 t typed typed 30
-COLLECTIVES_CUDA_DEVICES=0,0,0,0 t issued4 issued 90
+t moves collective_moves 30
+t props collective_props 120
+t groups device_groups 130 --test-threads 2
+COLLECTIVES_CUDA_DEVICES=0,0 t lib2 lib 150
+for n in 0,0 0,0,0,0; do COLLECTIVES_CUDA_DEVICES=$n t native$(( (${#n} + 1) / 2 )) cuda_native 90 --test-threads 2; done
 grep -h -E "panicked|FAILED" $L/t_*.log | head -20
 date
