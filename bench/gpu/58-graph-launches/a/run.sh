@@ -5,7 +5,7 @@
 # on (=1), three rounds in turn; anchors; then every GPU test binary with graphs on, the ones
 # most telling first (a short lease cuts only the tail).
 # Staged by: bash bench/gpu/stage.sh bench/gpu/58-graph-launches/a - lib cuda_native cuda_copies collective_props collective_moves plans joins device_groups typed issued
-# Invoked as: timeout -k 5 560 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+# Invoked as: timeout -k 5 470 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 test -x $G/lib || tar xJf $G/bins.tar.xz -C $G
 source $G/env.sh && source $G/steps.sh
