@@ -1,0 +1,30 @@
+#!/bin/bash
+# Run 59a: where a 4 KiB local_reduce's time goes with kernels launched through graphs (on by
+# default since run 58): the layers probe (driver memset, raw launches, the backend's compute and
+# wait, the library's call) with COLLECTIVES_CUDA_GRAPH_LAUNCH=0 and =1 in turn, twice; the graph
+# probe once; issue 14's local_reduce row off and on, three rounds; anchors.
+# Staged by: bash bench/gpu/stage.sh bench/gpu/59-graph-layers/a - lib
+# Invoked as: timeout -k 5 150 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+G=.gpu
+test -x $G/lib || tar xJf $G/bins.tar.xz -C $G
+source $G/env.sh && source $G/steps.sh
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+export REQUIRE_CUDA=1
+for r in 1 2; do
+  for g in 0 1; do
+    echo "layers, graphs $g, round $r"
+    COLLECTIVES_CUDA_GRAPH_LAUNCH=$g timeout 60 $G/lib --ignored --nocapture --exact \
+      backend::cuda::probe::local_reduce_layers_probe > $L/layers_g${g}_$r.log 2>&1
+    grep -E "^probe|panicked" $L/layers_g${g}_$r.log
+  done
+done
+timeout 60 $G/lib --ignored --nocapture --exact backend::cuda::probe::graph::graph_launch_probe \
+  > $L/gprobe.log 2>&1; grep -E "^probe|panicked" $L/gprobe.log | head -10
+I="--sizes 4K --iters 1000 --warmup 100"
+for r in 1 2 3; do
+  for g in 0 1; do
+    COLLECTIVES_CUDA_GRAPH_LAUNCH=$g p lr_g${g}_$r perf --op local_reduce --devices cuda:0 $I
+  done
+done
+timeout 30 python3 $G/anchors.py --sizes 4K,1M --iters 10 > $L/anchors.log 2>&1; tail -2 $L/anchors.log
+date
