@@ -46,6 +46,10 @@ pub(crate) struct CudaDevice {
     /// The physical GPU behind this logical device ([`super::virt`]).
     pub physical: u32,
     pub ctx: Arc<CudaContext>,
+    /// Each stream's graphs of one kernel launch, through which its launches go where graph
+    /// launches are on ([`super::relaunch`]). Declared before the kernels' modules, so the
+    /// graphs that launch their functions are freed before the modules unload.
+    pub graphs: Graphs,
     pub compute: Arc<CudaStream>,
     pub copy_in: Arc<CudaStream>,
     pub copy_out: Arc<CudaStream>,
@@ -69,9 +73,6 @@ pub(crate) struct CudaDevice {
     /// The compute stream's block counter ([`CudaDevice::block_counter`]): the word and its
     /// address, once allocated; `None` where that failed.
     counter: OnceLock<Option<(CudaSlice<u32>, sys::CUdeviceptr)>>,
-    /// Each stream's graphs of one kernel launch, through which its launches go where graph
-    /// launches are on ([`super::relaunch`]).
-    pub graphs: Graphs,
 }
 
 type Table = Mutex<HashMap<u32, Arc<CudaDevice>>>;
