@@ -2,7 +2,8 @@
 # Run 59a: where a 4 KiB local_reduce's time goes with kernels launched through graphs (on by
 # default since run 58): the layers probe (driver memset, raw launches, the backend's compute and
 # wait, the library's call) with COLLECTIVES_CUDA_GRAPH_LAUNCH=0 and =1 in turn, twice; the graph
-# probe once; issue 14's local_reduce row off and on, three rounds; anchors.
+# probe once; issue 14's local_reduce row off and on, three rounds; its other 4 KiB rows with
+# graphs on (the default), three rounds; anchors.
 # Staged by: bash bench/gpu/stage.sh bench/gpu/59-graph-layers/a - lib
 # Invoked as: timeout -k 5 150 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
@@ -25,6 +26,11 @@ for r in 1 2 3; do
   for g in 0 1; do
     COLLECTIVES_CUDA_GRAPH_LAUNCH=$g p lr_g${g}_$r perf --op local_reduce --devices cuda:0 $I
   done
+done
+for r in 1 2 3; do
+  p ch_$r perf --op all_reduce --devices cuda:0,cpu:0 $I
+  COLLECTIVES_CUDA_DEVICES=0,0 p v2_$r perf --op all_reduce --devices cuda:0,cuda:1 $I
+  p c8_$r perf --op all_reduce --devices cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7 $I
 done
 timeout 30 python3 $G/anchors.py --sizes 4K,1M --iters 10 > $L/anchors.log 2>&1; tail -2 $L/anchors.log
 date
