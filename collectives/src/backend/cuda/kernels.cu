@@ -204,6 +204,10 @@ INT_NUM(u8, u32, sat_u8)
 #define F_ACC_OUT 2  // reduce: write the compute-type accumulator, unscaled (a chained stage)
 
 #define MAXK 16
+// Bytes of host input a reduce launch can carry in its parameters (launch/carried.rs), and the
+// first part of them its small form passes.
+#define CARRIED_BYTES 4096
+#define CARRIED_SMALL_BYTES 256
 struct Ins { const void* p[MAXK]; };
 struct Outs { void* p[MAXK]; };
 
@@ -246,47 +250,43 @@ __device__ void scale_body(const T* x, T* o, u64 n, int flags, int kind, double 
 
 // The fold of inputs 0..k at unit `v` (X: V16<T>, L lanes, or V1<T>, one element) into `s`,
 // after `s`'s accumulator when `acc_in`; always in input order, so every form gives the same
-// bits. B = 0 walks the inputs in a loop indexed at run time: the pointer array is copied into
-// each thread's local memory and each load waits for the one before. B > 0 walks them in
-// unrolled batches of B, predicated on the count: each pointer is read at a fixed offset of the
-// parameter, and a batch's B loads are all issued before it is folded (more loads in flight,
-// more registers). launch.rs chooses B by the size (`reduce_batch`).
+// bits. The inputs are walked in unrolled batches of B (B = 0, the loop, is batches of one),
+// predicated on the count: each pointer is read at a fixed offset of the parameter, and a
+// batch's B loads are all issued before it is folded (more loads in flight, more registers).
+// launch.rs chooses B by the size (`reduce_batch`). No pointer is indexed at run time: that
+// copied the whole array into each thread's local memory (128 bytes of stack) before its first
+// load. An input below CARRIED_BYTES is that offset into `carried` where a launch carries inputs
+// in its parameters (null where it does not).
 template <typename T> struct V1 { T x[1]; };
 
+// Input `i` (a constant once unrolled), or its carried bytes.
+template <typename X>
+__device__ __forceinline__ const X* input(const Ins& in, int i, const unsigned char* carried) {
+    const unsigned char* p = (const unsigned char*)in.p[i];
+    return (const X*)(carried && (u64)p < CARRIED_BYTES ? carried + (u64)p : p);
+}
+
 template <typename T, int OP, int B, typename X, int L>
-__device__ __forceinline__ void fold_at(const Ins& in, int k, bool acc_in, u64 v, typename Num<T>::A (&s)[L]) {
+__device__ __forceinline__ void fold_at(const Ins& in, int k, bool acc_in, u64 v, const unsigned char* carried,
+                                        typename Num<T>::A (&s)[L]) {
     typedef Num<T> N;
-    if constexpr (B == 0) {
-        int first = 0;
-        if (!acc_in) {
-            X x = ((const X*)in.p[0])[v];
+    constexpr int BB = B == 0 ? 1 : B;
 #pragma unroll
-            for (int j = 0; j < L; ++j) s[j] = N::widen(x.x[j]);
-            first = 1;
-        }
-        for (int i = first; i < k; ++i) {
-            X x = ((const X*)in.p[i])[v];
+    for (int i0 = 0; i0 < MAXK; i0 += BB) {
+        if (i0 >= k) break;
+        X x[BB];
 #pragma unroll
-            for (int j = 0; j < L; ++j) s[j] = N::bin(OP, s[j], N::widen(x.x[j]));
-        }
-    } else {
+        for (int b = 0; b < BB; ++b)
+            if (i0 + b < k) x[b] = input<X>(in, i0 + b, carried)[v];
 #pragma unroll
-        for (int i0 = 0; i0 < MAXK; i0 += B) {
-            if (i0 >= k) break;
-            X x[B];
+        for (int b = 0; b < BB; ++b) {
+            if (i0 + b >= k) continue;
+            if (i0 + b == 0 && !acc_in) {
 #pragma unroll
-            for (int b = 0; b < B; ++b)
-                if (i0 + b < k) x[b] = ((const X*)in.p[i0 + b])[v];
+                for (int j = 0; j < L; ++j) s[j] = N::widen(x[b].x[j]);
+            } else {
 #pragma unroll
-            for (int b = 0; b < B; ++b) {
-                if (i0 + b >= k) continue;
-                if (i0 + b == 0 && !acc_in) {
-#pragma unroll
-                    for (int j = 0; j < L; ++j) s[j] = N::widen(x[b].x[j]);
-                } else {
-#pragma unroll
-                    for (int j = 0; j < L; ++j) s[j] = N::bin(OP, s[j], N::widen(x[b].x[j]));
-                }
+                for (int j = 0; j < L; ++j) s[j] = N::bin(OP, s[j], N::widen(x[b].x[j]));
             }
         }
     }
@@ -314,11 +314,16 @@ __device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u
     if constexpr (SPLIT) {
         // 32-bit division where both fit (a 64-bit one is a long software sequence). A store per
         // output, predicated: selecting the output's pointer first, then one store, was up to
-        // 1.2 x slower (bench/gpu/51-split-fold, run c).
+        // 1.2 x slower (bench/gpu/51-split-fold, run c). Each pointer passes an empty asm, so the
+        // compiler keeps sixteen fixed-offset reads: it folds them otherwise into one read at
+        // index `w`, which copies the array into local memory (128 bytes of stack per thread).
         u64 w = (v >> 32 || part >> 32) ? v / part : (u64)((unsigned)v / (unsigned)part);
 #pragma unroll
-        for (int o = 0; o < MAXK; ++o)
-            if (o == (int)w) ((X*)out.p[o])[v - w * part] = r;
+        for (int o = 0; o < MAXK; ++o) {
+            u64 p = (u64)out.p[o];
+            asm("" : "+l"(p));
+            if (o == (int)w) ((X*)p)[v - w * part] = r;
+        }
         return;
     }
 #pragma unroll
@@ -331,8 +336,8 @@ __device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u
 // [w * part, (w + 1) * part) (`part` not zero, a multiple of the vector's lanes where F_VEC is
 // set). A chained stage writes its accumulator, out.p[0], whole.
 template <typename T, int OP, int B, bool SPLIT>
-__device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int m, u64 n, u64 part,
-                            int flags, int kind, double f, i64 fi) {
+__device__ void reduce_body(const Ins& in, int k, const void* acc, const Outs& out, int m, u64 n, u64 part,
+                            int flags, int kind, double f, i64 fi, const unsigned char* carried) {
     typedef typename Num<T>::A A;
     const int V = 16 / sizeof(T);
     const bool acc_in = flags & F_ACC_IN, acc_out = flags & F_ACC_OUT;
@@ -344,13 +349,13 @@ __device__ void reduce_body(Ins in, int k, const void* acc, const Outs& out, int
 #pragma unroll
             for (int j = 0; j < V; ++j) s[j] = ain[v * V + j];
         }
-        fold_at<T, OP, B, V16<T>, V>(in, k, acc_in, v, s);
+        fold_at<T, OP, B, V16<T>, V>(in, k, acc_in, v, carried, s);
         write_at<T, V16<T>, V, SPLIT>(out, m, acc_out, v, part / V, s, kind, f, fi);
     }
     for (u64 e = nv * V + tid0(); e < n; e += nthreads()) {
         A s[1];
         if (acc_in) s[0] = ain[e];
-        fold_at<T, OP, B, V1<T>, 1>(in, k, acc_in, e, s);
+        fold_at<T, OP, B, V1<T>, 1>(in, k, acc_in, e, carried, s);
         write_at<T, V1<T>, 1, SPLIT>(out, m, acc_out, e, part, s, kind, f, fi);
     }
 }
@@ -475,7 +480,7 @@ __device__ void copyseg_body(const SegsOf<K>& s, int k) {
     extern "C" __global__ void PRE##_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,  \
                                                  u64 n, u64 part, int flags, int kind, double f, \
                                                  i64 fi, Done done) {                            \
-        reduce_body<T, OP, B, S>(in, k, acc, o, m, n, part, flags, kind, f, fi);                 \
+        reduce_body<T, OP, B, S>(in, k, acc, o, m, n, part, flags, kind, f, fi, nullptr);        \
         if (done.flag) signal_done(done);                                                        \
     }
 #define REDUCE_FORM(T, N, B, S, PRE) REDUCE1(T, N, sum, OP_ADD, B, S, PRE)                       \
@@ -488,17 +493,13 @@ __device__ void copyseg_body(const SegsOf<K>& s, int k) {
 // capability 7.0 on (`__grid_constant__` lets the kernel read `carried` where the driver put it).
 // reducei256_<dtype>_<op> takes the block's first CARRIED_SMALL_BYTES (256) only: the driver
 // copies a kernel's whole parameters at every launch, and a smaller block reaches the GPU sooner.
-#define CARRIED_BYTES 4096
-#define CARRIED_SMALL_BYTES 256
 template <int B> struct Carried { __align__(16) unsigned char b[B]; };
 #define REDUCE_I1(T, N, OPN, OP, B, PRE)                                                         \
     extern "C" __global__ void PRE##_##N##_##OPN(Ins in, int k, const void* acc, Outs o, int m,  \
                                                  u64 n, u64 part, int flags, int kind, double f, \
                                                  i64 fi, Done done,                              \
                                                  const __grid_constant__ Carried<B> carried) {   \
-        for (int i = 0; i < k; ++i)                                                              \
-            if ((u64)in.p[i] < CARRIED_BYTES) in.p[i] = carried.b + (u64)in.p[i];                \
-        reduce_body<T, OP, 0, false>(in, k, acc, o, m, n, part, flags, kind, f, fi);             \
+        reduce_body<T, OP, 0, false>(in, k, acc, o, m, n, part, flags, kind, f, fi, carried.b);  \
         if (done.flag) signal_done(done);                                                        \
     }
 #define REDUCE_I2(T, N, B, PRE) REDUCE_I1(T, N, sum, OP_ADD, B, PRE)                             \

@@ -20,7 +20,8 @@ use crate::graph::{ReduceKind, Scale};
 
 /// The batches the reduce kernel can load its inputs in (`fold_at`'s `B` in `kernels.cu`: each
 /// thread issues a batch's loads together, then folds them, in input order); 0 is the plain
-/// loop over inputs, one load after another.
+/// loop over inputs, one load after another (it compiles as batches of one: every form reads each
+/// input's pointer at a fixed offset of the parameters, none copies them into local memory).
 pub(crate) const REDUCE_BATCHES: [u32; 5] = [1, 2, 4, 8, 16];
 /// Environment variable forcing the reduce kernel's form for every launch: `0` (the loop) or one
 /// of [`REDUCE_BATCHES`]; read once. Unset, [`reduce_batch`] chooses.
