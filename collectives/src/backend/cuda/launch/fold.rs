@@ -192,9 +192,9 @@ pub(in super::super) unsafe fn reduce(
         return Ok(false);
     }
     let d = fold.dtype;
-    let chunks: Vec<&[u64]> = ins.chunks(MAXK).collect();
-    let tmp = match chunks.len() {
-        1 => None,
+    let last = ins.len().saturating_sub(1) / MAXK;
+    let tmp = match last {
+        0 => None,
         _ => Some(l.dev.alloc(n as usize * acc_size(d), l.stream)?),
     };
     let acc = tmp.as_ref().map_or(0, |t| t.ptr());
@@ -202,7 +202,6 @@ pub(in super::super) unsafe fn reduce(
     let (part, entry) = Entry::of(taken, l.carried)?;
     let vec = if aligned(ins) && aligned(outs) && part % lanes(d) == 0 { F_VEC } else { 0 };
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
-    let last = chunks.len() - 1;
     let batch = match entry {
         // The carried forms are the loop over inputs alone (their inputs are a few KiB).
         Entry::Carried | Entry::CarriedSmall => 0,
@@ -211,7 +210,7 @@ pub(in super::super) unsafe fn reduce(
     let name = reduce_name(d, fold.kind, batch, entry);
     let func = l.dev.function(&name)?;
     let done = l.done(&func, flag, work);
-    for (i, chunk) in chunks.into_iter().enumerate() {
+    for (i, chunk) in ins.chunks(MAXK).enumerate() {
         let p = Ptrs::of(chunk);
         let k = chunk.len() as i32;
         let a = acc;
