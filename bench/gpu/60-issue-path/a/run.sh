@@ -1,8 +1,9 @@
 #!/bin/bash
 # Run 60a: f480f91 (a launch's inputs and outputs inline on the CUDA issue path, over 675a193's
 # stack-free reduce kernel) against 675a193 (perf_old), issue 14's 4 KiB CUDA rows, realized and
-# with 8 in flight, four interleaved rounds; the layers probe; anchors; then every GPU-facing test binary on f480f91
-# (graph launches on, the default), the native collectives on 2, 3, 4 and 8 virtual devices.
+# with 8 in flight, four interleaved rounds; the layers probe; anchors; then every GPU-facing test
+# binary on f480f91 (graph launches on, the default), the native collectives on 2, 3, 4 and 8
+# virtual devices.
 # Staged by: bash bench/gpu/stage.sh bench/gpu/60-issue-path/a 675a193 lib cuda_native cuda_ops cuda_copies cuda_faults device_groups issued joins plans typed collective_moves collective_props
 # Invoked as: timeout -k 5 540 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
