@@ -138,7 +138,7 @@ fn nvrtc_err(device: Device, what: &str) -> impl Fn(result::NvrtcError) -> Error
 }
 
 /// Compiles `src` to a CUBIN for `sm_{arch}`.
-fn compile(src: &str, arch: (i32, i32), device: Device) -> Result<Vec<u8>> {
+pub(super) fn compile(src: &str, arch: (i32, i32), device: Device) -> Result<Vec<u8>> {
     let c_src =
         CString::new(src).map_err(|_| Error::driver(device, "compile kernels", "source has a NUL byte"))?;
     let prog = Program(

@@ -21,7 +21,8 @@
 //! launch per call (`bench/gpu/29-resident`); an eighth (`inline`), a small host input carried
 //! in the launch's parameters against one read across the bus (`bench/gpu/52-inline`); a ninth
 //! (`graph`), a kernel launched from a CUDA graph against the same kernel launched directly
-//! (`bench/gpu/57-graph-launch`).
+//! (`bench/gpu/57-graph-launch`); a tenth (`size`), the reduce kernel compiled with 16 and with 4
+//! input and output slots against the binary add, through a graph and directly.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -43,6 +44,7 @@ mod flags;
 mod graph;
 mod inline;
 mod resident;
+mod size;
 
 const ITERS: usize = 4000;
 const N: usize = 1024;
