@@ -4,8 +4,9 @@
 //! reduce's entry point holds sixteen input and sixteen output slots: 344 bytes of parameters and
 //! about 19.6 KiB of code for f32 (NVRTC 12.9, sm_90), where the add takes 72 bytes and 7.5 KiB.
 //! Here the library's source is compiled twice — as it is, and with four slots (152 bytes, 9.4
-//! KiB) — and the two reduces and the add are each launched through the device's graphs and
-//! directly, then synchronized, in turn, twice.
+//! KiB) — and the reduces (the loop over inputs, and batches of two, whose two loads issue
+//! together) and the add are each launched through the device's graphs and directly, then
+//! synchronized, in turn, twice.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -45,8 +46,9 @@ fn kernel_size_probe() {
     };
     let four = SOURCE.replace("#define MAXK 16", "#define MAXK 4");
     assert_ne!(four, SOURCE, "kernels.cu defines MAXK 16");
-    let m16 = load(&dev, &format!("{SOURCE}\nREDUCE(float, f32) BINARY(float, f32)\n"));
-    let m4 = load(&dev, &format!("{four}\nREDUCE(float, f32)\n"));
+    let forms = "REDUCE(float, f32) REDUCE_B(float, f32, 2)";
+    let m16 = load(&dev, &format!("{SOURCE}\n{forms} BINARY(float, f32)\n"));
+    let m4 = load(&dev, &format!("{four}\n{forms}\n"));
     let (a, b, out) = two_inputs(&dev);
     let (pa, pb, po) = (alloc_of(&a, "p").unwrap().ptr(), alloc_of(&b, "p").unwrap().ptr(), out.ptr());
     // The reduce's parameters (`struct Ins`, k, acc, `struct Outs`, m, n, part, flags, kind, f,
@@ -87,6 +89,16 @@ fn kernel_size_probe() {
         Form {
             what: "reduce, 4 slots (152 B)",
             f: m4.load_function("reduce_f32_sum").unwrap(),
+            params: reduce(ptr(&in4), ptr(&out4)),
+        },
+        Form {
+            what: "reduce, 16 slots, both loads issued together (batches of 2)",
+            f: m16.load_function("reduce2_f32_sum").unwrap(),
+            params: reduce(ptr(&in16), ptr(&out16)),
+        },
+        Form {
+            what: "reduce, 4 slots, both loads issued together (batches of 2)",
+            f: m4.load_function("reduce2_f32_sum").unwrap(),
             params: reduce(ptr(&in4), ptr(&out4)),
         },
     ];
