@@ -1,7 +1,6 @@
 #!/bin/bash
-# Run 61b: run a with two more forms in the probe (batches of two, 16 and 4 slots): whether the reduce kernel's size (its parameters and code) costs its launch through a
-# graph: the kernel-size probe (the reduce with 16 and with 4 slots, the binary add; through the
-# device's graphs and directly), twice; the layers probe; anchors.
+# Run 61b: run a again with two more forms in the kernel-size probe: the reduce in batches of
+# two (both loads issued together), with 16 and with 4 slots; the layers probe; anchors.
 # Staged by: bash bench/gpu/stage.sh bench/gpu/61-kernel-size/b - lib
 # Invoked as: timeout -k 5 120 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
