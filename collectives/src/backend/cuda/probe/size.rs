@@ -32,8 +32,8 @@ fn load(dev: &CudaDevice, src: &str) -> Arc<CudaModule> {
 }
 
 /// A kernel and its parameters' addresses.
-struct Form<'a> {
-    what: &'a str,
+struct Form {
+    what: String,
     f: CudaFunction,
     params: Vec<*mut c_void>,
 }
@@ -75,33 +75,23 @@ fn kernel_size_probe() {
             ptr(&done),
         ]
     };
-    let mut forms = [
-        Form {
-            what: "binary add (72 B of parameters)",
-            f: m16.load_function("binary_f32").unwrap(),
-            params: vec![ptr(&op), ptr(&pa), ptr(&pb), ptr(&po), ptr(&n), ptr(&vec), ptr(&done)],
-        },
-        Form {
-            what: "reduce, 16 slots (344 B)",
-            f: m16.load_function("reduce_f32_sum").unwrap(),
-            params: reduce(ptr(&in16), ptr(&out16)),
-        },
-        Form {
-            what: "reduce, 4 slots (152 B)",
-            f: m4.load_function("reduce_f32_sum").unwrap(),
-            params: reduce(ptr(&in4), ptr(&out4)),
-        },
-        Form {
-            what: "reduce, 16 slots, both loads issued together (batches of 2)",
-            f: m16.load_function("reduce2_f32_sum").unwrap(),
-            params: reduce(ptr(&in16), ptr(&out16)),
-        },
-        Form {
-            what: "reduce, 4 slots, both loads issued together (batches of 2)",
-            f: m4.load_function("reduce2_f32_sum").unwrap(),
-            params: reduce(ptr(&in4), ptr(&out4)),
-        },
-    ];
+    let mut forms = vec![Form {
+        what: "binary add (72 B of parameters)".into(),
+        f: m16.load_function("binary_f32").unwrap(),
+        params: vec![ptr(&op), ptr(&pa), ptr(&pb), ptr(&po), ptr(&n), ptr(&vec), ptr(&done)],
+    }];
+    for (form, name) in
+        [("the loop", "reduce_f32_sum"), ("batches of 2, both loads issued together", "reduce2_f32_sum")]
+    {
+        let slots = [
+            ("16 slots (344 B)", &m16, ptr(&in16), ptr(&out16)),
+            ("4 slots (152 B)", &m4, ptr(&in4), ptr(&out4)),
+        ];
+        for (slots, module, ins, outs) in slots {
+            let (what, f) = (format!("reduce, {slots}, {form}"), module.load_function(name).unwrap());
+            forms.push(Form { what, f, params: reduce(ins, outs) });
+        }
+    }
     let raw = dev.compute.cu_stream();
     dev.bind().unwrap();
     // One block of 256 threads: N f32s as 16-byte vectors.
