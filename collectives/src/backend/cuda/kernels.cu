@@ -267,8 +267,8 @@ __device__ __forceinline__ const X* input(const Ins& in, int i, const unsigned c
 }
 
 template <typename T, int OP, int B, typename X, int L>
-__device__ __forceinline__ void fold_at(const Ins& in, int k, bool acc_in, u64 v, const unsigned char* carried,
-                                        typename Num<T>::A (&s)[L]) {
+__device__ __forceinline__ void fold_at(const Ins& in, int k, bool acc_in, u64 v,
+                                        const unsigned char* carried, typename Num<T>::A (&s)[L]) {
     typedef Num<T> N;
     constexpr int BB = B == 0 ? 1 : B;
 #pragma unroll
