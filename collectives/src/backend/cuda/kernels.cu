@@ -208,8 +208,13 @@ INT_NUM(u8, u32, sat_u8)
 // first part of them its small form passes.
 #define CARRIED_BYTES 4096
 #define CARRIED_SMALL_BYTES 256
-struct Ins { const void* p[MAXK]; };
-struct Outs { void* p[MAXK]; };
+// A reduce launch's input and output pointers, S slots of them (MAXK, or FEW in its few-slot
+// form: a smaller launch, 0.1-0.2 us sooner through a graph, bench/gpu/61-kernel-size).
+#define FEW 4
+template <int S> struct PtrsIn { const void* p[S]; };
+template <int S> struct PtrsOut { void* p[S]; };
+typedef PtrsIn<MAXK> Ins;
+typedef PtrsOut<MAXK> Outs;
 
 template <typename T> struct __align__(16) V16 { T x[16 / sizeof(T)]; };
 
@@ -260,24 +265,24 @@ __device__ void scale_body(const T* x, T* o, u64 n, int flags, int kind, double 
 template <typename T> struct V1 { T x[1]; };
 
 // Input `i` (a constant once unrolled), or its carried bytes.
-template <typename X>
-__device__ __forceinline__ const X* input(const Ins& in, int i, const unsigned char* carried) {
+template <typename X, int S>
+__device__ __forceinline__ const X* input(const PtrsIn<S>& in, int i, const unsigned char* carried) {
     const unsigned char* p = (const unsigned char*)in.p[i];
     return (const X*)(carried && (u64)p < CARRIED_BYTES ? carried + (u64)p : p);
 }
 
-template <typename T, int OP, int B, typename X, int L>
-__device__ __forceinline__ void fold_at(const Ins& in, int k, bool acc_in, u64 v,
+template <typename T, int OP, int B, typename X, int L, int S>
+__device__ __forceinline__ void fold_at(const PtrsIn<S>& in, int k, bool acc_in, u64 v,
                                         const unsigned char* carried, typename Num<T>::A (&s)[L]) {
     typedef Num<T> N;
     constexpr int BB = B == 0 ? 1 : B;
 #pragma unroll
-    for (int i0 = 0; i0 < MAXK; i0 += BB) {
+    for (int i0 = 0; i0 < S; i0 += BB) {
         if (i0 >= k) break;
         X x[BB];
 #pragma unroll
         for (int b = 0; b < BB; ++b)
-            if (i0 + b < k) x[b] = input<X>(in, i0 + b, carried)[v];
+            if (i0 + b < k) x[b] = input<X, S>(in, i0 + b, carried)[v];
 #pragma unroll
         for (int b = 0; b < BB; ++b) {
             if (i0 + b >= k) continue;
@@ -298,8 +303,8 @@ __device__ __forceinline__ void fold_at(const Ins& in, int k, bool acc_in, u64 v
 // alone (a star reduce_scatter's members' parts, in one pass). A form of its own, so the kernels
 // that do not split compile as they did (the split's code cost them registers and occupancy).
 // Unrolled, so each output pointer is read at a fixed offset of the parameter.
-template <typename T, typename X, int L, bool SPLIT>
-__device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u64 v, u64 part,
+template <typename T, typename X, int L, bool SPLIT, int S>
+__device__ __forceinline__ void write_at(const PtrsOut<S>& out, int m, bool acc_out, u64 v, u64 part,
                                          const typename Num<T>::A (&s)[L], int kind, double f, i64 fi) {
     typedef Num<T> N;
     typedef typename Num<T>::A A;
@@ -319,7 +324,7 @@ __device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u
         // index `w`, which copies the array into local memory (128 bytes of stack per thread).
         u64 w = (v >> 32 || part >> 32) ? v / part : (u64)((unsigned)v / (unsigned)part);
 #pragma unroll
-        for (int o = 0; o < MAXK; ++o) {
+        for (int o = 0; o < S; ++o) {
             u64 p = (u64)out.p[o];
             asm("" : "+l"(p));
             if (o == (int)w) ((X*)p)[v - w * part] = r;
@@ -327,7 +332,7 @@ __device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u
         return;
     }
 #pragma unroll
-    for (int w = 0; w < MAXK; ++w)
+    for (int w = 0; w < S; ++w)
         if (w < m) ((X*)out.p[w])[v] = r;
 }
 
@@ -335,9 +340,9 @@ __device__ __forceinline__ void write_at(const Outs& out, int m, bool acc_out, u
 // result written to each of the m <= MAXK outputs, or SPLIT among them: output w holds elements
 // [w * part, (w + 1) * part) (`part` not zero, a multiple of the vector's lanes where F_VEC is
 // set). A chained stage writes its accumulator, out.p[0], whole.
-template <typename T, int OP, int B, bool SPLIT>
-__device__ void reduce_body(const Ins& in, int k, const void* acc, const Outs& out, int m, u64 n, u64 part,
-                            int flags, int kind, double f, i64 fi, const unsigned char* carried) {
+template <typename T, int OP, int B, bool SPLIT, int S = MAXK>
+__device__ void reduce_body(const PtrsIn<S>& in, int k, const void* acc, const PtrsOut<S>& out, int m, u64 n,
+                            u64 part, int flags, int kind, double f, i64 fi, const unsigned char* carried) {
     typedef typename Num<T>::A A;
     const int V = 16 / sizeof(T);
     const bool acc_in = flags & F_ACC_IN, acc_out = flags & F_ACC_OUT;
@@ -349,14 +354,14 @@ __device__ void reduce_body(const Ins& in, int k, const void* acc, const Outs& o
 #pragma unroll
             for (int j = 0; j < V; ++j) s[j] = ain[v * V + j];
         }
-        fold_at<T, OP, B, V16<T>, V>(in, k, acc_in, v, carried, s);
-        write_at<T, V16<T>, V, SPLIT>(out, m, acc_out, v, part / V, s, kind, f, fi);
+        fold_at<T, OP, B, V16<T>, V, S>(in, k, acc_in, v, carried, s);
+        write_at<T, V16<T>, V, SPLIT, S>(out, m, acc_out, v, part / V, s, kind, f, fi);
     }
     for (u64 e = nv * V + tid0(); e < n; e += nthreads()) {
         A s[1];
         if (acc_in) s[0] = ain[e];
-        fold_at<T, OP, B, V1<T>, 1>(in, k, acc_in, e, carried, s);
-        write_at<T, V1<T>, 1, SPLIT>(out, m, acc_out, e, part, s, kind, f, fi);
+        fold_at<T, OP, B, V1<T>, 1, S>(in, k, acc_in, e, carried, s);
+        write_at<T, V1<T>, 1, SPLIT, S>(out, m, acc_out, e, part, s, kind, f, fi);
     }
 }
 
@@ -507,6 +512,19 @@ template <int B> struct Carried { __align__(16) unsigned char b[B]; };
     REDUCE_I1(T, N, min, OP_MIN, B, PRE)
 #define REDUCE_I(T, N) REDUCE_I2(T, N, CARRIED_BYTES, reducei)
 #define REDUCE_I256(T, N) REDUCE_I2(T, N, CARRIED_SMALL_BYTES, reducei256)
+// reducef_<dtype>_<op>: up to FEW inputs and FEW outputs, each taking the whole result, every
+// input's load issued together (batches of FEW). Its parameters are those of the forms above with
+// FEW slots each.
+#define REDUCE_F1(T, N, OPN, OP)                                                                 \
+    extern "C" __global__ void reducef_##N##_##OPN(PtrsIn<FEW> in, int k, const void* acc,      \
+                                                   PtrsOut<FEW> o, int m, u64 n, u64 part,       \
+                                                   int flags, int kind, double f, i64 fi,        \
+                                                   Done done) {                                  \
+        reduce_body<T, OP, FEW, false, FEW>(in, k, acc, o, m, n, part, flags, kind, f, fi, nullptr); \
+        if (done.flag) signal_done(done);                                                        \
+    }
+#define REDUCE_F(T, N) REDUCE_F1(T, N, sum, OP_ADD) REDUCE_F1(T, N, prod, OP_MUL)                \
+    REDUCE_F1(T, N, max, OP_MAX) REDUCE_F1(T, N, min, OP_MIN)
 #define REDUCE(T, N) REDUCE_FORM(T, N, 0, false, reduce)
 #define REDUCE_B(T, N, B) REDUCE_FORM(T, N, B, false, reduce##B)
 #define REDUCE_P(T, N) REDUCE_FORM(T, N, 0, true, reducep)

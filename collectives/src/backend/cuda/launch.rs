@@ -32,19 +32,23 @@ const F_ACC_IN: i32 = 1;
 const F_ACC_OUT: i32 = 2;
 const F_VEC: i32 = 4;
 
-/// A pointer array of one reduce launch: its inputs (`struct Ins` in `kernels.cu`) or its
-/// outputs (`struct Outs`), which have this one layout.
+/// Inputs and outputs of the reduce kernel's few-slot form (`FEW` in `kernels.cu`).
+pub(crate) const FEW: usize = 4;
+
+/// A pointer array of one reduce launch of `S` slots ([`MAXK`], or [`FEW`] in the few-slot
+/// form): its inputs (`struct PtrsIn<S>` in `kernels.cu`) or its outputs (`struct PtrsOut<S>`),
+/// which have this one layout.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Ptrs {
-    p: [CUdeviceptr; MAXK],
+struct Ptrs<const S: usize> {
+    p: [CUdeviceptr; S],
 }
 
-impl Ptrs {
-    /// The first [`MAXK`] of `ptrs`, the rest of the array zero.
-    fn of(ptrs: &[CUdeviceptr]) -> Ptrs {
-        let mut p = Ptrs { p: [0; MAXK] };
-        let k = ptrs.len().min(MAXK);
+impl<const S: usize> Ptrs<S> {
+    /// The first `S` of `ptrs`, the rest of the array zero.
+    fn of(ptrs: &[CUdeviceptr]) -> Ptrs<S> {
+        let mut p = Ptrs { p: [0; S] };
+        let k = ptrs.len().min(S);
         p.p[..k].copy_from_slice(&ptrs[..k]);
         p
     }

@@ -77,13 +77,14 @@ fn entry_points(group: &str) -> Option<String> {
             // `reduce_<dtype>` (the loop over inputs) or `reduce<B>_<dtype>` (batches of B); with
             // a `p` after the form (`reducep_<dtype>`, `reduce<B>p_<dtype>`), the split result;
             // `reducei_<dtype>`, the loop with inputs carried in the parameters (`reducei256_<dtype>`
-            // with a block of 256 bytes).
+            // with a block of 256 bytes); `reducef_<dtype>`, the few-slot form.
             let (form, dtype) = g.strip_prefix("reduce")?.split_once('_')?;
             let dtype: DType = dtype.parse().ok()?;
             let (batch, p) = form.strip_suffix('p').map_or((form, ""), |b| (b, "P"));
             match batch {
                 "i" if p.is_empty() => format!("REDUCE_I({}, {})", ctype(dtype), dtype.name()),
                 "i256" if p.is_empty() => format!("REDUCE_I256({}, {})", ctype(dtype), dtype.name()),
+                "f" if p.is_empty() => format!("REDUCE_F({}, {})", ctype(dtype), dtype.name()),
                 "" if p.is_empty() => format!("REDUCE({}, {})", ctype(dtype), dtype.name()),
                 "" => format!("REDUCE_P({}, {})", ctype(dtype), dtype.name()),
                 b if REDUCE_BATCHES.iter().any(|n| n.to_string() == b) => {
@@ -196,6 +197,8 @@ mod tests {
         assert_eq!(entry_points("reducei_bf16").unwrap(), "REDUCE_I(bf16, bf16)");
         assert_eq!(group_of("reducei256_u8_min"), "reducei256_u8");
         assert_eq!(entry_points("reducei256_u8").unwrap(), "REDUCE_I256(u8, u8)");
+        assert_eq!(group_of("reducef_f16_max"), "reducef_f16");
+        assert_eq!(entry_points("reducef_f16").unwrap(), "REDUCE_F(f16, f16)");
         for bad in [
             "reduce4i_f32",
             "reduceip_f32",
@@ -209,6 +212,9 @@ mod tests {
             "reducex_f32",
             "reducepp_f32",
             "reduce3p_f32",
+            "reducefp_f32",
+            "reduce4f_f32",
+            "reducef_f8",
         ] {
             assert!(entry_points(bad).is_none(), "{bad}");
         }
@@ -229,6 +235,7 @@ mod tests {
             ["binary", "scale", "cast", "copy2d", "copyseg", "copysegw"].map(String::from).into();
         groups.extend(DType::ALL.iter().map(|d| format!("reduce_{}", d.name())));
         groups.extend(DType::ALL.iter().map(|d| format!("reducep_{}", d.name())));
+        groups.extend(DType::ALL.iter().map(|d| format!("reducef_{}", d.name())));
         // Parameters past 4 KiB compile from CUDA 12.1 on.
         if driver::nvrtc_version().is_some_and(|v| v >= (12, 1)) {
             groups.extend(

@@ -13,7 +13,9 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::super::flag::Flag;
-use super::{Carried, Done, F_ACC_IN, F_ACC_OUT, F_VEC, Launcher, MAXK, Ptrs, aligned, lanes, scale_args};
+use super::{
+    Carried, Done, F_ACC_IN, F_ACC_OUT, F_VEC, FEW, Launcher, MAXK, Ptrs, aligned, lanes, scale_args,
+};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::graph::{ReduceKind, Scale};
@@ -61,13 +63,31 @@ pub(crate) fn reduce_batch_of(d: DType) -> u32 {
 /// in place (the one-pass kernel of `mapped.rs`): batches there were within noise of it at 64 to
 /// 512 KiB (run e).
 pub(crate) fn reduce_batch(d: DType, bytes: u64) -> u32 {
+    forced_batch().unwrap_or(if bytes >= REDUCE_BATCH_MIN_BYTES { reduce_batch_of(d) } else { 0 })
+}
+
+/// The form [`REDUCE_BATCH_ENV`] forces, if it does (read once).
+fn forced_batch() -> Option<u32> {
     static FORCED: OnceLock<Option<u32>> = OnceLock::new();
-    let forced = *FORCED.get_or_init(|| {
+    *FORCED.get_or_init(|| {
         crate::knob::var(REDUCE_BATCH_ENV, "0, 1, 2, 4, 8 or 16", |b: &u32| {
             *b == 0 || REDUCE_BATCHES.contains(b)
         })
-    });
-    forced.unwrap_or(if bytes >= REDUCE_BATCH_MIN_BYTES { reduce_batch_of(d) } else { 0 })
+    })
+}
+
+/// The most bytes per input a launch of the few-slot form ([`Entry::Few`]) folds. Measured at
+/// 4 KiB (`bench/gpu/61-kernel-size`, runs a and b, the 4 KiB reduce of two inputs through a graph
+/// and a synchronize): four slots and every load issued together took 0.25–0.4 µs off the loop's
+/// 7.2–7.3, where a launch costs what its issue and its trip to the GPU do. Larger folds keep the
+/// forms `bench/gpu/25-forms` measured (the form's registers count there).
+pub(crate) const FEW_MAX_BYTES: u64 = 16 << 10;
+
+/// Whether a launch of `k` inputs and `m` whole outputs (`entry`), of `bytes` each, takes the
+/// few-slot form: the loop would fold it, unforced ([`REDUCE_BATCH_ENV`] and [`Fold::batch`]
+/// unset), and it fits in [`FEW`] slots and [`FEW_MAX_BYTES`].
+fn takes_few(entry: Entry, forced: bool, batch: u32, (k, m): (usize, usize), bytes: u64) -> bool {
+    entry == Entry::Whole && !forced && batch == 0 && k <= FEW && m <= FEW && bytes <= FEW_MAX_BYTES
 }
 
 /// Which family of the reduce kernel's entry points a launch takes (`kernels.cu`).
@@ -83,6 +103,9 @@ pub(crate) enum Entry {
     /// As [`Entry::Carried`], with only the block's first
     /// [`CARRIED_SMALL_BYTES`](super::carried::CARRIED_SMALL_BYTES) passed (`reducei256`).
     CarriedSmall,
+    /// As [`Entry::Whole`], at most [`FEW`] inputs and outputs, every load issued together
+    /// (`reducef`; [`takes_few`]).
+    Few,
 }
 
 impl Entry {
@@ -119,6 +142,7 @@ pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32, entry: Entry) 
             Entry::Split => "p",
             Entry::Carried => "i",
             Entry::CarriedSmall => "i256",
+            Entry::Few => "f",
         };
         format!("reduce{form}{tail}_{}_{}", d.name(), format!("{kind:?}").to_lowercase())
     };
@@ -130,7 +154,8 @@ pub(crate) fn reduce_name(d: DType, kind: ReduceKind, batch: u32, entry: Entry) 
         let carried = DType::ALL.into_iter().flat_map(|d| {
             kinds.into_iter().flat_map(move |k| [(d, k, 0, Entry::Carried), (d, k, 0, Entry::CarriedSmall)])
         });
-        keys.chain(carried).map(|key| (key, format(key))).collect()
+        let few = DType::ALL.into_iter().flat_map(|d| kinds.map(|k| (d, k, 0, Entry::Few)));
+        keys.chain(carried).chain(few).map(|key| (key, format(key))).collect()
     });
     match names.get(&(d, kind, batch, entry)) {
         Some(name) => Cow::Borrowed(name.as_str()),
@@ -170,6 +195,9 @@ pub(in super::super) enum Outs {
 /// through an accumulator. The last launch stores `flag` when done where it can
 /// ([`Launcher::done`]); returns whether it does.
 ///
+/// A launch the loop would fold, of at most [`FEW`] inputs and outputs and [`FEW_MAX_BYTES`]
+/// each, takes the few-slot form ([`takes_few`]), which gives the same bits.
+///
 /// Where `l` carries inputs in its parameters ([`Launcher::carrying`]), each launch takes the
 /// `reducei_…` form, which reads every input whose pointer is below the block's size there (the
 /// `reducei256_…` one where the inputs lie in the block's first bytes, [`Carried::is_small`]).
@@ -202,29 +230,42 @@ pub(in super::super) unsafe fn reduce(
     let (part, entry) = Entry::of(taken, l.carried)?;
     let vec = if aligned(ins) && aligned(outs) && part % lanes(d) == 0 { F_VEC } else { 0 };
     let work = if vec == F_VEC { n.div_ceil(lanes(d)) } else { n };
+    let bytes = n * d.size() as u64;
     let batch = match entry {
         // The carried forms are the loop over inputs alone (their inputs are a few KiB).
         Entry::Carried | Entry::CarriedSmall => 0,
-        _ => fold.batch.unwrap_or_else(|| reduce_batch(d, n * d.size() as u64)),
+        _ => fold.batch.unwrap_or_else(|| reduce_batch(d, bytes)),
     };
+    let forced = fold.batch.is_some() || forced_batch().is_some();
+    let few = takes_few(entry, forced, batch, (ins.len(), outs.len()), bytes);
+    let entry = if few { Entry::Few } else { entry };
     let name = reduce_name(d, fold.kind, batch, entry);
     let func = l.dev.function(&name)?;
     let done = l.done(&func, flag, work);
     for (i, chunk) in ins.chunks(MAXK).enumerate() {
-        let p = Ptrs::of(chunk);
+        let p = Ptrs::<MAXK>::of(chunk);
         let k = chunk.len() as i32;
         let a = acc;
         // A chained stage writes its accumulator whole, whatever the form (`write_at`).
-        let (o, m) = if i == last { (Ptrs::of(outs), outs.len() as i32) } else { (Ptrs::of(&[acc]), 1) };
+        let (o, m) = match i == last {
+            true => (Ptrs::<MAXK>::of(outs), outs.len() as i32),
+            false => (Ptrs::<MAXK>::of(&[acc]), 1),
+        };
         let flags = vec | if i > 0 { F_ACC_IN } else { 0 } | if i < last { F_ACC_OUT } else { 0 };
         let done = if i == last { done } else { Done::NONE };
         // The carried form takes the block as one more parameter (no allocation per launch).
         let mut params = [std::ptr::null_mut(); 13];
         params[..12].copy_from_slice(&args!(p, k, a, o, m, n, part, flags, kind_i, f, fi, done));
         params[12] = l.carried.map_or(std::ptr::null_mut(), Carried::param);
+        // The few-slot form takes the same parameters with FEW slots (one chunk: no chain).
+        let (p_few, o_few) = (Ptrs::<FEW>::of(chunk), Ptrs::<FEW>::of(outs));
+        if few {
+            [params[0], params[3]] = args!(p_few, o_few);
+        }
         let count = 12 + usize::from(l.carried.is_some());
         // SAFETY: as the caller guarantees; the accumulator holds `n` compute-type values and is
-        // freed (stream-ordered) after these launches; `Ptrs` is `struct Ins` and `struct Outs`;
+        // freed (stream-ordered) after these launches; `Ptrs` is `struct PtrsIn` and `PtrsOut` of
+        // the form's slots;
         // `done` is none or a flag's slot (pinned, mapped at its address, never freed) and the
         // stream's block counter (device memory the device keeps); the carried block (`struct
         // Carried`) is copied by the launch.
@@ -245,10 +286,11 @@ mod tests {
     use crate::backend::cuda::nvrtc::group_of;
     use crate::graph::ReduceOp;
 
-    /// Every form of the reduce kernel (the loop and each batch of [`REDUCE_BATCHES`]) gives the
-    /// loop's bits, and they match the f64 reference: every dtype and op, 1, 3, 8 and 17 inputs
-    /// (17 chain two launches through the accumulator), 7 and 65 537 elements, the output aligned
-    /// (the vector path) and at an odd element (the element path), every element.
+    /// Every form of the reduce kernel (the loop, each batch of [`REDUCE_BATCHES`], and the
+    /// library's choice, the few-slot form where [`takes_few`]) gives the loop's bits, and they
+    /// match the f64 reference: every dtype and op, 1, 3, 8 and 17 inputs (17 chain two launches
+    /// through the accumulator), 7, 1000 and 65 537 elements, the output aligned (the vector path)
+    /// and at an odd element (the element path), every element.
     #[test]
     fn every_reduce_form_gives_the_loops_bits() {
         let Some(dev) = devices().into_iter().next() else { return };
@@ -257,7 +299,7 @@ mod tests {
         for dtype in DType::ALL {
             for op in OPS {
                 for k in [1usize, 3, 8, 17] {
-                    for n in [7usize, 65_537] {
+                    for n in [7usize, 1000, 65_537] {
                         let ctx = format!("seed {seed} {dtype} {op} {k} inputs of {n}");
                         forms_agree(&dev, dtype, op, &fold_inputs(dtype, op, k, n, &mut r), &ctx, &mut r);
                     }
@@ -297,11 +339,11 @@ mod tests {
         let l = Launcher::new(dev, &dev.compute);
         for at in [0, 1] {
             let mut loop_bits: Option<Vec<u64>> = None;
-            for batch in [0].into_iter().chain(REDUCE_BATCHES) {
+            for batch in [Some(0)].into_iter().chain(REDUCE_BATCHES.map(Some)).chain([None]) {
                 let out = to_buffer(dev, dtype, &random_vals(dtype, n + at, false, r));
                 out.wait().unwrap();
                 let o = alloc_of(&out, "test").unwrap().ptr() + (at * dtype.size()) as u64;
-                let fold = Fold { dtype, kind, scale, batch: Some(batch) };
+                let fold = Fold { dtype, kind, scale, batch };
                 // SAFETY: every input holds `n` elements and `o` `n` more, on this device; the
                 // stream is synchronized before any of them is dropped.
                 unsafe { reduce(&l, fold, &ptrs, (&[o], Outs::Whole), n as u64, None) }.expect("reduce");
@@ -310,18 +352,37 @@ mod tests {
                 for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
                     assert!(
                         close(dtype, g, w, mag[i], k),
-                        "{ctx}, batch {batch}, at {at}: [{i}] got {g:e} want {w:e}"
+                        "{ctx}, batch {batch:?}, at {at}: [{i}] got {g:e} want {w:e}"
                     );
                 }
                 let bits: Vec<u64> = got.iter().map(|g| g.to_bits()).collect();
                 match &loop_bits {
                     None => loop_bits = Some(bits),
                     Some(b) => {
-                        assert!(*b == bits, "{ctx}, batch {batch}, at {at}: bits differ from the loop's")
+                        assert!(*b == bits, "{ctx}, batch {batch:?}, at {at}: bits differ from the loop's")
                     }
                 }
             }
         }
+    }
+
+    /// The few-slot form takes the loop's whole-output launches of at most [`FEW`] inputs and
+    /// outputs and [`FEW_MAX_BYTES`] each, unforced; nothing else.
+    #[test]
+    fn the_few_slot_form_takes_small_unforced_loops() {
+        let small = FEW_MAX_BYTES;
+        assert!(takes_few(Entry::Whole, false, 0, (1, 1), 4096));
+        assert!(takes_few(Entry::Whole, false, 0, (FEW, FEW), small));
+        assert!(!takes_few(Entry::Whole, false, 0, (FEW + 1, 1), 4096), "more inputs than slots");
+        assert!(!takes_few(Entry::Whole, false, 0, (2, FEW + 1), 4096), "more outputs than slots");
+        assert!(!takes_few(Entry::Whole, false, 0, (2, 1), small + 1), "past its bytes");
+        assert!(!takes_few(Entry::Whole, true, 0, (2, 1), 4096), "a forced form");
+        assert!(!takes_few(Entry::Whole, false, 4, (2, 1), 4096), "a batch form");
+        for entry in [Entry::Split, Entry::Carried, Entry::CarriedSmall] {
+            assert!(!takes_few(entry, false, 0, (2, 1), 4096), "{entry:?}");
+        }
+        assert_eq!(reduce_name(DType::F32, ReduceKind::Max, 0, Entry::Few), "reducef_f32_max");
+        assert_eq!(group_of("reducef_f32_max"), "reducef_f32");
     }
 
     /// A reduce whose outputs split its result ([`Outs::Split`]) writes each output its part of
