@@ -79,8 +79,11 @@ fn forced_batch() -> Option<u32> {
 /// The most bytes per input a launch of the few-slot form ([`Entry::Few`]) folds. Measured at
 /// 4 KiB (`bench/gpu/61-kernel-size`, runs a and b, the 4 KiB reduce of two inputs through a graph
 /// and a synchronize): four slots and every load issued together took 0.25–0.4 µs off the loop's
-/// 7.2–7.3, where a launch costs what its issue and its trip to the GPU do. Larger folds keep the
-/// forms `bench/gpu/25-forms` measured (the form's registers count there).
+/// 7.2–7.3, where a launch costs what its issue and its trip to the GPU do. In the library
+/// (`bench/gpu/62-few-slots`, one H100, six rounds against the build before) the 4 KiB
+/// `local_reduce` on `cuda:0` took 7.9–8.2 µs (8.4–9.7), two virtual devices' all_reduce 8.7–9.1
+/// (9.3–11.1). Larger folds keep the forms `bench/gpu/25-forms` measured (the form's registers
+/// count there).
 pub(crate) const FEW_MAX_BYTES: u64 = 16 << 10;
 
 /// Whether a launch of `k` inputs and `m` whole outputs (`entry`), of `bytes` each, takes the
