@@ -6,7 +6,9 @@
 //! a batch of 4 has four. Every form folds its inputs in one order, so the choice of form never
 //! changes a result's bits (tested below on the GPU, every dtype and op); it is made per launch
 //! by [`reduce_batch`] from the bytes per input, at the threshold and with the batch by dtype
-//! that `bench/gpu/25-forms` measured.
+//! that `bench/gpu/25-forms` measured. A small fold of a few inputs and outputs is bound by its
+//! launch instead, and takes the few-slot form ([`takes_few`]): fewer parameters, every load
+//! issued together.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -267,11 +269,10 @@ pub(in super::super) unsafe fn reduce(
         }
         let count = 12 + usize::from(l.carried.is_some());
         // SAFETY: as the caller guarantees; the accumulator holds `n` compute-type values and is
-        // freed (stream-ordered) after these launches; `Ptrs` is `struct PtrsIn` and `PtrsOut` of
-        // the form's slots;
-        // `done` is none or a flag's slot (pinned, mapped at its address, never freed) and the
-        // stream's block counter (device memory the device keeps); the carried block (`struct
-        // Carried`) is copied by the launch.
+        // freed (stream-ordered) after these launches; `Ptrs` is `struct PtrsIn` and `struct
+        // PtrsOut` of the form's slots; `done` is none or a flag's slot (pinned, mapped at its
+        // address, never freed) and the stream's block counter (device memory the device keeps);
+        // the carried block (`struct Carried`) is copied by the launch.
         unsafe { l.launch(&func, &name, work, &mut params[..count])? };
     }
     Ok(done.stored())
