@@ -20,7 +20,7 @@ use crate::error::Result;
 /// The inputs or outputs of one launch, inline up to eight: a call's issue is on its critical
 /// path, and heap allocations (`malloc` and `free`) took about 6 % of a 4 KiB `local_reduce`'s
 /// host time issued with 8 in flight (`bench/gpu/59-reduce-stack`, run a's profile).
-pub(in crate::backend::cuda) type Few<T> = SmallVec<[T; 8]>;
+pub(in crate::backend::cuda) type Inline<T> = SmallVec<[T; 8]>;
 
 /// Runs `kernel` on `inputs` (on `dev` or on other CUDA devices, read in place) into a new buffer
 /// shaped by `out`.
@@ -81,10 +81,10 @@ pub(crate) fn compute_to_all(
     let size = out.dtype.size();
     let in_dtype = inputs.first().map_or(out.dtype, |b| b.dtype);
     let skip = (start * in_dtype.size()) as u64;
-    let outs: Few<CUdeviceptr> = dsts.iter().map(|&(d, at)| d.ptr() + (at * size) as u64).collect();
-    let written: Few<&DevAlloc> = dsts.iter().map(|&(d, _)| d).collect();
+    let outs: Inline<CUdeviceptr> = dsts.iter().map(|&(d, at)| d.ptr() + (at * size) as u64).collect();
+    let written: Inline<&DevAlloc> = dsts.iter().map(|&(d, _)| d).collect();
     issue_over(dev, inputs, &written, |l, ins, flag| {
-        let ptrs: Few<CUdeviceptr> = ins.iter().map(|p| p + skip).collect();
+        let ptrs: Inline<CUdeviceptr> = ins.iter().map(|p| p + skip).collect();
         run_to_all(l, kernel, &ptrs, in_dtype, &outs, out, flag)
     })
 }
@@ -154,14 +154,14 @@ pub(crate) fn issue_over(
     work: impl FnOnce(&Launcher, &[CUdeviceptr], Option<&Flag>) -> Result<bool>,
 ) -> Result<Arc<Event>> {
     let copied = peer_inputs(dev, inputs)?;
-    let inputs: Few<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
+    let inputs: Inline<&Buffer> = inputs.iter().zip(&copied).map(|(&b, c)| c.as_ref().unwrap_or(b)).collect();
     let stream = &dev.compute;
-    let allocs = inputs.iter().map(|b| alloc_of(b, "kernel")).collect::<Result<Few<_>>>()?;
+    let allocs = inputs.iter().map(|b| alloc_of(b, "kernel")).collect::<Result<Inline<_>>>()?;
     for b in &inputs {
         await_on(stream, b, dev.device)?;
     }
     let l = Launcher::new(dev, stream).writing(dsts.iter().map(|d| d.device()));
-    let ptrs: Few<CUdeviceptr> = allocs.iter().map(|a| a.ptr()).collect();
+    let ptrs: Inline<CUdeviceptr> = allocs.iter().map(|a| a.ptr()).collect();
     let issued = issue_flagged(dev, stream, |flag| work(&l, &ptrs, flag));
     let event = issued.inspect_err(|_| {
         // A launch issued before the failure may still write the outputs: let it finish before
@@ -205,7 +205,7 @@ pub(in crate::backend::cuda) fn reaches(dev: &CudaDevice, other: Device) -> Resu
 pub(in crate::backend::cuda) fn peer_inputs(
     dev: &CudaDevice,
     inputs: &[&Buffer],
-) -> Result<Few<Option<Buffer>>> {
+) -> Result<Inline<Option<Buffer>>> {
     inputs
         .iter()
         .map(|b| match b.device {
