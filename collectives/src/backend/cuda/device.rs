@@ -13,10 +13,11 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStrea
 use parking_lot::Mutex;
 
 use super::memory::DevAlloc;
+use super::numbers::Numbers;
 use super::relaunch::Graphs;
 use super::reuse::{Parked, Reuse};
 use super::staging::Ring;
-use super::{driver, nvrtc, virt};
+use super::{driver, flag, nvrtc, virt};
 use crate::device::Device;
 use crate::error::{Error, Result};
 
@@ -70,9 +71,12 @@ pub(crate) struct CudaDevice {
     pub stage_in: Mutex<Ring>,
     /// Double-buffered pinned staging for chunked device → host transfers.
     pub stage_out: Mutex<Ring>,
-    /// The compute stream's block counter ([`CudaDevice::block_counter`]): the word and its
-    /// address, once allocated; `None` where that failed.
+    /// The compute stream's block counter ([`CudaDevice::block_counter`]) and, after it, the
+    /// last number of its numbered flags: the two words and their address, once allocated;
+    /// `None` where that failed.
     counter: OnceLock<Option<(CudaSlice<u32>, sys::CUdeviceptr)>>,
+    /// The compute stream's numbered flags ([`CudaDevice::numbers`]), once asked for.
+    numbers: OnceLock<Option<Numbers>>,
 }
 
 type Table = Mutex<HashMap<u32, Arc<CudaDevice>>>;
@@ -137,6 +141,7 @@ impl CudaDevice {
             stage_in: Mutex::new(Ring::default()),
             stage_out: Mutex::new(Ring::default()),
             counter: OnceLock::new(),
+            numbers: OnceLock::new(),
             graphs: Graphs::new(ctx.clone()),
             ctx,
             compute,
@@ -236,17 +241,32 @@ impl CudaDevice {
     /// counts its finished blocks, so that the last stores the flag (`signal_done` in
     /// `kernels.cu`, [`super::flag`]): the compute stream's, allocated zeroed on first use — its
     /// launches run one after another, and each leaves it at zero — or 0 (such launches store no
-    /// flag) for any other stream, or where it could not be allocated.
+    /// flag) for any other stream, or where it could not be allocated. The word after it holds
+    /// the stream's last number ([`super::numbers`]).
     pub fn block_counter(&self, stream: &Arc<CudaStream>) -> sys::CUdeviceptr {
         if !Arc::ptr_eq(stream, &self.compute) {
             return 0;
         }
         let counter = self.counter.get_or_init(|| {
-            let word = self.compute.alloc_zeros::<u32>(1).ok()?;
-            let (ptr, _) = word.device_ptr(&self.compute);
-            Some((word, ptr))
+            let words = self.compute.alloc_zeros::<u32>(2).ok()?;
+            let (ptr, _) = words.device_ptr(&self.compute);
+            Some((words, ptr))
         });
         counter.as_ref().map_or(0, |&(_, ptr)| ptr)
+    }
+
+    /// The numbered flags of `stream` ([`super::numbers`]): the compute stream's, made on first
+    /// use; `None` for any other stream, where kernels take no flags ([`flag::taking`]), or where
+    /// the stream has no block counter or no slot could be had.
+    pub fn numbers(&self, stream: &Arc<CudaStream>) -> Option<&Numbers> {
+        if !Arc::ptr_eq(stream, &self.compute) || !flag::taking() || !self.unified {
+            return None;
+        }
+        let numbers = self.numbers.get_or_init(|| match self.block_counter(stream) {
+            0 => None,
+            ctr => Numbers::new(self, ctr),
+        });
+        numbers.as_ref()
     }
 
     /// Waits for all work queued on the device's streams.

@@ -85,6 +85,10 @@ const GRAPH_SYMBOLS: &[&str] = &[
     "cuGraphDestroy",
 ];
 
+/// Driver entry points that give a kernel's parameter layout (CUDA 12.4 on): a launch through a
+/// graph compares its parameters with those the graph holds by them.
+const PARAM_INFO_SYMBOLS: &[&str] = &["cuFuncGetParamInfo"];
+
 /// NVRTC entry points used to compile the kernels.
 const NVRTC_SYMBOLS: &[&str] = &[
     "nvrtcCreateProgram",
@@ -211,6 +215,16 @@ pub(crate) fn graph_status() -> &'static Result<(), String> {
     S.get_or_init(|| {
         driver_status().clone()?;
         check("libcuda", true, has_symbol!(cudarc::driver::sys), GRAPH_SYMBOLS)
+    })
+}
+
+/// `Ok` when libcuda loads with the entry point that gives a kernel's parameter layout, else why
+/// not (cached).
+pub(crate) fn param_info_status() -> &'static Result<(), String> {
+    static S: OnceLock<Result<(), String>> = OnceLock::new();
+    S.get_or_init(|| {
+        driver_status().clone()?;
+        check("libcuda", true, has_symbol!(cudarc::driver::sys), PARAM_INFO_SYMBOLS)
     })
 }
 

@@ -127,18 +127,24 @@ pub(crate) fn record(stream: &CudaStream, device: Device) -> Result<Arc<Event>> 
     record_flagged(stream, device, None)
 }
 
-/// Issues a kernel step on `stream` of `dev` offered a completion flag ([`super::flag`]) — `issue`
-/// is given one where `dev` can have one, and returns whether its last launch stores it — then
-/// records the event after it, holding the flag where it is stored (a flag not stored goes back
-/// unused).
+/// Issues a kernel step on `stream` of `dev` offered a completion flag — the stream's numbered
+/// one ([`super::numbers`]) where it has them, else one of the pool ([`super::flag`]) where `dev`
+/// can have one; `issue` returns whether its last launch stores it — then records the event after
+/// it, holding the flag where it is stored (a flag not stored goes back unused).
 pub(crate) fn issue_flagged(
     dev: &CudaDevice,
-    stream: &CudaStream,
+    stream: &Arc<CudaStream>,
     issue: impl FnOnce(Option<&Flag>) -> Result<bool>,
 ) -> Result<Arc<Event>> {
-    let flag = Flag::take(dev);
-    let stored = issue(flag.as_ref())?;
-    record_flagged(stream, dev.device, flag.filter(|_| stored))
+    let flag = match dev.numbers(stream) {
+        Some(numbers) => numbers.issue(dev, stream, issue)?,
+        None => {
+            let flag = Flag::take(dev);
+            let stored = issue(flag.as_ref())?;
+            flag.filter(|_| stored)
+        }
+    };
+    record_flagged(stream, dev.device, flag)
 }
 
 /// [`record`] after a kernel that stores `flag` when done, which host waits spin on.

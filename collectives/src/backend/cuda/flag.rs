@@ -31,7 +31,10 @@
 //! launch holds the flag ([`super::event::issue_flagged`]); its waits spin on the slot, querying
 //! the event every [`QUERY_EVERY`] (which also reports a failed kernel), and block on the event
 //! after [`SPIN_FOR`]. A store still pending on a slot back in its pool only ever lowers it below a
-//! newer number. The copy engine's copies are waited for by their events alone.
+//! newer number. The copy engine's copies are waited for by their events alone. A step on the
+//! compute stream takes that stream's numbered flag instead ([`super::numbers`]): one slot kept
+//! for good, and a number the stream's kernels keep on the device, so that a launch's parameters
+//! do not change with its flag.
 
 use std::ptr::NonNull;
 use std::sync::OnceLock;
@@ -61,8 +64,10 @@ pub(crate) const QUERY_EVERY: Duration = Duration::from_micros(2);
 const PAGE_SLOTS: usize = 1024;
 
 /// One `u32` of a pinned page: its host address, which is also its device address (unified
-/// addressing maps pinned memory at the same address in every context).
-struct Slot(NonNull<AtomicU32>);
+/// addressing maps pinned memory at the same address in every context). A copy names the same
+/// word; only a flag taken from the pool gives its slot back.
+#[derive(Clone, Copy)]
+pub(super) struct Slot(NonNull<AtomicU32>);
 
 // SAFETY: a slot points into a pinned page that is never freed; the host only accesses the word
 // atomically, and the device only stores to it.
@@ -71,7 +76,7 @@ unsafe impl Send for Slot {}
 unsafe impl Sync for Slot {}
 
 impl Slot {
-    fn word(&self) -> &AtomicU32 {
+    pub(super) fn word(&self) -> &AtomicU32 {
         // SAFETY: the page is never freed and the word is aligned (see `Slot`).
         unsafe { self.0.as_ref() }
     }
@@ -117,8 +122,18 @@ fn query_every() -> Duration {
     QUERY_EVERY
 }
 
+/// Whether kernels take flags: always, but in the test binary, where the on/off probe turns them
+/// off ([`force`]).
+pub(super) fn taking() -> bool {
+    #[cfg(test)]
+    if OFF.load(Ordering::Relaxed) {
+        return false;
+    }
+    true
+}
+
 /// A free slot; a new page when none is, allocated in `dev`'s context.
-fn take_slot(dev: &CudaDevice) -> Option<Slot> {
+pub(super) fn take_slot(dev: &CudaDevice) -> Option<Slot> {
     if let Some(s) = free().lock().pop() {
         return Some(s);
     }
@@ -139,27 +154,65 @@ fn take_slot(dev: &CudaDevice) -> Option<Slot> {
     f.pop()
 }
 
-/// A sequence number a kernel stores into a slot when it is done.
+/// A sequence number a kernel stores into a slot when it is done: a slot of the pool's and the
+/// number given it, or a stream's numbered flag ([`super::numbers`]).
 pub(crate) struct Flag {
     slot: Option<Slot>,
     seq: u32,
+    /// Where the flag is a stream's numbered one: that stream's block counter (the launches it
+    /// is handed to run there) and how many launches it was handed to.
+    numbered: Option<(u64, AtomicU32)>,
+}
+
+/// The number a launch handed a flag stores ([`Flag::hand_out`]).
+pub(crate) enum Number {
+    /// This one.
+    Given(u32),
+    /// The stream's next, kept on the device (`DONE_NUMBERED` in `kernels.cu`).
+    Streams,
 }
 
 impl Flag {
     /// A new flag for a kernel of `dev`, where its memory maps pinned host memory at its host
     /// address; `None` where not, or no slot could be had.
     pub fn take(dev: &CudaDevice) -> Option<Flag> {
-        #[cfg(test)]
-        if OFF.load(Ordering::Relaxed) {
-            return None;
-        }
-        if !dev.unified {
+        if !taking() || !dev.unified {
             return None;
         }
         let slot = take_slot(dev)?;
         let seq = SEQ.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         slot.word().store(seq.wrapping_sub(1), Ordering::Relaxed);
-        Some(Flag { slot: Some(slot), seq })
+        Some(Flag { slot: Some(slot), seq, numbered: None })
+    }
+
+    /// The numbered flag of the stream whose block counter is `ctr`, in `slot` (its word), to be
+    /// handed to that stream's launches; its number is set once they are issued ([`Flag::number`]).
+    pub(super) fn numbered(slot: Slot, ctr: u64) -> Flag {
+        Flag { slot: Some(slot), seq: 0, numbered: Some((ctr, AtomicU32::new(0))) }
+    }
+
+    /// The number a launch on the stream whose block counter is `ctr` (0: none) stores, counting
+    /// the launch where the stream numbers it; `None` where this is another stream's numbered
+    /// flag (that launch then stores none).
+    pub fn hand_out(&self, ctr: u64) -> Option<Number> {
+        match &self.numbered {
+            None => Some(Number::Given(self.seq)),
+            Some((c, handed)) if *c == ctr && ctr != 0 => {
+                handed.fetch_add(1, Ordering::Relaxed);
+                Some(Number::Streams)
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// How many launches a numbered flag was handed to (0 for a pool's).
+    pub(super) fn handed(&self) -> u32 {
+        self.numbered.as_ref().map_or(0, |(_, n)| n.load(Ordering::Relaxed))
+    }
+
+    /// Sets the number a numbered flag's last launch stores, once they are issued.
+    pub(super) fn number(&mut self, seq: u32) {
+        self.seq = seq;
     }
 
     /// The slot's address (host and device), as the kernel takes it.
@@ -168,6 +221,7 @@ impl Flag {
     }
 
     /// The number the kernel stores.
+    #[cfg(test)]
     pub fn seq(&self) -> u32 {
         self.seq
     }
@@ -180,7 +234,8 @@ impl Flag {
 
 impl Drop for Flag {
     fn drop(&mut self) {
-        if let Some(s) = self.slot.take() {
+        // A numbered flag's slot is its stream's, kept for good.
+        if let Some(s) = self.slot.take().filter(|_| self.numbered.is_none()) {
             free().lock().push(s);
         }
     }

@@ -367,32 +367,42 @@ __device__ void reduce_body(const PtrsIn<S>& in, int k, const void* acc, const P
 
 // A kernel's completion flag (flag.rs): `flag` is the pinned word its host waits spin on (null:
 // none), `seq` the number to store there, `ctr` a word of device memory its stream's flagged
-// launches of more than one block count finished blocks in (zero between launches), and `own`
-// whether every output the kernel writes lies in this GPU's own memory.
+// launches of more than one block count finished blocks in (zero between launches), and `bits`
+// DONE_OWN where every output the kernel writes lies in this GPU's own memory, DONE_NUMBERED where
+// the number is the stream's next (`seq` unused): one more than the word after `ctr` holds, which
+// the storing thread advances (each launch of the stream's runs after the one before, so each
+// reads the number its predecessor wrote; flag.rs, `Numbers`).
 struct Done {
     unsigned* flag;
     unsigned* ctr;
     unsigned seq;
-    unsigned own;
+    unsigned bits;
 };
+#define DONE_OWN 1u
+#define DONE_NUMBERED 2u
 
 // The last act of a kernel whose host waits spin on `d.flag`: each thread's writes are made
-// visible before its block meets — to this GPU where they all lie in its own memory (`d.own`),
-// else to the system (the host, other GPUs); then one thread of the block stores `seq` where the
-// block is the only one, or counts the block done where there are more, and the block counted
+// visible before its block meets — to this GPU where they all lie in its own memory (DONE_OWN),
+// else to the system (the host, other GPUs); then one thread of the block stores the number where
+// the block is the only one, or counts the block done where there are more, and the block counted
 // last stores it after a system fence, which, fences being cumulative, orders every block's
 // writes before the store for the host too.
 // `atomicInc` wraps at `gridDim.x - 1`, so the last count leaves the counter at zero for the
 // stream's next flagged launch, which runs after this one. Without a counter, more blocks store
 // nothing (the host's wait then ends on the event; launch.rs never asks for that). `d` is the
-// same for every thread, so the whole block syncs.
+// same for every thread, so the whole block syncs. A numbered launch's storing thread reads the
+// stream's last number before the fence, so the read's latency passes with the fence's.
 __device__ void signal_done(Done d) {
-    if (d.own) __threadfence(); else __threadfence_system();
+    volatile unsigned* last = d.ctr + 1;
+    unsigned before = (d.bits & DONE_NUMBERED) && threadIdx.x == 0 ? *last : 0;
+    if (d.bits & DONE_OWN) __threadfence(); else __threadfence_system();
     __syncthreads();
     if (threadIdx.x != 0) return;
     if (gridDim.x > 1 && (!d.ctr || atomicInc(d.ctr, gridDim.x - 1) != gridDim.x - 1)) return;
+    unsigned seq = d.seq;
+    if (d.bits & DONE_NUMBERED) *last = seq = before + 1;
     __threadfence_system();
-    *(volatile unsigned*)d.flag = d.seq;
+    *(volatile unsigned*)d.flag = seq;
 }
 
 template <typename S, typename D, bool INTS> struct Conv;

@@ -16,7 +16,7 @@ use cudarc::driver::sys::CUdeviceptr;
 
 use super::device::{CudaDevice, Func};
 use super::driver;
-use super::flag::Flag;
+use super::flag::{Flag, Number};
 use crate::backend::{Kernel, OutSpec};
 use crate::device::Device;
 use crate::dtype::DType;
@@ -78,21 +78,27 @@ use names::{Named, name_of};
 
 /// A launch's completion flag as every kernel takes it (`struct Done` in `kernels.cu`): the
 /// flag's slot (0: the kernel stores none), the stream's block counter
-/// ([`CudaDevice::block_counter`]), the number to store, and whether every output lies in this
-/// GPU's own memory (1: each block fences its writes for this GPU alone, the one that stores the
-/// flag for the system; 0: each for the system).
+/// ([`CudaDevice::block_counter`]), the number to store, and its bits: [`DONE_OWN`] where every
+/// output lies in this GPU's own memory (each block fences its writes for this GPU alone, the one
+/// that stores the flag for the system; else each for the system), [`DONE_NUMBERED`] where the
+/// number is the stream's next, kept on the device ([`super::flag`], numbered flags).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub(crate) struct Done {
     flag: CUdeviceptr,
     ctr: CUdeviceptr,
     seq: u32,
-    own: u32,
+    bits: u32,
 }
+
+/// [`Done`]'s bit: every output lies in this GPU's own memory (`DONE_OWN` in `kernels.cu`).
+const DONE_OWN: u32 = 1;
+/// [`Done`]'s bit: the stream numbers the flag (`DONE_NUMBERED` in `kernels.cu`).
+const DONE_NUMBERED: u32 = 2;
 
 impl Done {
     /// No flag: the kernel stores nothing.
-    pub const NONE: Done = Done { flag: 0, ctr: 0, seq: 0, own: 0 };
+    pub const NONE: Done = Done { flag: 0, ctr: 0, seq: 0, bits: 0 };
 
     /// Whether the kernel stores a flag.
     pub fn stored(&self) -> bool {
@@ -120,6 +126,13 @@ impl<'a> Launcher<'a> {
         Launcher { dev, stream, ctr: dev.block_counter(stream), own: false, carried: None }
     }
 
+    /// Launches on `stream` of `dev` whose flagged launches of more blocks count in `ctr` (the
+    /// tests' own streams, which the device keeps no counter for).
+    #[cfg(test)]
+    pub fn with_counter(dev: &'a CudaDevice, stream: &'a Arc<CudaStream>, ctr: CUdeviceptr) -> Launcher<'a> {
+        Launcher { dev, stream, ctr, own: false, carried: None }
+    }
+
     /// This launcher, its reduce launches carrying `carried` in their parameters where it holds
     /// any input: an input pointer below [`carried::CARRIED_BYTES`] is then an offset into it.
     pub fn carrying(mut self, carried: Option<&'a Carried>) -> Launcher<'a> {
@@ -141,8 +154,13 @@ impl<'a> Launcher<'a> {
     /// launch runs as one block, or as more on a stream with a block counter; else none.
     pub fn done(&self, f: &Func, flag: Option<&Flag>, work: u64) -> Done {
         let counted = work <= f.one_block || self.ctr != 0;
-        match flag.filter(|_| work > 0 && counted) {
-            Some(flag) => Done { flag: flag.addr(), ctr: self.ctr, seq: flag.seq(), own: self.own as u32 },
+        let Some(flag) = flag.filter(|_| work > 0 && counted) else { return Done::NONE };
+        let own = if self.own { DONE_OWN } else { 0 };
+        match flag.hand_out(self.ctr) {
+            Some(Number::Given(seq)) => Done { flag: flag.addr(), ctr: self.ctr, seq, bits: own },
+            Some(Number::Streams) => {
+                Done { flag: flag.addr(), ctr: self.ctr, seq: 0, bits: own | DONE_NUMBERED }
+            }
             None => Done::NONE,
         }
     }

@@ -31,6 +31,7 @@ mod launch;
 mod mapped;
 pub(crate) mod memory;
 pub(crate) mod nccl;
+mod numbers;
 mod nvrtc;
 mod pinned;
 #[cfg(test)]

@@ -13,9 +13,14 @@
 //!
 //! How: a graph is one stream's and one kernel's ([`Graphs`]). Launches of one graph run in
 //! order, as a stream's launches do anyway, and setting its parameters changes only its later
-//! launches: one in flight keeps those it was launched with. A driver without the graph entry
-//! points ([`driver::graph_status`]), or a graph that does not instantiate, leaves that kernel's
-//! launches direct.
+//! launches: one in flight keeps those it was launched with. A stream keeps up to [`WAYS`]
+//! graphs of a kernel ([`Ways`]); a launch whose parameters one of them holds already launches
+//! that one as it is, any other sets them first. Setting them cost 0.20–0.53 µs of a 4 KiB
+//! launch and its wait on an H100 (`bench/gpu/63-final-tree`, run b); a call's launches repeat
+//! from one call to the next where its buffers are reused, and their completion flags are the
+//! same every time on the compute stream, which numbers them itself ([`super::numbers`]). A
+//! driver without the graph entry points ([`driver::graph_status`]), or a graph that does not
+//! instantiate, leaves that kernel's launches direct.
 //!
 //! On by default (`COLLECTIVES_CUDA_GRAPH_LAUNCH=0` launches every kernel directly). In the
 //! library, on another H200 (`bench/gpu/58-graph-launches`, 4 KiB, each row a median of 1000
@@ -32,6 +37,7 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys::{self, CUfunction, CUstream};
 use cudarc::driver::{CudaContext, DriverError};
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use super::driver;
 
@@ -126,9 +132,138 @@ impl KernelGraph {
         // SAFETY: as the caller guarantees; the handles are alive (`self`).
         unsafe {
             sys::cuGraphExecKernelNodeSetParams_v2(self.exec, self.node, p).result()?;
-            sys::cuGraphLaunch(self.exec, stream).result()
+            self.launch_as_set(stream)
         }
     }
+
+    /// Launches the graph on `stream` with the parameters it holds.
+    ///
+    /// # Safety
+    /// As [`Graphs::launch`] for those parameters; the graph's context is current.
+    unsafe fn launch_as_set(&self, stream: CUstream) -> Result<(), DriverError> {
+        // SAFETY: as the caller guarantees; the handles are alive (`self`).
+        unsafe { sys::cuGraphLaunch(self.exec, stream).result() }
+    }
+}
+
+/// A launch's parameter values, laid end to end: what a graph holds, compared byte for byte.
+type Values = SmallVec<[u8; 512]>;
+
+/// Graphs a stream keeps of one kernel, at most this many: a call's launches repeat from one call
+/// to the next where its buffers are reused, and two calls in turn (the buffers of one parked
+/// while the other's are in use) already need two.
+const WAYS: usize = 4;
+
+/// Whether a launch found its parameters held by a graph already (none set).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Held {
+    Yes,
+    No,
+}
+
+/// One of a kernel's graphs on one stream, and the launch whose parameters it holds.
+struct Way {
+    graph: KernelGraph,
+    /// Grid and block.
+    dims: (u32, u32),
+    values: Values,
+}
+
+/// A stream's graphs of one kernel ([`WAYS`] at most). A launch whose grid, block and parameter
+/// values are one graph's launches that graph as it is; any other sets the parameters of the
+/// graph made or set longest ago (or makes a graph while there are fewer). Without the sizes of
+/// the kernel's parameters (`cuFuncGetParamInfo`, CUDA 12.4 on) there is one graph, whose
+/// parameters every launch sets.
+struct Ways {
+    /// The size of each parameter, where the driver gives it.
+    sizes: Option<Vec<usize>>,
+    ways: Vec<Way>,
+    /// The way the next launch that matches none sets, once there are [`WAYS`].
+    next: usize,
+}
+
+impl Ways {
+    /// No graphs yet, of kernel `f` taking `n` parameters.
+    fn new(f: CUfunction, n: usize) -> Ways {
+        Ways { sizes: param_sizes(f, n), ways: Vec::new(), next: 0 }
+    }
+
+    /// Launches `p` (`params` its parameters' values, `dims` its grid and block) on `stream`
+    /// through one of these graphs.
+    ///
+    /// # Safety
+    /// As [`Graphs::launch`].
+    unsafe fn launch(
+        &mut self,
+        p: &sys::CUDA_KERNEL_NODE_PARAMS,
+        params: &[*mut c_void],
+        dims: (u32, u32),
+        stream: CUstream,
+    ) -> Result<Held, DriverError> {
+        // SAFETY: `params` point at values of these sizes, as the caller guarantees.
+        let values = self.sizes.as_deref().map(|sizes| unsafe { values_of(params, sizes) });
+        let Some(values) = values else {
+            return match self.ways.first() {
+                // SAFETY (both): as the caller guarantees.
+                Some(w) => unsafe { w.graph.launch(p, stream) }.map(|()| Held::No),
+                None => self.make(p, dims, Values::new(), stream),
+            };
+        };
+        if let Some(w) = self.ways.iter().find(|w| w.dims == dims && w.values == values) {
+            // SAFETY: the graph holds this very launch; as the caller guarantees.
+            return unsafe { w.graph.launch_as_set(stream) }.map(|()| Held::Yes);
+        }
+        if self.ways.len() < WAYS {
+            return self.make(p, dims, values, stream);
+        }
+        let w = &mut self.ways[self.next];
+        self.next = (self.next + 1) % WAYS;
+        // SAFETY: as the caller guarantees.
+        unsafe { w.graph.launch(p, stream) }?;
+        (w.dims, w.values) = (dims, values);
+        Ok(Held::No)
+    }
+
+    /// A new graph of the launch `p`, launched on `stream`.
+    fn make(
+        &mut self,
+        p: &sys::CUDA_KERNEL_NODE_PARAMS,
+        dims: (u32, u32),
+        values: Values,
+        stream: CUstream,
+    ) -> Result<Held, DriverError> {
+        // SAFETY (both): `Ways::launch`'s caller guarantees what `Graphs::launch`'s does.
+        let graph = unsafe { KernelGraph::new(p) }?;
+        unsafe { graph.launch_as_set(stream) }?;
+        self.ways.push(Way { graph, dims, values });
+        Ok(Held::No)
+    }
+}
+
+/// The size of each of `f`'s first `n` parameters; `None` where the driver cannot say.
+fn param_sizes(f: CUfunction, n: usize) -> Option<Vec<usize>> {
+    driver::param_info_status().as_ref().ok()?;
+    let size = |i: usize| {
+        let (mut offset, mut size) = (0, 0);
+        // SAFETY: libcuda has the entry point (checked above); `f` is a loaded kernel and both
+        // are valid out pointers.
+        let r = unsafe { sys::cuFuncGetParamInfo(f, i, &mut offset, &mut size) };
+        (r == sys::CUresult::CUDA_SUCCESS && size > 0).then_some(size)
+    };
+    (0..n).map(size).collect()
+}
+
+/// The values `params` point at, of `sizes` bytes each, end to end.
+///
+/// # Safety
+/// Each of `params` points at `sizes[i]` readable bytes.
+unsafe fn values_of(params: &[*mut c_void], sizes: &[usize]) -> Values {
+    let mut v = Values::new();
+    for (&p, &size) in params.iter().zip(sizes) {
+        // SAFETY: as the caller guarantees.
+        v.extend_from_slice(unsafe { std::slice::from_raw_parts(p as *const u8, size) });
+    }
+    v
 }
 
 impl Drop for KernelGraph {
@@ -146,15 +281,18 @@ impl Drop for KernelGraph {
     }
 }
 
-/// One device's graphs: for each stream and kernel, its graph, or `None` where that kernel's
-/// graph did not instantiate (its launches stay direct).
+/// One device's graphs: for each stream and kernel, its graphs ([`Ways`]), or `None` where one
+/// did not instantiate or launch (that kernel's launches there stay direct).
 pub(crate) struct Graphs {
-    table: Mutex<HashMap<(usize, usize), Option<KernelGraph>>>,
+    table: Mutex<HashMap<(usize, usize), Option<Ways>>>,
     /// The context the graphs belong to, kept alive (and made current) until they are freed.
     ctx: Arc<CudaContext>,
     /// Launches made through a graph (the tests).
     #[cfg(test)]
     launched: std::sync::atomic::AtomicUsize,
+    /// Launches made through a graph that held their parameters already (the tests).
+    #[cfg(test)]
+    as_held: std::sync::atomic::AtomicUsize,
 }
 
 impl Graphs {
@@ -165,13 +303,16 @@ impl Graphs {
             ctx,
             #[cfg(test)]
             launched: Default::default(),
+            #[cfg(test)]
+            as_held: Default::default(),
         }
     }
 
-    /// Launches `f` over `grid` blocks of `block` threads on `stream` through its graph, making
-    /// the graph on the kernel's first launch there; `false` where nothing was launched and the
-    /// launch is the caller's to make directly: graphs are off, or this kernel's graph on this
-    /// stream did not instantiate or failed to launch (its launches there are direct from then on).
+    /// Launches `f` over `grid` blocks of `block` threads on `stream` through one of its graphs
+    /// there ([`Ways`]), made where none holds the launch and fewer than [`WAYS`] are; `false`
+    /// where nothing was launched and the launch is the caller's to make directly: graphs are
+    /// off, or a graph of this kernel on this stream did not instantiate or failed to launch
+    /// (its launches there are direct from then on).
     ///
     /// # Safety
     /// As a direct launch ([`driver::launch`]): `params` match `f`'s signature, every pointer in
@@ -189,17 +330,21 @@ impl Graphs {
         }
         let p = node_params(f, grid, block, params);
         let mut table = self.table.lock();
-        // SAFETY (both): as the caller guarantees.
-        let slot = table
-            .entry((stream as usize, f as usize))
-            .or_insert_with(|| unsafe { KernelGraph::new(&p) }.ok());
-        let launched = slot.as_ref().is_some_and(|g| unsafe { g.launch(&p, stream) }.is_ok());
-        if !launched {
+        let slot =
+            table.entry((stream as usize, f as usize)).or_insert_with(|| Some(Ways::new(f, params.len())));
+        // SAFETY: as the caller guarantees.
+        let launched =
+            slot.as_mut().and_then(|w| unsafe { w.launch(&p, params, (grid, block), stream) }.ok());
+        if launched.is_none() {
             *slot = None;
         }
         #[cfg(test)]
-        self.launched.fetch_add(launched as usize, std::sync::atomic::Ordering::Relaxed);
-        launched
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.launched.fetch_add(launched.is_some() as usize, Relaxed);
+            self.as_held.fetch_add((launched == Some(Held::Yes)) as usize, Relaxed);
+        }
+        launched.is_some()
     }
 }
 
@@ -269,5 +414,60 @@ mod tests {
             }
         }
         force(None);
+    }
+
+    /// One kernel's launches through its graphs on a stream of the test's own ([`Ways`], so no
+    /// other test's launches count): launched again with the same pointers, a launch is held (its
+    /// graph launched as it is) and reads the fresh values written into its input just before;
+    /// two outputs in turn are both held after their first launches; a cycle of [`WAYS`] + 2
+    /// outputs, more than the graphs, sets the parameters every time. Every output element equals
+    /// its f64 value (x × 2). On a CUDA device whose driver has graphs and `cuFuncGetParamInfo`.
+    #[test]
+    fn repeated_launches_hold_their_graph_and_read_fresh_inputs() {
+        let Some(dev) = devices().into_iter().next() else {
+            return;
+        };
+        if let Err(why) = driver::graph_status().as_ref().and(driver::param_info_status().as_ref()) {
+            println!("skipped: {why}");
+            return;
+        }
+        let seed: u64 = rand::rng().random();
+        let mut r = StdRng::seed_from_u64(seed);
+        let (n, dims) = (65537usize, (64u32, 256u32));
+        let stream = dev.ctx.new_stream().expect("stream");
+        let x = upload(&dev, vec![1f32; n]);
+        let outs: Vec<_> = (0..WAYS + 2).map(|_| upload(&dev, vec![f32::NAN; n])).collect();
+        let f = dev.function("scale_f32").expect("kernel").f.cu_function();
+        let mut ways = Ways::new(f, 8);
+        let order: Vec<usize> =
+            [0, 0, 0, 1, 0, 1, 0, 1].into_iter().chain((0..3).flat_map(|_| 0..WAYS + 2)).collect();
+        let (yes, no) = (Held::Yes, Held::No);
+        // Out 0 made then held twice; out 1 made; both held from then on, also through the first
+        // cycle's outputs 0 and 1; then graphs made (2, 3) and set (every other launch).
+        let mut want_held = vec![no, yes, yes, no, yes, yes, yes, yes, yes, yes];
+        want_held.resize(order.len(), no);
+        dev.bind().unwrap();
+        for (i, &k) in order.iter().enumerate() {
+            let host: Vec<f32> = (0..n).map(|_| r.random_range(-1f32..1.0)).collect();
+            let (src, dst) = (alloc_of(&x, "t").unwrap().ptr(), alloc_of(&outs[k], "t").unwrap().ptr());
+            // SAFETY: `host` and `x` hold n f32 and live past the stream's synchronize below.
+            unsafe { driver::htod_async(src, host.as_ptr() as *const u8, n * 4, stream.cu_stream()) }
+                .unwrap();
+            let (nn, flags, kind, fd, fi, done) = (n as u64, 0i32, 1i32, 2.0f64, 2i64, launch::Done::NONE);
+            let mut params = [&src, &dst, &nn].map(|p| p as *const u64 as *mut c_void).to_vec();
+            params.extend([&flags as *const i32 as *mut _, &kind as *const i32 as *mut _]);
+            params.extend([&fd as *const f64 as *mut _, &fi as *const i64 as *mut _]);
+            params.push(&done as *const launch::Done as *mut _);
+            let p = node_params(f, dims.0, dims.1, &mut params);
+            // SAFETY: the parameters match `scale_f32` (x × 2 into `dst`, n elements) and stay
+            // valid until the synchronize; `f` is this device's, whose context is current.
+            let held = unsafe { ways.launch(&p, &params, dims, stream.cu_stream()) }.expect("launch");
+            stream.synchronize().unwrap();
+            assert_eq!(held, want_held[i], "launch {i} (output {k})");
+            let got: Vec<f32> = download(&dev, &outs[k]);
+            let wrong = got.iter().zip(&host).filter(|(g, x)| **g as f64 != **x as f64 * 2.0).count();
+            assert_eq!(wrong, 0, "seed {seed}, launch {i} (output {k}): {wrong} of {n} wrong");
+        }
+        assert_eq!(ways.ways.len(), WAYS);
     }
 }
