@@ -1,5 +1,6 @@
-//! Kernel launches through CUDA graphs: each stream keeps, for each kernel it runs, a graph of one
-//! launch of it, instantiated once; a launch sets that graph's parameters and launches the graph.
+//! Kernel launches through CUDA graphs: each stream keeps, for each kernel it runs, graphs of one
+//! launch of it, each instantiated once; a launch launches the graph that holds its parameters, or
+//! sets them in one first.
 //!
 //! Why: a graph's launch reaches the GPU and comes back sooner than a kernel's. On an H200
 //! (`bench/gpu/57-graph-launch`, runs a and b, `graph_launch_probe`: medians of 4000 calls in
