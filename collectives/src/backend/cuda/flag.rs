@@ -133,25 +133,33 @@ pub(super) fn taking() -> bool {
 }
 
 /// A free slot; a new page when none is, allocated in `dev`'s context.
-pub(super) fn take_slot(dev: &CudaDevice) -> Option<Slot> {
+fn take_slot(dev: &CudaDevice) -> Option<Slot> {
     if let Some(s) = free().lock().pop() {
         return Some(s);
     }
+    fresh_slot(dev)
+}
+
+/// A slot no flag has had, so that no kernel's store can still be pending on it: one of a new
+/// page, allocated in `dev`'s context, whose other slots join the free ones.
+pub(super) fn fresh_slot(dev: &CudaDevice) -> Option<Slot> {
     dev.bind().ok()?;
     // SAFETY: a context is current (bound above). The page is never freed.
     let page = unsafe { driver::alloc_pinned(PAGE_SLOTS * 4) }.ok()?;
     let words = page.cast::<AtomicU32>();
-    let slots = (0..PAGE_SLOTS).map(|i| {
-        // SAFETY: `i` is within the page, which holds PAGE_SLOTS aligned words (pinned memory is
-        // page-aligned); AtomicU32 has u32's layout, and the page is only used through it.
-        let w = unsafe { words.add(i) };
-        // SAFETY: as above; the write initialises the word before any use.
-        unsafe { w.write(AtomicU32::new(0)) };
-        Slot(NonNull::new(w).expect("a pinned page is not null"))
-    });
-    let mut f = free().lock();
-    f.extend(slots);
-    f.pop()
+    let mut slots: Vec<Slot> = (0..PAGE_SLOTS)
+        .map(|i| {
+            // SAFETY: `i` is within the page, which holds PAGE_SLOTS aligned words (pinned memory
+            // is page-aligned); AtomicU32 has u32's layout, and the page is only used through it.
+            let w = unsafe { words.add(i) };
+            // SAFETY: as above; the write initialises the word before any use.
+            unsafe { w.write(AtomicU32::new(0)) };
+            Slot(NonNull::new(w).expect("a pinned page is not null"))
+        })
+        .collect();
+    let slot = slots.pop();
+    free().lock().extend(slots);
+    slot
 }
 
 /// A sequence number a kernel stores into a slot when it is done: a slot of the pool's and the

@@ -8,7 +8,8 @@
 //! `graph_launch_probe`: 6.76–7.64 µs without, 6.99–8.12 with). A stream's launches run one after
 //! another, so the stream can number them itself.
 //!
-//! How: the compute stream keeps one slot for good and, in the word after its block counter
+//! How: the compute stream keeps one slot for good, of a new page (no flag of the pool has had
+//! it, so none of their stores can land there), and, in the word after its block counter
 //! ([`super::device::CudaDevice::block_counter`]), the last number its kernels stored. A flagged
 //! launch there is handed `DONE_NUMBERED` (its slot and counter, the same every time); its storing
 //! thread stores one more than that word holds, into the word and the slot (`signal_done` in
@@ -27,7 +28,7 @@ use parking_lot::Mutex;
 
 use super::device::CudaDevice;
 use super::driver;
-use super::flag::{Flag, Slot, take_slot};
+use super::flag::{Flag, Slot, fresh_slot};
 use crate::error::Result;
 
 /// The numbered flags of a stream with a block counter.
@@ -41,10 +42,12 @@ pub(crate) struct Numbers {
 }
 
 impl Numbers {
-    /// Numbers for the stream of `dev` whose block counter is `ctr` (the word after it zero);
-    /// `None` where no slot could be had.
+    /// Numbers for the stream of `dev` whose block counter is `ctr` (the word after it zero), in
+    /// a slot no flag has had ([`fresh_slot`]): a pooled flag's store still pending on a slot it
+    /// gave back is of an unrelated number, which could land after this stream's own and read as
+    /// reached a number the stream has not; `None` where no slot could be had.
     pub fn new(dev: &CudaDevice, ctr: CUdeviceptr) -> Option<Numbers> {
-        let slot = take_slot(dev)?;
+        let slot = fresh_slot(dev)?;
         slot.word().store(0, Ordering::Relaxed);
         Some(Numbers { slot, ctr, last: Mutex::new(0) })
     }
@@ -135,7 +138,8 @@ mod tests {
     /// and the host's count then both hold the last number, and every byte landed. A step handed
     /// the flag that fails before its launch reads the device's number back (the count does not
     /// move), and the next step is numbered one past it and reached. A launch on another stream
-    /// is handed nothing by this flag. On a CUDA device (skipped without).
+    /// is handed nothing by this flag. The stream's slot is not the one a pooled flag just gave
+    /// back. On a CUDA device (skipped without).
     #[test]
     fn a_stream_numbers_its_steps_on_the_device_as_the_host_counts_them() {
         let Some(dev) = devices().into_iter().next() else {
@@ -145,7 +149,11 @@ mod tests {
         let stream = dev.ctx.new_stream().unwrap();
         let words = stream.alloc_zeros::<u32>(2).unwrap();
         let (ctr, _) = cudarc::driver::DevicePtr::device_ptr(&words, &stream);
+        // A slot given back to the pool (where a store of its flag could still be pending) is the
+        // pool's next; the stream's numbers take a slot no flag has had.
+        let given_back = Flag::take(&dev).expect("a pooled flag").addr();
         let numbers = Numbers::new(&dev, ctr).expect("a slot");
+        assert_ne!(numbers.slot.word().as_ptr() as u64, given_back, "a slot no flag has had");
         let l = Launcher::with_counter(&dev, &stream, ctr);
         let mut step = |bytes: usize| {
             let data: Vec<u8> = (0..bytes).map(|_| r.random()).collect();
