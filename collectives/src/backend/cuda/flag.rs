@@ -291,7 +291,6 @@ mod tests {
 
     use super::{Flag, reached, spin};
     use crate::backend::cuda::device::CudaDevice;
-    use crate::backend::cuda::driver;
     use crate::backend::cuda::event::issue_flagged;
     use crate::backend::cuda::launch::{self, Launcher, Seg, copy_segments_flagged};
     use crate::backend::cuda::memory::{CudaFence, alloc_of};
@@ -345,12 +344,7 @@ mod tests {
         let ctr = dev.block_counter(&dev.compute);
         assert_ne!(ctr, 0, "the compute stream has a block counter");
         dev.synchronize().unwrap();
-        let mut count = u32::MAX;
-        // SAFETY: `ctr` is a word of device memory the device keeps; `count` outlives the
-        // synchronized copy.
-        unsafe { driver::dtoh_async((&raw mut count).cast(), ctr, 4, dev.compute.cu_stream()) }.unwrap();
-        dev.compute.synchronize().unwrap();
-        count
+        crate::backend::cuda::numbers::read_word(&dev.compute, ctr).expect("the block counter")
     }
 
     /// A `copyseg` launch takes a flag and stores it by the time its event's wait returns, and

@@ -78,18 +78,23 @@ impl Numbers {
     /// Sets `last` to the number the device holds, once `stream`'s work has run; leaves it where
     /// the device cannot be asked (a wait then ends on its event).
     fn read_back(&self, dev: &CudaDevice, stream: &CudaStream, last: &mut u32) {
-        let mut word = 0u32;
-        let raw = stream.cu_stream();
-        let read = dev.bind().is_ok()
-            && stream.synchronize().is_ok()
-            // SAFETY: the word after the counter is device memory the device keeps; `word`
-            // outlives the copy, which the synchronize below completes.
-            && unsafe { driver::dtoh_async((&raw mut word).cast(), self.ctr + 4, 4, raw) }.is_ok()
-            && stream.synchronize().is_ok();
-        if read {
+        if let Some(word) = dev.bind().ok().and_then(|()| read_word(stream, self.ctr + 4)) {
             *last = word;
         }
     }
+}
+
+/// The `u32` of device memory at `addr`, read once `stream`'s work has run (its context current);
+/// `None` where the stream or the copy fails.
+pub(super) fn read_word(stream: &CudaStream, addr: CUdeviceptr) -> Option<u32> {
+    let mut word = 0u32;
+    let raw = stream.cu_stream();
+    stream.synchronize().ok()?;
+    // SAFETY: `addr` is a word of device memory the caller keeps alive; `word` outlives the copy,
+    // which the synchronize below completes.
+    unsafe { driver::dtoh_async((&raw mut word).cast(), addr, 4, raw) }.ok()?;
+    stream.synchronize().ok()?;
+    Some(word)
 }
 
 #[cfg(test)]
@@ -111,13 +116,7 @@ mod tests {
 
     /// The word after `ctr` (the last number stored there), read once `stream`'s work has run.
     fn device_number(stream: &CudaStream, ctr: CUdeviceptr) -> u32 {
-        stream.synchronize().unwrap();
-        let mut word = u32::MAX;
-        // SAFETY: the word after the counter is device memory alive for the test; `word` outlives
-        // the synchronized copy.
-        unsafe { driver::dtoh_async((&raw mut word).cast(), ctr + 4, 4, stream.cu_stream()) }.unwrap();
-        stream.synchronize().unwrap();
-        word
+        read_word(stream, ctr + 4).expect("the stream's last number")
     }
 
     /// Spins until `flag` is reached (at most ten seconds).
