@@ -391,7 +391,9 @@ struct Done {
 // stream's next flagged launch, which runs after this one. Without a counter, more blocks store
 // nothing (the host's wait then ends on the event; launch.rs never asks for that). `d` is the
 // same for every thread, so the whole block syncs. A numbered launch's storing thread reads the
-// stream's last number before the fence, so the read's latency passes with the fence's.
+// stream's last number before the fence, so the read's latency passes with the fence's, and
+// writes the new one after the flag, outside the fence: its only reader is the stream's next
+// launch, which starts after this kernel ends and so sees it, and the flag need not wait for it.
 __device__ void signal_done(Done d) {
     volatile unsigned* last = d.ctr + 1;
     unsigned before = (d.bits & DONE_NUMBERED) && threadIdx.x == 0 ? *last : 0;
@@ -399,10 +401,10 @@ __device__ void signal_done(Done d) {
     __syncthreads();
     if (threadIdx.x != 0) return;
     if (gridDim.x > 1 && (!d.ctr || atomicInc(d.ctr, gridDim.x - 1) != gridDim.x - 1)) return;
-    unsigned seq = d.seq;
-    if (d.bits & DONE_NUMBERED) *last = seq = before + 1;
+    unsigned seq = (d.bits & DONE_NUMBERED) ? before + 1 : d.seq;
     __threadfence_system();
     *(volatile unsigned*)d.flag = seq;
+    if (d.bits & DONE_NUMBERED) *last = seq;
 }
 
 template <typename S, typename D, bool INTS> struct Conv;
