@@ -1,8 +1,8 @@
 //! The process-wide table of opened backends, one per device, opened on first use.
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use foldhash::HashMap;
 use parking_lot::Mutex;
 
 use super::Backend;

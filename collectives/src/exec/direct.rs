@@ -21,6 +21,8 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::Finish;
 use super::schedule::Action;
 use crate::backend::Buffer;
@@ -52,7 +54,7 @@ pub(super) fn try_realize(pending: &[Tensor], finish: Finish) -> Option<Result<(
 /// realized where `t`'s device reads it in place (so the graph pass would add no copy, and the
 /// schedule would be this one step): a local reduce, and the gather or reduce of a group of host
 /// devices or of CUDA devices, the leader's one kernel over every shard.
-fn lone_kernel(t: &Tensor) -> Option<Vec<Arc<Buffer>>> {
+fn lone_kernel(t: &Tensor) -> Option<SmallVec<[Arc<Buffer>; 4]>> {
     if !is_kernel(t) {
         return None;
     }
@@ -67,7 +69,7 @@ fn is_kernel(t: &Tensor) -> bool {
 /// Issues kernel node `t` over `inputs` as the schedule's kernel step does and caches it.
 fn run_kernel(t: &Tensor, inputs: &[Arc<Buffer>], finish: Finish) -> Result<()> {
     let (out, _) = super::step::kernel(t, inputs, &[], false)?;
-    super::cache(std::slice::from_ref(t), vec![out], finish)
+    super::cache(std::slice::from_ref(t), [out], finish)
 }
 
 /// The buffer a kernel on `device` reads for input `i`: `i`'s own, realized on a device whose

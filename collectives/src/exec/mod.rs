@@ -30,6 +30,8 @@ mod stream;
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::backend::{self, Buffer};
 use crate::dtype::Element;
 use crate::error::Result;
@@ -72,27 +74,30 @@ enum Finish {
 /// Runs the graph of `targets` not yet realized and caches them as `finish` says; returns how
 /// many it computed.
 fn compute(targets: &[Tensor], finish: Finish) -> Result<usize> {
-    let mut pending = Vec::with_capacity(targets.len()); // a filtered `collect` would grow it
-    pending.extend(targets.iter().filter(|t| !t.is_realized()).cloned());
+    // Inline for the usual few targets: a call's allocations show in its fixed cost.
+    let pending: SmallVec<[Tensor; 4]> = targets.iter().filter(|t| !t.is_realized()).cloned().collect();
     if pending.is_empty() {
         return Ok(0);
     }
-    let start = std::time::Instant::now();
+    // The clock is read only where the timings are logged.
+    let debug = crate::log::enabled(LogLevel::Debug);
+    let start = debug.then(std::time::Instant::now);
     if let Some(done) = direct::try_realize(&pending, finish) {
-        log!(LogLevel::Debug, "realize: issued directly, {:.1} us", us(start));
+        if let Some(start) = start {
+            log!(LogLevel::Debug, "realize: issued directly, {:.1} us", us(start));
+        }
         return done.map(|()| pending.len());
     }
     let rewritten = opt::insert_cross_device_copies(&pending);
     let sched = Arc::new(schedule::build(&rewritten));
-    let debug = crate::log::enabled(LogLevel::Debug);
     let summary = debug.then(|| sched.summary());
     let (bufs, timeline) = run::run(&sched, debug)?;
     let lines = timeline.map(|t| t.lines(&sched));
-    let issued = us(start);
+    let issued = start.map(us);
     // Freed while the devices still work, not after.
     drop((sched, rewritten));
     let done = cache(&pending, bufs, finish);
-    if let (Some(summary), Some(lines)) = (summary, lines) {
+    if let (Some(summary), Some(lines), Some(start), Some(issued)) = (summary, lines, start, issued) {
         let total = us(start);
         log!(LogLevel::Debug, "realize: {summary}; {total:.1} us ({issued:.1} issuing, then waiting)");
         log!(
@@ -110,8 +115,13 @@ fn us(start: std::time::Instant) -> f64 {
 }
 
 /// Caches each of `bufs` (the targets' results, in order) in its target; with [`Finish::Wait`],
-/// first waits for every one, and caches nothing if a wait fails.
-fn cache(targets: &[Tensor], bufs: Vec<Arc<Buffer>>, finish: Finish) -> Result<()> {
+/// first waits for every one, and caches nothing if a wait fails. `bufs` is any list (a `Vec`, or
+/// an array where the count is known: one target needs no allocation).
+fn cache<B>(targets: &[Tensor], bufs: B, finish: Finish) -> Result<()>
+where
+    B: IntoIterator<Item = Arc<Buffer>>,
+    for<'a> &'a B: IntoIterator<Item = &'a Arc<Buffer>>,
+{
     if finish == Finish::Wait {
         for b in &bufs {
             b.wait()?;

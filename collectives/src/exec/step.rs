@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::schedule::{Action, JoinPart, Schedule};
 use crate::backend::join::Part;
 use crate::backend::{self, Buffer, Delivery, Kernel, OutSpec};
@@ -88,7 +90,7 @@ pub(super) fn kernel(
     streamed: bool,
 ) -> Result<(Arc<Buffer>, Vec<Arc<Buffer>>)> {
     let kernel = lower(t.op(), t)?;
-    let refs: Vec<&Buffer> = inputs.iter().map(|b| b.as_ref()).collect();
+    let refs: SmallVec<[&Buffer; 8]> = inputs.iter().map(|b| b.as_ref()).collect();
     let out = OutSpec { dtype: t.dtype(), len: t.numel() };
     match streamed {
         true => kernel.check_streamed(t.device(), &refs, out)?,
