@@ -115,15 +115,14 @@ fn us(start: std::time::Instant) -> f64 {
 }
 
 /// Caches each of `bufs` (the targets' results, in order) in its target; with [`Finish::Wait`],
-/// first waits for every one, and caches nothing if a wait fails. `bufs` is any list (a `Vec`, or
-/// an array where the count is known: one target needs no allocation).
+/// first waits for every one, and caches nothing if a wait fails. `bufs` is a `Vec`, or an array
+/// where the count is known (one target needs no allocation).
 fn cache<B>(targets: &[Tensor], bufs: B, finish: Finish) -> Result<()>
 where
-    B: IntoIterator<Item = Arc<Buffer>>,
-    for<'a> &'a B: IntoIterator<Item = &'a Arc<Buffer>>,
+    B: IntoIterator<Item = Arc<Buffer>> + AsRef<[Arc<Buffer>]>,
 {
     if finish == Finish::Wait {
-        for b in &bufs {
+        for b in bufs.as_ref() {
             b.wait()?;
         }
     }
