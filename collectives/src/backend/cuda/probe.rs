@@ -111,9 +111,8 @@ fn local_reduce_layers_probe() {
             result::stream::synchronize(raw).unwrap();
         }),
     );
-    // The same work as the reduce of two inputs, by the binary kernel (about 70 bytes of
-    // parameters; the few-slot reduce's about 150). A reduce of two into one takes this kernel
-    // (`pair_op`), so the reduce row below reads as this one.
+    // The same work as the reduce of two inputs, by a kernel of 40 bytes of parameters (the
+    // reduce's are about 300: two pointer arrays of 16).
     let add = Kernel::Binary(crate::graph::BinaryOp::Add);
     // SAFETY: the stream is alive.
     row(
@@ -125,7 +124,7 @@ fn local_reduce_layers_probe() {
     );
     // SAFETY: the stream is alive.
     row(
-        "reduce launch (two inputs into one: the binary kernel, pair_op) + stream synchronize",
+        "reduce launch + stream synchronize",
         time(|| unsafe {
             launch();
             result::stream::synchronize(raw).unwrap();

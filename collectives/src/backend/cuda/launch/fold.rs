@@ -16,12 +16,11 @@ use std::sync::OnceLock;
 
 use super::super::flag::Flag;
 use super::{
-    Carried, Done, F_ACC_IN, F_ACC_OUT, F_VEC, FEW, Launcher, MAXK, Ptrs, aligned, binary, lanes, op_code,
-    scale_args,
+    Carried, Done, F_ACC_IN, F_ACC_OUT, F_VEC, FEW, Launcher, MAXK, Ptrs, aligned, lanes, scale_args,
 };
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::graph::{BinaryOp, ReduceKind, Scale};
+use crate::graph::{ReduceKind, Scale};
 
 /// The batches the reduce kernel can load its inputs in (`fold_at`'s `B` in `kernels.cu`: each
 /// thread issues a batch's loads together, then folds them, in input order); 0 is the plain
@@ -94,22 +93,6 @@ pub(crate) const FEW_MAX_BYTES: u64 = 16 << 10;
 /// unset), and it fits in [`FEW`] slots and [`FEW_MAX_BYTES`].
 fn takes_few(entry: Entry, forced: bool, batch: u32, (k, m): (usize, usize), bytes: u64) -> bool {
     entry == Entry::Whole && !forced && batch == 0 && k <= FEW && m <= FEW && bytes <= FEW_MAX_BYTES
-}
-
-/// The binary kernel's op that folds two inputs as `kind` does, where a few-slot launch
-/// ([`takes_few`]) of two inputs into one output, unscaled, takes the binary kernel instead: the
-/// same op (`Num<T>::bin`) on the same compute type, narrowed once, so the same bits, through a
-/// launch of about half the parameters. The layers probe measured a binary add and its wait
-/// 0.25–0.47 µs below the few-slot reduce's on the same inputs (`bench/gpu/63-final-tree` to
-/// `65-number-after-flag`). `None` for any other launch.
-fn pair_op(kind: ReduceKind, scale: Option<Scale>, few: bool, (k, m): (usize, usize)) -> Option<i32> {
-    let op = match kind {
-        ReduceKind::Sum => BinaryOp::Add,
-        ReduceKind::Prod => BinaryOp::Mul,
-        ReduceKind::Max => BinaryOp::Max,
-        ReduceKind::Min => BinaryOp::Min,
-    };
-    (few && scale.is_none() && (k, m) == (2, 1)).then(|| op_code(op))
 }
 
 /// Which family of the reduce kernel's entry points a launch takes (`kernels.cu`).
@@ -218,8 +201,7 @@ pub(in super::super) enum Outs {
 /// ([`Launcher::done`]); returns whether it does.
 ///
 /// A launch the loop would fold, of at most [`FEW`] inputs and outputs and [`FEW_MAX_BYTES`]
-/// each, takes the few-slot form ([`takes_few`]), which gives the same bits; of two inputs into
-/// one output, unscaled, the binary kernel ([`pair_op`]), which gives them too.
+/// each, takes the few-slot form ([`takes_few`]), which gives the same bits.
 ///
 /// Where `l` carries inputs in its parameters ([`Launcher::carrying`]), each launch takes the
 /// `reducei_…` form, which reads every input whose pointer is below the block's size there (the
@@ -261,10 +243,6 @@ pub(in super::super) unsafe fn reduce(
     };
     let forced = fold.batch.is_some() || forced_batch().is_some();
     let few = takes_few(entry, forced, batch, (ins.len(), outs.len()), bytes);
-    if let Some(op) = pair_op(fold.kind, fold.scale, few, (ins.len(), outs.len())) {
-        // SAFETY: as the caller guarantees for both inputs and the one output.
-        return unsafe { binary(l, d, op, (ins[0], ins[1]), outs[0], n, flag) };
-    }
     let entry = if few { Entry::Few } else { entry };
     let name = reduce_name(d, fold.kind, batch, entry);
     let func = l.dev.function(&name)?;
@@ -313,9 +291,8 @@ mod tests {
     use crate::graph::ReduceOp;
 
     /// Every form of the reduce kernel (the loop, each batch of [`REDUCE_BATCHES`], and the
-    /// library's choice, the few-slot form where [`takes_few`], the binary kernel for two inputs
-    /// there, [`pair_op`]) gives the loop's bits, and they match the f64 reference: every dtype
-    /// and op, 1, 2, 3, 8 and 17 inputs (17 chain two launches
+    /// library's choice, the few-slot form where [`takes_few`]) gives the loop's bits, and they
+    /// match the f64 reference: every dtype and op, 1, 3, 8 and 17 inputs (17 chain two launches
     /// through the accumulator), 7, 1000 and 65 537 elements, the output aligned (the vector path)
     /// and at an odd element (the element path), every element.
     #[test]
@@ -325,7 +302,7 @@ mod tests {
         let mut r = StdRng::seed_from_u64(seed);
         for dtype in DType::ALL {
             for op in OPS {
-                for k in [1usize, 2, 3, 8, 17] {
+                for k in [1usize, 3, 8, 17] {
                     for n in [7usize, 1000, 65_537] {
                         let ctx = format!("seed {seed} {dtype} {op} {k} inputs of {n}");
                         forms_agree(&dev, dtype, op, &fold_inputs(dtype, op, k, n, &mut r), &ctx, &mut r);
@@ -394,8 +371,7 @@ mod tests {
     }
 
     /// The few-slot form takes the loop's whole-output launches of at most [`FEW`] inputs and
-    /// outputs and [`FEW_MAX_BYTES`] each, unforced; nothing else. Of those, two inputs into one
-    /// output unscaled take the binary kernel's op for the kind.
+    /// outputs and [`FEW_MAX_BYTES`] each, unforced; nothing else.
     #[test]
     fn the_few_slot_form_takes_small_unforced_loops() {
         let small = FEW_MAX_BYTES;
@@ -408,15 +384,6 @@ mod tests {
         assert!(!takes_few(Entry::Whole, false, 4, (2, 1), 4096), "a batch form");
         for entry in [Entry::Split, Entry::Carried, Entry::CarriedSmall] {
             assert!(!takes_few(entry, false, 0, (2, 1), 4096), "{entry:?}");
-        }
-        let pairs = [(ReduceKind::Sum, 0), (ReduceKind::Prod, 2), (ReduceKind::Max, 4), (ReduceKind::Min, 5)];
-        for (kind, op) in pairs {
-            assert_eq!(pair_op(kind, None, true, (2, 1)), Some(op), "{kind:?}");
-        }
-        assert_eq!(pair_op(ReduceKind::Sum, None, false, (2, 1)), None, "not a few-slot launch");
-        assert_eq!(pair_op(ReduceKind::Sum, Some(Scale::Div(2.0)), true, (2, 1)), None, "scaled");
-        for shape in [(1, 1), (3, 1), (2, 2)] {
-            assert_eq!(pair_op(ReduceKind::Sum, None, true, shape), None, "{shape:?}");
         }
         assert_eq!(reduce_name(DType::F32, ReduceKind::Max, 0, Entry::Few), "reducef_f32_max");
         assert_eq!(group_of("reducef_f32_max"), "reducef_f32");
