@@ -1,26 +1,26 @@
 //! A timing probe for the GPU machine (ignored in ordinary runs): where the time of a 4 KiB
 //! `local_reduce` on one CUDA device goes, from the driver's floor up to the library's call.
 //!
-//! Each row times the same 4 KiB work `ITERS` times, one call at a time, and prints the median
-//! and the tenth percentile in µs. The rows add one layer each: a driver memset and a stream
-//! synchronize (the floor no library goes under), the smallest kernel (a 16-byte copy) with the
-//! same synchronize, the reduce kernel launched raw likewise, with an event recorded and
+//! Each row times the same 4 KiB work `ITERS` times, one call at a time, and prints the median and
+//! the tenth percentile in µs; the first probe times its rows in turn ([`timing::in_turn`]), so
+//! that they compare. The rows add one layer each: a driver memset and a stream synchronize (the
+//! floor no library goes under), the smallest kernel (a 16-byte copy) with the same synchronize,
+//! the binary add and the reduce kernel launched raw likewise, with an event recorded and
 //! synchronized instead (how the backend waits), with the event polled, the backend's `compute`
-//! (allocation, fences, event pool) and a wait, the graph's `Tensor::reduce` alone, and the
-//! whole `Tensor::reduce` + `realize`. A second probe does the same for the 4 KiB all_reduce of
-//! `cuda:0, cpu:0`: the reduce launched raw over pinned host memory, the one-pass kernel the
-//! library issues for it, the graph alone, and the whole call (the last two with the host input
-//! carried in the launch's parameters and read across the bus, alternated). A third times kernels
-//! that do no work, by the size of their parameters: the floor of any kernel and its wait. A
-//! fourth times the reduce kernel's forms (`launch::fold::reduce_batch`) against one another by
-//! input count and size.
-//! A fifth times how the host learns a kernel finished: a synchronize, an event, or a word of
-//! pinned memory that the kernel or its stream writes (`bench/gpu/28-completion`); a sixth
-//! (`flags`), the library's calls with host waits by kernel flags ([`super::flag`]) against
-//! events alone; a seventh (`resident`), a resident worker kernel polling a mailbox against a
-//! launch per call (`bench/gpu/29-resident`); an eighth (`inline`), a small host input carried
-//! in the launch's parameters against one read across the bus (`bench/gpu/52-inline`); a ninth
-//! (`graph`), a kernel launched from a CUDA graph against the same kernel launched directly
+//! (allocation, fences, event pool) and a wait, the graph's `Tensor::reduce` alone, and the whole
+//! `Tensor::reduce` + `realize`. A second probe does the same for the 4 KiB all_reduce of `cuda:0,
+//! cpu:0`: the reduce launched raw over pinned host memory, the one-pass kernel the library issues
+//! for it, the graph alone, and the whole call (the last two with the host input carried in the
+//! launch's parameters and read across the bus, alternated). A third times kernels that do no work,
+//! by the size of their parameters: the floor of any kernel and its wait. A fourth times the reduce
+//! kernel's forms (`launch::fold::reduce_batch`) against one another by input count and size. A
+//! fifth times how the host learns a kernel finished: a synchronize, an event, or a word of pinned
+//! memory that the kernel or its stream writes (`bench/gpu/28-completion`); a sixth (`flags`), the
+//! library's calls with host waits by kernel flags ([`super::flag`]) against events alone; a
+//! seventh (`resident`), a resident worker kernel polling a mailbox against a launch per call
+//! (`bench/gpu/29-resident`); an eighth (`inline`), a small host input carried in the launch's
+//! parameters against one read across the bus (`bench/gpu/52-inline`); a ninth (`graph`), a kernel
+//! launched from a CUDA graph against the same kernel launched directly
 //! (`bench/gpu/57-graph-launch`); a tenth (`size`), the reduce kernel compiled with 16 and with 4
 //! input and output slots against the binary add, through a graph and directly.
 
@@ -92,89 +92,67 @@ fn local_reduce_layers_probe() {
         launch::run(&l, &kernel, &ptrs, DType::F32, out.ptr(), spec, None).unwrap();
     };
     dev.bind().unwrap();
-
-    // SAFETY: `out` holds N f32s on this device; the stream is alive.
-    row(
-        "memset + stream synchronize",
-        time(|| unsafe {
-            result::memset_d8_async(out.ptr(), 0, N * 4, raw).unwrap();
-            result::stream::synchronize(raw).unwrap();
-        }),
-    );
     // One segment of 16 bytes: the smallest kernel there is (one launch, one block).
     let seg = [(ptrs[0], out.ptr(), 16)];
-    // SAFETY: both ranges hold 16 bytes on this device; the stream is alive.
-    row(
-        "smallest kernel (a 16-byte copyseg) + stream synchronize",
-        time(|| unsafe {
-            launch::copy_segments(&l, &seg).unwrap();
-            result::stream::synchronize(raw).unwrap();
-        }),
-    );
-    // The same work as the reduce of two inputs, by a kernel of 40 bytes of parameters (the
-    // reduce's are about 300: two pointer arrays of 16).
+    // The same work as the reduce of two inputs, by a kernel of about 70 bytes of parameters (the
+    // few-slot reduce's about 150).
     let add = Kernel::Binary(crate::graph::BinaryOp::Add);
-    // SAFETY: the stream is alive.
-    row(
-        "binary add launch (the same work, 40 B of parameters) + stream synchronize",
-        time(|| unsafe {
-            launch::run(&l, &add, &ptrs, DType::F32, out.ptr(), spec, None).unwrap();
-            result::stream::synchronize(raw).unwrap();
-        }),
-    );
-    // SAFETY: the stream is alive.
-    row(
-        "reduce launch + stream synchronize",
-        time(|| unsafe {
-            launch();
-            result::stream::synchronize(raw).unwrap();
-        }),
-    );
-    row(
-        "reduce launch + pooled event + event synchronize",
-        time(|| {
-            launch();
-            event::record(&stream, dev.device).unwrap().synchronize().unwrap();
-        }),
-    );
-    row(
-        "reduce launch + pooled event + query until done",
-        time(|| {
-            launch();
-            let e = event::record(&stream, dev.device).unwrap();
-            while !e.try_is_complete().unwrap() {}
-        }),
-    );
-    let host = time(launch);
-    // SAFETY: the stream is alive.
-    unsafe { result::stream::synchronize(raw).unwrap() };
-    row("reduce launch alone (host time, queued back to back)", host);
     let inputs = [&a, &b];
-    row(
-        "backend compute + wait + drop",
-        time(|| {
-            let o = launch::compute(&dev, &kernel, &inputs, spec).unwrap();
-            o.wait().unwrap();
-        }),
-    );
     let d = Device::Cuda(0);
     let ta = Tensor::from_vec(vec![1.5f32; N], [N], d).unwrap();
     let tb = Tensor::from_vec(vec![2.5f32; N], [N], d).unwrap();
     crate::realize(&[ta.clone(), tb.clone()]).unwrap();
     let shards = [ta, tb];
-    row(
-        "Tensor::reduce alone (the graph node)",
-        time(|| {
+    // Every row but one is a call and its wait, timed in turn, so that the machine's drift over
+    // the probe falls on every row alike.
+    // SAFETY (the raw rows): `out` holds N f32s and both segment ranges 16 bytes on this device;
+    // the stream is alive.
+    let rows: [(&str, &mut dyn FnMut()); 9] = [
+        ("memset + stream synchronize", &mut || unsafe {
+            result::memset_d8_async(out.ptr(), 0, N * 4, raw).unwrap();
+            result::stream::synchronize(raw).unwrap();
+        }),
+        ("smallest kernel (a 16-byte copyseg) + stream synchronize", &mut || unsafe {
+            launch::copy_segments(&l, &seg).unwrap();
+            result::stream::synchronize(raw).unwrap();
+        }),
+        ("binary add launch (the same work, 70 B of parameters) + stream synchronize", &mut || unsafe {
+            launch::run(&l, &add, &ptrs, DType::F32, out.ptr(), spec, None).unwrap();
+            result::stream::synchronize(raw).unwrap();
+        }),
+        ("reduce launch + stream synchronize", &mut || unsafe {
+            launch();
+            result::stream::synchronize(raw).unwrap();
+        }),
+        ("reduce launch + pooled event + event synchronize", &mut || {
+            launch();
+            event::record(&stream, dev.device).unwrap().synchronize().unwrap();
+        }),
+        ("reduce launch + pooled event + query until done", &mut || {
+            launch();
+            let e = event::record(&stream, dev.device).unwrap();
+            while !e.try_is_complete().unwrap() {}
+        }),
+        ("backend compute + wait + drop", &mut || {
+            let o = launch::compute(&dev, &kernel, &inputs, spec).unwrap();
+            o.wait().unwrap();
+        }),
+        ("Tensor::reduce alone (the graph node)", &mut || {
             Tensor::reduce(&shards, ReduceKind::Sum, None).unwrap();
         }),
-    );
-    row(
-        "Tensor::reduce + realize + drop (the library's local_reduce)",
-        time(|| {
+        ("Tensor::reduce + realize + drop (the library's local_reduce)", &mut || {
             let t = Tensor::reduce(&shards, ReduceKind::Sum, None).unwrap();
             crate::realize(std::slice::from_ref(&t)).unwrap();
         }),
-    );
+    ];
+    let (names, mut calls): (Vec<&str>, Vec<&mut dyn FnMut()>) = rows.into_iter().unzip();
+    for (what, t) in names.into_iter().zip(timing::in_turn(ITERS, &mut calls)) {
+        row(what, t);
+    }
+    let host = time(launch);
+    // SAFETY: the stream is alive.
+    unsafe { result::stream::synchronize(raw).unwrap() };
+    row("reduce launch alone (host time, queued back to back)", host);
 }
 
 #[test]
