@@ -136,8 +136,15 @@ pub struct Timing {
     pub in_flight: usize,
 }
 
-/// Seconds per run — the median of the timed runs, or with calls in flight their mean — and the
-/// outputs of the last run.
+/// Seconds per run: the median of the timed runs and their tenth and ninetieth percentiles, or
+/// with calls in flight their mean alone.
+#[derive(Clone, Copy, Debug)]
+pub struct Timed {
+    pub secs: f64,
+    pub p10_p90: Option<(f64, f64)>,
+}
+
+/// Seconds per run ([`Timed`]) and the outputs of the last run.
 pub fn time_runs(
     coll: Coll,
     g: &DeviceGroup,
@@ -145,7 +152,7 @@ pub fn time_runs(
     op: ReduceOp,
     timing: Timing,
     tick: &dyn Fn(),
-) -> collectives::Result<(f64, Vec<Tensor>)> {
+) -> collectives::Result<(Timed, Vec<Tensor>)> {
     let build = || coll.build(g, shards, op);
     let run = || -> collectives::Result<Vec<Tensor>> {
         let outs = build()?;
@@ -167,7 +174,8 @@ pub fn time_runs(
         tick();
     }
     times.sort_by(f64::total_cmp);
-    Ok((times[times.len() / 2], last))
+    let at = |q: usize| times[(times.len() * q / 10).min(times.len() - 1)];
+    Ok((Timed { secs: at(5), p10_p90: Some((at(1), at(9))) }, last))
 }
 
 /// Mean seconds per call of `timing.iters` calls of `build`, each built, then issued once fewer
@@ -176,7 +184,7 @@ fn time_issued(
     build: &dyn Fn() -> collectives::Result<Vec<Tensor>>,
     timing: Timing,
     tick: &dyn Fn(),
-) -> collectives::Result<(f64, Vec<Tensor>)> {
+) -> collectives::Result<(Timed, Vec<Tensor>)> {
     let mut in_flight = VecDeque::with_capacity(timing.in_flight);
     let mut last = vec![];
     let t0 = Instant::now();
@@ -190,7 +198,8 @@ fn time_issued(
         tick();
     }
     in_flight.into_iter().try_for_each(Issued::wait)?;
-    Ok((t0.elapsed().as_secs_f64() / timing.iters.max(1) as f64, last))
+    let secs = t0.elapsed().as_secs_f64() / timing.iters.max(1) as f64;
+    Ok((Timed { secs, p10_p90: None }, last))
 }
 
 /// Elements drawn per rayon task by [`make_data`].

@@ -167,7 +167,8 @@ impl Sweep<'_> {
         let profile = profile::Guard::start(dir)?;
         let timing =
             Timing { warmup: self.args.warmup, iters: self.args.iters, in_flight: self.args.in_flight };
-        let (secs, outs) = time_runs(self.coll, g, &shards, self.redop, timing, &tick)?;
+        let (timed, outs) = time_runs(self.coll, g, &shards, self.redop, timing, &tick)?;
+        let secs = timed.secs;
         let name = format!("{}-{}-{}-{}-{size}", self.coll.name(), T::DTYPE, self.algo, n);
         profile.finish(dir, &name)?;
         let wrong =
@@ -185,6 +186,8 @@ impl Sweep<'_> {
             size,
             count,
             time_us: secs * 1e6,
+            p10_us: timed.p10_p90.map(|(p10, _)| p10 * 1e6),
+            p90_us: timed.p10_p90.map(|(_, p90)| p90 * 1e6),
             algbw_gbps: algbw,
             busbw_gbps: algbw * self.coll.bus_factor(n),
             wrong,

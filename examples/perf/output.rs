@@ -19,7 +19,12 @@ pub struct Row {
     pub in_flight: usize,
     pub size: usize,
     pub count: usize,
+    /// The median of the timed calls; with calls in flight, their mean.
     pub time_us: f64,
+    /// The tenth and ninetieth percentiles of the timed calls (none with calls in flight): where
+    /// they lie apart, the calls took two or more levels of time.
+    pub p10_us: Option<f64>,
+    pub p90_us: Option<f64>,
     pub algbw_gbps: f64,
     pub busbw_gbps: f64,
     pub wrong: i64,

@@ -5,7 +5,8 @@
 # cuda:0, two virtual devices' all_reduce, cuda:0,cpu:0), each process bound (taskset) to all
 # CPUs, to each NUMA node's CPUs, or to one CPU, three rounds; then the layers probe twice, its
 # rows now timed in turn (run a's binary add and the same binary kernel read 0.77 us apart in
-# consecutive rows).
+# consecutive rows). Each row's p10-p90 (the perf tool's JSON, printed by steps.sh) says whether a
+# process's own calls take both levels.
 # Staged by: bash bench/gpu/stage.sh bench/gpu/66-pair-and-trims/b - lib
 # Invoked as: timeout -k 5 400 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
