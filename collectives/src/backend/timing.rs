@@ -25,8 +25,8 @@ const ROUNDS: usize = 20;
 
 /// Median and tenth percentile (µs) of each of `rows`, timed in turn: [`ROUNDS`] rounds, each
 /// timing every row `iters / ROUNDS` times one call at a time (starting one row later each round),
-/// after `iters / 20` untimed calls of each. Rows timed one after another ([`time`]) read the
-/// machine's drift between them: the same kernel and its wait read 0.77 µs apart in two
+/// after `iters / 20` untimed calls of each. Rows timed one after another ([`time`]) can differ by
+/// the machine's drift between them: the same kernel and its wait read 0.77 µs apart in two
 /// consecutive rows (`bench/gpu/66-pair-and-trims`, run a).
 pub(crate) fn in_turn(iters: usize, rows: &mut [&mut dyn FnMut()]) -> Vec<(f64, f64)> {
     for f in rows.iter_mut() {
