@@ -21,9 +21,10 @@ pub struct Row {
     pub count: usize,
     /// The median of the timed calls; with calls in flight, their mean.
     pub time_us: f64,
-    /// The tenth and ninetieth percentiles of the timed calls (none with calls in flight): where
-    /// they lie apart, the calls took two or more levels of time.
+    /// The tenth percentile of the timed calls (none with calls in flight): with `p90_us`, how
+    /// far one process's calls spread around the median.
     pub p10_us: Option<f64>,
+    /// The ninetieth percentile of the timed calls (none with calls in flight).
     pub p90_us: Option<f64>,
     pub algbw_gbps: f64,
     pub busbw_gbps: f64,
