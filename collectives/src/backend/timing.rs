@@ -3,20 +3,10 @@
 
 use std::time::Instant;
 
-/// Median and tenth percentile (µs) of `iters` timed runs of `f`, one at a time, after
-/// `iters / 20` untimed ones.
+/// Median and tenth percentile (µs) of `iters` timed runs of `f` (a multiple of [`ROUNDS`]), one
+/// at a time, after `iters / 20` untimed ones: [`in_turn`] of one row.
 pub(crate) fn time(iters: usize, mut f: impl FnMut()) -> (f64, f64) {
-    for _ in 0..iters / 20 {
-        f();
-    }
-    let t: Vec<f64> = (0..iters)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    median_p10(t)
+    in_turn(iters, &mut [&mut f])[0]
 }
 
 /// Rounds of [`in_turn`]: each row's calls are spread over this many, so a drift of the machine
@@ -77,6 +67,10 @@ mod tests {
         assert!(got.iter().all(|&(med, p10)| p10 <= med && med >= 0.0));
         let calls = calls.into_inner();
         let warm = iters / 20;
+        let mut one = 0;
+        let (med, p10) = time(iters, || one += 1);
+        assert!(p10 <= med && med >= 0.0);
+        assert_eq!(one, warm + iters, "time: the untimed calls, then iters timed");
         assert_eq!(calls.len(), 3 * (warm + iters));
         assert_eq!(calls[..3 * warm], [vec![0; warm], vec![1; warm], vec![2; warm]].concat());
         let each = iters / ROUNDS;

@@ -485,16 +485,16 @@ fn stream_levels_probe() {
     streams.push(high);
     let dst = out.ptr();
     // SAFETY (each row): `out` holds N f32s on this device; every stream is alive until the end.
-    let mut rows: Vec<Box<dyn FnMut()>> = streams
+    let mut rows: Vec<_> = streams
         .iter()
         .map(|&s| {
-            Box::new(move || unsafe {
+            move || unsafe {
                 result::memset_d8_async(dst, 0, N * 4, s).unwrap();
                 result::stream::synchronize(s).unwrap();
-            }) as Box<dyn FnMut()>
+            }
         })
         .collect();
-    let mut calls: Vec<&mut dyn FnMut()> = rows.iter_mut().map(|r| &mut **r as &mut dyn FnMut()).collect();
+    let mut calls: Vec<&mut dyn FnMut()> = rows.iter_mut().map(|r| r as &mut dyn FnMut()).collect();
     for (i, t) in timing::in_turn(ITERS, &mut calls).into_iter().enumerate() {
         let what = match i {
             0 => "memset + synchronize on the compute stream".to_string(),
