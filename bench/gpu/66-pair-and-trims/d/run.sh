@@ -1,22 +1,37 @@
 #!/bin/bash
 # Run 66d: run c found a process's level below the library (the driver's memset and synchronize
 # 6.1-6.3 us in some processes, 6.7-6.9 in others, every layer above moving with it). Is it the
-# stream's? The streams probe in twelve processes one after another: the same memset and
-# synchronize on the compute stream, on eight new streams and on one of the greatest priority, in
-# turn. If streams of one process read both levels, the level is the stream's.
-# Staged by: bash bench/gpu/stage.sh bench/gpu/66-pair-and-trims/d - lib
-# Invoked as: timeout -k 5 200 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
+# stream's, the context's, or the process's? The levels probe (backend/cuda/probe/levels.rs) in
+# sixteen processes one after another: the same 4 KiB memset and its wait, in turn, on the compute
+# stream (synchronized; cuStreamQuery until done), four new streams, one of the greatest priority,
+# and a stream of each of three new contexts (two CU_CTX_SCHED_AUTO, one CU_CTX_SCHED_SPIN). If
+# rows of one process read both levels, the level is theirs, not the process's. Then issue 14's
+# 4 KiB rows once each, the anchors, and the native collectives on 2, 3, 4 and 8 virtual devices
+# and the fault tests on this tree (on whichever card comes: issue 14 asks for an H200).
+# Staged by: bash bench/gpu/stage.sh bench/gpu/66-pair-and-trims/d - lib cuda_native cuda_faults
+# Invoked as: timeout -k 5 400 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 test -x $G/lib || tar xJf $G/bins.tar.xz -C $G
 source $G/env.sh && source $G/steps.sh
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+nvidia-smi --query-gpu=name,driver_version,pci.bus_id --format=csv,noheader
 export REQUIRE_CUDA=1
-echo "process: compute stream, new streams 1-8, greatest priority (medians, us)"
-for i in $(seq 1 12); do
-  timeout 60 $G/lib --ignored --nocapture --exact backend::cuda::probe::stream_levels_probe \
-    > $L/streams_$i.log 2>&1
-  echo "$i: $(grep -E '^probe' $L/streams_$i.log | awk '{printf "%s ", $2}')$(grep -c panicked $L/streams_$i.log) panics"
+echo "process: compute sync, compute query, new streams 1-4, greatest priority, contexts 1-3 (medians, us)"
+for i in $(seq 1 16); do
+  timeout 60 $G/lib --ignored --nocapture --exact backend::cuda::probe::levels::stream_levels_probe \
+    > $L/levels_$i.log 2>&1
+  echo "$i: $(grep -E '^probe' $L/levels_$i.log | awk '{printf "%s ", $2}')$(grep -c panicked $L/levels_$i.log) panics"
 done
-grep -h -m1 "priority" $L/streams_1.log
+grep -h "^probe" $L/levels_1.log
+grep -h -A3 panicked $L/levels_*.log | head -8
+I="--sizes 4K --iters 1000 --warmup 100"
+p lr perf --op local_reduce --devices cuda:0 $I
+COLLECTIVES_CUDA_DEVICES=0,0 p v2 perf --op all_reduce --devices cuda:0,cuda:1 $I
+p ch perf --op all_reduce --devices cuda:0,cpu:0 $I
+p c8 perf --op all_reduce --devices cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7 $I
 timeout 30 python3 $G/anchors.py --sizes 4K,1M --iters 10 > $L/anchors.log 2>&1; tail -2 $L/anchors.log
+for n in 0,0 0,0,0 0,0,0,0 0,0,0,0,0,0,0,0; do
+  COLLECTIVES_CUDA_DEVICES=$n t native$(( (${#n} + 1) / 2 )) cuda_native 90 --test-threads 2
+done
+t faults cuda_faults 60
+grep -h -E "panicked|FAILED" $L/t_*.log | head -20
 date

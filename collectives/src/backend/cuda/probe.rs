@@ -22,9 +22,9 @@
 //! parameters against one read across the bus (`bench/gpu/52-inline`); a ninth (`graph`), a kernel
 //! launched from a CUDA graph against the same kernel launched directly
 //! (`bench/gpu/57-graph-launch`); a tenth (`size`), the reduce kernel compiled with 16 and with 4
-//! input and output slots against the binary add, through a graph and directly; an eleventh, a
-//! driver memset and its synchronize on the compute stream, on new streams and on one of the
-//! greatest priority (`bench/gpu/66-pair-and-trims`, run d).
+//! input and output slots against the binary add, through a graph and directly; an eleventh
+//! (`levels`), a driver memset and its wait on the compute stream, on new streams, on one of the
+//! greatest priority and in new contexts (`bench/gpu/66-pair-and-trims`, run d).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,6 +45,7 @@ use crate::graph::{ReduceKind, Tensor};
 mod flags;
 mod graph;
 mod inline;
+mod levels;
 mod resident;
 mod size;
 
@@ -456,54 +457,4 @@ extern "C" __global__ void add_flag(const float* a, const float* b, float* out, 
     unsafe { result::stream::synchronize(raw).unwrap() };
     row("add launch alone (host time, queued back to back)", host);
     drop(flag_block);
-}
-
-/// Whether a process's level (`bench/gpu/66-pair-and-trims`, run c: the driver's floor, a memset and
-/// a synchronize, 6.1–6.3 µs in some processes and 6.7–6.9 in others, every layer above it moving
-/// with it) belongs to the stream: the same memset and synchronize on the compute stream, on eight
-/// new streams of the context, and on one of the greatest priority, in turn.
-#[test]
-#[ignore = "a timing probe for the GPU machine"]
-fn stream_levels_probe() {
-    use cudarc::driver::sys;
-    let Some(dev) = devices().into_iter().next() else {
-        return;
-    };
-    let out = dev.alloc(N * 4, &dev.compute).unwrap();
-    dev.bind().unwrap();
-    let mut streams = vec![dev.compute.cu_stream()];
-    let fresh: Vec<_> = (0..8).map(|_| dev.ctx.new_stream().unwrap()).collect();
-    streams.extend(fresh.iter().map(|s| s.cu_stream()));
-    let (mut least, mut greatest) = (0, 0);
-    let mut high: sys::CUstream = std::ptr::null_mut();
-    // SAFETY: the context is current (bound above); the out-pointers are valid locals.
-    unsafe {
-        assert_eq!(sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest), sys::CUresult::CUDA_SUCCESS);
-        let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
-        assert_eq!(sys::cuStreamCreateWithPriority(&mut high, flags, greatest), sys::CUresult::CUDA_SUCCESS);
-    }
-    streams.push(high);
-    let dst = out.ptr();
-    // SAFETY (each row): `out` holds N f32s on this device; every stream is alive until the end.
-    let mut rows: Vec<_> = streams
-        .iter()
-        .map(|&s| {
-            move || unsafe {
-                result::memset_d8_async(dst, 0, N * 4, s).unwrap();
-                result::stream::synchronize(s).unwrap();
-            }
-        })
-        .collect();
-    let mut calls: Vec<&mut dyn FnMut()> = rows.iter_mut().map(|r| r as &mut dyn FnMut()).collect();
-    for (i, t) in timing::in_turn(ITERS, &mut calls).into_iter().enumerate() {
-        let what = match i {
-            0 => "memset + synchronize on the compute stream".to_string(),
-            9 => format!("memset + synchronize on a stream of priority {greatest} (least {least})"),
-            i => format!("memset + synchronize on new stream {i}"),
-        };
-        row(&what, t);
-    }
-    // SAFETY: the stream was created above and nothing uses it after.
-    unsafe { sys::cuStreamDestroy_v2(high) };
-    drop(out);
 }
