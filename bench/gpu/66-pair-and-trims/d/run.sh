@@ -4,8 +4,9 @@
 # stream's, the context's, or the process's? The levels probe (backend/cuda/probe/levels.rs) in
 # sixteen processes one after another: the same 4 KiB memset and its wait, in turn, on the compute
 # stream (synchronized; cuStreamQuery until done), four new streams, one of the greatest priority,
-# and a stream of each of three new contexts (two CU_CTX_SCHED_AUTO, one CU_CTX_SCHED_SPIN). If
-# rows of one process read both levels, the level is theirs, not the process's. Then issue 14's
+# and a stream of each of three new contexts (two CU_CTX_SCHED_AUTO, one CU_CTX_SCHED_SPIN); last,
+# a 4 KiB device-to-device copy on the compute stream. If rows of one process read both levels,
+# the level is theirs, not the process's. Then issue 14's
 # 4 KiB rows once each, the anchors, and the native collectives on 2, 3, 4 and 8 virtual devices
 # and the fault tests on this tree (on whichever card comes: issue 14 asks for an H200).
 # Staged by: bash bench/gpu/stage.sh bench/gpu/66-pair-and-trims/d - lib cuda_native cuda_faults
@@ -15,7 +16,7 @@ test -x $G/lib || tar xJf $G/bins.tar.xz -C $G
 source $G/env.sh && source $G/steps.sh
 nvidia-smi --query-gpu=name,driver_version,pci.bus_id --format=csv,noheader
 export REQUIRE_CUDA=1
-echo "process: compute sync, compute query, new streams 1-4, greatest priority, contexts 1-3 (medians, us)"
+echo "process: compute sync, compute query, new streams 1-4, greatest priority, contexts 1-3, copy (medians, us)"
 for i in $(seq 1 16); do
   timeout 60 $G/lib --ignored --nocapture --exact backend::cuda::probe::levels::stream_levels_probe \
     > $L/levels_$i.log 2>&1

@@ -7,6 +7,7 @@
 //! (synchronized, and spun on with `cuStreamQuery`), on four new streams, on a stream of the
 //! greatest priority, and on a stream of each of three new contexts (two scheduled as the driver
 //! chooses, one told to spin). Every row first makes its context current, so each pays the same.
+//! A last row copies the 4 KiB within the device instead.
 
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUcontext, CUctx_flags, CUresult, CUstream, CUstream_flags};
@@ -24,6 +25,15 @@ enum Wait {
     Query,
 }
 
+/// What a row asks of the driver on its stream.
+#[derive(Clone, Copy)]
+enum Work {
+    /// Set the `N` f32s to zero (`cuMemsetD8Async`).
+    Memset,
+    /// Copy `N` f32s from this memory of the same context (`cuMemcpyDtoDAsync`).
+    CopyFrom(sys::CUdeviceptr),
+}
+
 /// One row's place: a context, a stream of it, and `N` f32s of its memory.
 #[derive(Clone, Copy)]
 struct Place {
@@ -33,12 +43,16 @@ struct Place {
 }
 
 impl Place {
-    /// Makes the context current, sets the memory to zero on the stream, and waits for it.
-    fn memset(self, wait: Wait) {
-        // SAFETY: the context, stream and memory live until the probe's end (`Owned`'s drop).
+    /// Makes the context current, does `work` on the stream, and waits for it.
+    fn call(self, work: Work, wait: Wait) {
+        // SAFETY: the context, stream and memory live until the probe's end (`Owned`'s drop);
+        // a copy's source holds `N` f32s of the same context.
         unsafe {
             ok(sys::cuCtxSetCurrent(self.ctx));
-            result::memset_d8_async(self.dst, 0, N * 4, self.stream).unwrap();
+            match work {
+                Work::Memset => result::memset_d8_async(self.dst, 0, N * 4, self.stream).unwrap(),
+                Work::CopyFrom(src) => result::memcpy_dtod_async(self.dst, src, N * 4, self.stream).unwrap(),
+            }
             match wait {
                 Wait::Synchronize => result::stream::synchronize(self.stream).unwrap(),
                 Wait::Query => while !query_done(self.stream) {},
@@ -118,15 +132,19 @@ impl Drop for Owned {
 }
 
 /// The rows: the compute stream twice (synchronized, queried), new streams, the greatest
-/// priority's, three new contexts' (scheduled automatically, twice, and spinning).
+/// priority's, three new contexts' (scheduled automatically, twice, and spinning); last, a 4 KiB
+/// device-to-device copy on the compute stream instead of the memset (where a copy of one
+/// device's memory stands against the smallest kernel: 7.0 / 7.8 µs with its wait in run c).
 #[test]
 #[ignore = "a timing probe for the GPU machine"]
 fn stream_levels_probe() {
     let Some(dev) = devices().into_iter().next() else {
         return;
     };
-    let out = dev.alloc(N * 4, &dev.compute).unwrap();
+    let (out, src) = (dev.alloc(N * 4, &dev.compute).unwrap(), dev.alloc(N * 4, &dev.compute).unwrap());
     dev.bind().unwrap();
+    // SAFETY: the compute stream is alive; waiting orders the allocations before other streams.
+    unsafe { result::stream::synchronize(dev.compute.cu_stream()).unwrap() };
     let primary = dev.ctx.cu_ctx();
     let (mut least, mut greatest) = (0, 0);
     // SAFETY: the primary context is current (bound above); the out-pointers are valid locals.
@@ -134,34 +152,30 @@ fn stream_levels_probe() {
     let mut owned = Owned::default();
     let at = |stream| Place { ctx: primary, stream, dst: out.ptr() };
     let compute = at(dev.compute.cu_stream());
+    let (sync, set) = (Wait::Synchronize, Work::Memset);
     let mut rows = vec![
-        ("compute stream, synchronize".to_string(), compute, Wait::Synchronize),
-        ("compute stream, cuStreamQuery until done".to_string(), compute, Wait::Query),
+        ("compute stream, synchronize".to_string(), compute, sync, set),
+        ("compute stream, cuStreamQuery until done".to_string(), compute, Wait::Query, set),
     ];
     for i in 1..=4 {
-        rows.push((format!("new stream {i}, synchronize"), at(owned.stream(primary, 0)), Wait::Synchronize));
+        rows.push((format!("new stream {i}, synchronize"), at(owned.stream(primary, 0)), sync, set));
     }
     let high = at(owned.stream(primary, greatest));
-    rows.push((
-        format!("stream of priority {greatest} (least {least}), synchronize"),
-        high,
-        Wait::Synchronize,
-    ));
+    rows.push((format!("stream of priority {greatest} (least {least}), synchronize"), high, sync, set));
     let device = dev.ctx.cu_device();
-    for (i, flags) in
-        [CUctx_flags::CU_CTX_SCHED_AUTO, CUctx_flags::CU_CTX_SCHED_AUTO, CUctx_flags::CU_CTX_SCHED_SPIN]
-            .into_iter()
-            .enumerate()
-    {
+    let auto = CUctx_flags::CU_CTX_SCHED_AUTO;
+    for (i, flags) in [auto, auto, CUctx_flags::CU_CTX_SCHED_SPIN].into_iter().enumerate() {
         let what = format!("new context {} ({flags:?}), its stream, synchronize", i + 1);
-        rows.push((what, owned.context(device, flags), Wait::Synchronize));
+        rows.push((what, owned.context(device, flags), sync, set));
     }
-    let mut calls: Vec<_> = rows.iter().map(|&(_, p, w)| move || p.memset(w)).collect();
+    let copy = Work::CopyFrom(src.ptr());
+    rows.push(("compute stream, 4 KiB copy (not memset), synchronize".into(), compute, sync, copy));
+    let mut calls: Vec<_> = rows.iter().map(|&(_, p, w, k)| move || p.call(k, w)).collect();
     let mut calls: Vec<&mut dyn FnMut()> = calls.iter_mut().map(|c| c as &mut dyn FnMut()).collect();
     for ((what, ..), t) in rows.iter().zip(in_turn(ITERS, &mut calls)) {
         row(what, t);
     }
     drop(owned);
     dev.bind().unwrap();
-    drop(out);
+    drop((out, src));
 }
