@@ -1,8 +1,8 @@
 //! CPU backend benchmarks, through the public API: the n-ary reduce kernel (`Tensor::reduce` then
-//! realize, on pre-realized inputs), a CPU→CPU copy (`copy_to_device(Cpu(1))`), against plain
-//! `memcpy` (`copy_from_slice`) of the same bytes into a pre-allocated, pre-touched buffer, and a
-//! contiguous `narrow` (a view since views), and a concat of a reduce beside a copied part (a join
-//! computing the reduce into its range).
+//! realize, on pre-realized inputs), a CPU→CPU copy (`copy_to_device(Cpu(1))`, also at 4 KiB,
+//! where its fixed cost shows), against plain `memcpy` (`copy_from_slice`) of the same bytes into
+//! a pre-allocated, pre-touched buffer, and a contiguous `narrow` (a view since views), and a
+//! concat of a reduce beside a copied part (a join computing the reduce into its range).
 //!
 //! Run with `cargo bench -p collectives --bench cpu`; results and their reading are in
 //! `bench/cpu.md`. Every throughput is memory traffic — bytes read plus bytes written per
@@ -24,9 +24,14 @@ use rayon::prelude::*;
 
 const MIB: usize = 1 << 20;
 const SIZES: [usize; 3] = [MIB, 16 * MIB, 64 * MIB];
+/// The copy's small size, where a call's fixed cost shows.
+const SMALL: usize = 4096;
 
 fn label(bytes: usize) -> String {
-    format!("{}MiB", bytes / MIB)
+    match bytes {
+        b if b < MIB => format!("{}KiB", b / 1024),
+        b => format!("{}MiB", b / MIB),
+    }
 }
 
 fn configure(g: &mut BenchmarkGroup<'_, WallTime>) {
@@ -71,7 +76,7 @@ fn reduce(c: &mut Criterion) {
 fn copy(c: &mut Criterion) {
     let mut g = c.benchmark_group("copy");
     configure(&mut g);
-    for bytes in SIZES {
+    for bytes in [SMALL].into_iter().chain(SIZES) {
         g.throughput(Throughput::Bytes(2 * bytes as u64));
         let x = input(bytes, Device::Cpu(0), |i| i as u8);
         g.bench_with_input(BenchmarkId::new("copy_to_device", label(bytes)), &x, |b, x| {

@@ -6,13 +6,12 @@
 //! from a CUDA device), and targets that one kernel step writes itself: the kernel, its copies
 //! to host devices (a host kernel's, or a CUDA kernel's that the stream pass streams, which also
 //! reads host inputs: [`super::stream`]) and a small CUDA kernel's parts and their copies
-//! (`fanned`).
+//! (`fanned`); and one target that is a copy of a tensor realized on its device.
 //!
 //! That is the graph of every collective on an all-CUDA group, realized as soon as it is built
 //! (a call, or for a gather or reduce the leader's one kernel), of a host group's gather and
-//! reduce, of a local reduce, and of a small all_reduce, all_gather and reduce_scatter of one
-//! CUDA device and host devices. Its
-//! call is short (about 110 µs for 16 MiB per GPU on two H200s; a 4 KiB kernel and its wait
+//! reduce, of a local reduce (of one input, a copy), of a copy, and of a small all_reduce,
+//! all_gather and reduce_scatter of one CUDA device and host devices. Its call is short (about 110 µs for 16 MiB per GPU on two H200s; a 4 KiB kernel and its wait
 //! about 10 µs), and the general path's bookkeeping before issuing it — a few microseconds —
 //! showed in the measured bandwidth (`bench/gpu/5-overhead`) and in a small kernel's time
 //! (`bench/gpu/23-star`, `bench/gpu/24-mixed`; a host group's 4 KiB gather 2.8–2.9 µs through
@@ -42,6 +41,11 @@ pub(super) fn try_realize(pending: &[Tensor], finish: Finish) -> Option<Result<(
     {
         return Some(run_kernel(one, &inputs, finish));
     }
+    if let [one] = pending
+        && let Some((src, to)) = lone_copy(one)
+    {
+        return Some(run_copy(one, &src, to, finish));
+    }
     if let Some(f) = fanned::fanned_kernel(pending) {
         return Some(fanned::run_fanned(&f, finish));
     }
@@ -59,6 +63,19 @@ fn lone_kernel(t: &Tensor) -> Option<SmallVec<[Arc<Buffer>; 4]>> {
         return None;
     }
     t.inputs().iter().map(|i| read_by(i, t.device(), false)).collect()
+}
+
+/// The buffer of `t`'s source and where `t` copies it, if `t` is a copy (not a move) of a tensor
+/// realized on its device: the schedule would be this one copy step.
+fn lone_copy(t: &Tensor) -> Option<(Arc<Buffer>, Device)> {
+    let (Op::Copy { to }, [src]) = (t.op(), t.inputs()) else { return None };
+    Some((src.value().filter(|b| b.device == src.device())?, *to))
+}
+
+/// Copies `src` to `to` as the schedule's copy step does and caches it in `t`.
+fn run_copy(t: &Tensor, src: &Buffer, to: Device, finish: Finish) -> Result<()> {
+    let out = Arc::new(crate::backend::copy(src, to)?);
+    super::cache(std::slice::from_ref(t), [out], finish)
 }
 
 /// Whether the schedule would run node `t` as a kernel step.
@@ -253,16 +270,38 @@ mod tests {
     /// A kernel with an input still to compute, and a target that is no kernel, take the general
     /// path, which gives the same values.
     #[test]
-    fn a_kernel_needing_other_steps_takes_the_general_path() {
+    fn a_kernel_or_copy_needing_other_steps_takes_the_general_path() {
         let ins = inputs(1.5, 2.5);
-        let after = ins[0].add(&ins[0]).unwrap().add(&ins[0]).unwrap();
-        let copy = ins[0].copy_to_device(DEVS[1]).unwrap();
-        for t in [&after, &copy] {
+        let twice = ins[0].add(&ins[0]).unwrap();
+        let after = twice.add(&ins[0]).unwrap();
+        let copy = after.copy_to_device(DEVS[1]).unwrap();
+        let moved = ins[1].clone().move_to_device(DEVS[0]).unwrap();
+        for t in [&after, &copy, &moved] {
             assert!(try_realize(std::slice::from_ref(t), Finish::Wait).is_none(), "{}", t.op());
         }
-        crate::realize(&[after.clone(), copy.clone()]).unwrap();
+        crate::realize(&[after.clone(), copy.clone(), moved.clone()]).unwrap();
         assert_eq!(after.to_vec::<f32>().unwrap(), vec![4.5; 3]);
-        assert_eq!(copy.to_vec::<f32>().unwrap(), vec![1.5; 3]);
+        assert_eq!(copy.to_vec::<f32>().unwrap(), vec![4.5; 3]);
+        assert_eq!(moved.to_vec::<f32>().unwrap(), vec![2.5; 3]);
+    }
+
+    /// A copy of a tensor realized on its device is issued directly: to another device and to
+    /// its own (a new buffer either way), every element of fresh random data.
+    #[test]
+    fn a_lone_copy_of_a_ready_tensor_is_issued_directly() {
+        let data = draw(29);
+        let src = Tensor::from_vec(data.clone(), [29], DEVS[0]).unwrap();
+        for to in DEVS {
+            let copy = src.copy_to_device(to).unwrap();
+            assert!(try_realize(std::slice::from_ref(&copy), Finish::Wait).expect("direct").is_ok());
+            let buf = copy.value().unwrap();
+            assert_eq!(buf.device, to);
+            assert_ne!(
+                buf.host_bytes("test").unwrap().as_ptr(),
+                src.value().unwrap().host_bytes("test").unwrap().as_ptr()
+            );
+            assert_eq!(copy.to_vec::<f32>().unwrap(), data, "to {to}");
+        }
     }
 
     /// A host kernel over shards realized on other host devices (read in place: the graph pass

@@ -7,9 +7,11 @@
 # and a stream of each of three new contexts (two CU_CTX_SCHED_AUTO, one CU_CTX_SCHED_SPIN); last,
 # a 4 KiB device-to-device copy on the compute stream. If rows of one process read both levels,
 # the level is theirs, not the process's. Then issue 14's
-# 4 KiB rows once each, the anchors, and the native collectives on 2, 3, 4 and 8 virtual devices
+# 4 KiB rows once each, and a local_reduce of one shard on cuda:0 (now a device copy: perf) against
+# the tree before (the reduce kernel: perf_old), with the reduce of two shards beside it (the
+# kernel in both), three rounds in turn, the anchors, and the native collectives on 2, 3, 4 and 8 virtual devices
 # and the fault tests on this tree (on whichever card comes: issue 14 asks for an H200).
-# Staged by: bash bench/gpu/stage.sh bench/gpu/66-pair-and-trims/d - lib cuda_native cuda_faults
+# Staged by: bash bench/gpu/stage.sh bench/gpu/66-pair-and-trims/d 33299ca lib cuda_native cuda_faults
 # Invoked as: timeout -k 5 400 bash .gpu/run.sh 2>&1 | tee $OUT/summary.txt; tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
 G=.gpu
 test -x $G/lib || tar xJf $G/bins.tar.xz -C $G
@@ -29,6 +31,12 @@ p lr perf --op local_reduce --devices cuda:0 $I
 COLLECTIVES_CUDA_DEVICES=0,0 p v2 perf --op all_reduce --devices cuda:0,cuda:1 $I
 p ch perf --op all_reduce --devices cuda:0,cpu:0 $I
 p c8 perf --op all_reduce --devices cpu:0,cpu:1,cpu:2,cpu:3,cpu:4,cpu:5,cpu:6,cpu:7 $I
+for r in 1 2 3; do
+  for b in perf_old perf; do
+    p ${b}_lr_$r $b --op local_reduce --devices cuda:0 $I
+    COLLECTIVES_CUDA_DEVICES=0,0 p ${b}_lr2_$r $b --op local_reduce --devices cuda:0,cuda:1 $I
+  done
+done
 timeout 30 python3 $G/anchors.py --sizes 4K,1M --iters 10 > $L/anchors.log 2>&1; tail -2 $L/anchors.log
 for n in 0,0 0,0,0 0,0,0,0 0,0,0,0,0,0,0,0; do
   COLLECTIVES_CUDA_DEVICES=$n t native$(( (${#n} + 1) / 2 )) cuda_native 90 --test-threads 2
