@@ -10,12 +10,14 @@
 //!
 //! That is the graph of every collective on an all-CUDA group, realized as soon as it is built
 //! (a call, or for a gather or reduce the leader's one kernel), of a host group's gather and
-//! reduce, of a local reduce (of one input, a copy), of a copy, and of a small all_reduce,
-//! all_gather and reduce_scatter of one CUDA device and host devices. Its call is short (about 110 µs for 16 MiB per GPU on two H200s; a 4 KiB kernel and its wait
-//! about 10 µs), and the general path's bookkeeping before issuing it — a few microseconds —
-//! showed in the measured bandwidth (`bench/gpu/5-overhead`) and in a small kernel's time
-//! (`bench/gpu/23-star`, `bench/gpu/24-mixed`; a host group's 4 KiB gather 2.8–2.9 µs through
-//! it, 1.0 direct, `bench/cpu-host-calls`). The outcome is the general path's: the same buffers
+//! reduce, of a local reduce, of a lone copy, and of a small all_reduce, all_gather and
+//! reduce_scatter of one CUDA device and host devices. Its call is short (about 110 µs for 16 MiB
+//! per GPU on two H200s; a 4 KiB kernel and its wait about 10 µs), and the general path's
+//! bookkeeping before issuing it — a few microseconds — showed in the measured bandwidth
+//! (`bench/gpu/5-overhead`) and in a small kernel's time (`bench/gpu/23-star`,
+//! `bench/gpu/24-mixed`; a host group's 4 KiB gather 2.8–2.9 µs through it, 1.0 direct,
+//! `bench/cpu-host-calls`; a 4 KiB host copy 1.36–1.39 µs through it, 0.36–0.37 direct,
+//! `bench/cpu-lone-copy`). The outcome is the general path's: the same buffers
 //! cached in the same nodes, the same errors, nothing cached when the call fails.
 
 use std::sync::Arc;

@@ -7,7 +7,9 @@
 //! (synchronized, and spun on with `cuStreamQuery`), on four new streams, on a stream of the
 //! greatest priority, and on a stream of each of three new contexts (two scheduled as the driver
 //! chooses, one told to spin). Every row first makes its context current, so each pays the same.
-//! A last row copies the 4 KiB within the device instead.
+//! A last row copies the 4 KiB within the device instead. Run d (one H100, sixteen processes):
+//! every memset row of a process within 0.34 µs of the others, the processes 5.86–6.82 µs apart —
+//! the level is the process's; the copy 3.2–4.3 µs over the memset.
 
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUcontext, CUctx_flags, CUresult, CUstream, CUstream_flags};
@@ -74,6 +76,7 @@ unsafe fn query_done(stream: CUstream) -> bool {
     }
 }
 
+/// Panics unless the driver call succeeded (a probe's failure is its panic).
 fn ok(r: CUresult) {
     assert_eq!(r, CUresult::CUDA_SUCCESS);
 }
