@@ -44,9 +44,9 @@ pub(super) fn try_realize(pending: &[Tensor], finish: Finish) -> Option<Result<(
         return Some(run_kernel(one, &inputs, finish));
     }
     if let [one] = pending
-        && let Some((src, to)) = lone_copy(one)
+        && let Some(src) = lone_copy(one)
     {
-        return Some(run_copy(one, &src, to, finish));
+        return Some(run_copy(one, &src, finish));
     }
     if let Some(f) = fanned::fanned_kernel(pending) {
         return Some(fanned::run_fanned(&f, finish));
@@ -67,16 +67,16 @@ fn lone_kernel(t: &Tensor) -> Option<SmallVec<[Arc<Buffer>; 4]>> {
     t.inputs().iter().map(|i| read_by(i, t.device(), false)).collect()
 }
 
-/// The buffer of `t`'s source and where `t` copies it, if `t` is a copy (not a move) of a tensor
-/// realized on its device: the schedule would be this one copy step.
-fn lone_copy(t: &Tensor) -> Option<(Arc<Buffer>, Device)> {
-    let (Op::Copy { to }, [src]) = (t.op(), t.inputs()) else { return None };
-    Some((src.value().filter(|b| b.device == src.device())?, *to))
+/// The buffer of `t`'s source, if `t` is a copy (not a move) of a tensor realized on its device:
+/// the schedule would be this one copy step.
+fn lone_copy(t: &Tensor) -> Option<Arc<Buffer>> {
+    let (Op::Copy { .. }, [src]) = (t.op(), t.inputs()) else { return None };
+    src.value_here()
 }
 
-/// Copies `src` to `to` as the schedule's copy step does and caches it in `t`.
-fn run_copy(t: &Tensor, src: &Buffer, to: Device, finish: Finish) -> Result<()> {
-    let out = Arc::new(crate::backend::copy(src, to)?);
+/// Copies `src` to `t`'s device as the schedule's copy step does and caches it in `t`.
+fn run_copy(t: &Tensor, src: &Buffer, finish: Finish) -> Result<()> {
+    let out = Arc::new(crate::backend::copy(src, t.device())?);
     super::cache(std::slice::from_ref(t), [out], finish)
 }
 
@@ -97,9 +97,7 @@ fn run_kernel(t: &Tensor, inputs: &[Arc<Buffer>], finish: Finish) -> Result<()> 
 /// for a `streamed` kernel, on a host device; or, for a streamed kernel, the source of `i` when
 /// `i` is an unrealized copy to `device` of a tensor realized on a host device.
 fn read_by(i: &Tensor, device: Device, streamed: bool) -> Option<Arc<Buffer>> {
-    let ready = |t: &Tensor, ok: &dyn Fn(Device) -> bool| {
-        t.value().filter(|b| b.device == t.device() && ok(b.device))
-    };
+    let ready = |t: &Tensor, ok: &dyn Fn(Device) -> bool| t.value_here().filter(|b| ok(b.device));
     if let Some(b) = ready(i, &|d| readable(device, d) || (streamed && d.is_host())) {
         return Some(b);
     }
@@ -120,7 +118,7 @@ fn shared_call(pending: &[Tensor]) -> Option<Tensor> {
 
 /// The buffers of `call`'s inputs, if every one is already on its device.
 fn ready_inputs(call: &Tensor) -> Option<Vec<Arc<Buffer>>> {
-    try_vec(call.inputs().iter().map(|i| i.value().filter(|b| b.device == i.device()).ok_or(()))).ok()
+    try_vec(call.inputs().iter().map(|i| i.value_here().ok_or(()))).ok()
 }
 
 /// Issues `call` and caches the targets' parts.

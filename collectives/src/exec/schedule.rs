@@ -430,7 +430,7 @@ impl Builder {
             if self.index.contains_key(&t.id()) {
                 continue;
             }
-            let ready = t.value().filter(|b| b.device == t.device());
+            let ready = t.value_here();
             if expanded || ready.is_some() || t.inputs().is_empty() {
                 self.push(t, ready);
                 continue;

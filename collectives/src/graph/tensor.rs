@@ -210,6 +210,12 @@ impl Tensor {
         self.0.value.lock().clone()
     }
 
+    /// The cached buffer if it is on the tensor's device (not an input's host copy still to
+    /// upload): the tensor is ready there.
+    pub(crate) fn value_here(&self) -> Option<Arc<Buffer>> {
+        self.value().filter(|b| b.device == self.device())
+    }
+
     /// Computes the tensor and caches it on its device. See [`crate::realize`].
     pub fn realize(&self) -> Result<()> {
         crate::exec::realize(std::slice::from_ref(self))

@@ -50,7 +50,7 @@ impl Place {
         // SAFETY: the context, stream and memory live until the probe's end (`Owned`'s drop);
         // a copy's source holds `N` f32s of the same context.
         unsafe {
-            ok(sys::cuCtxSetCurrent(self.ctx));
+            sys::cuCtxSetCurrent(self.ctx).result().unwrap();
             match work {
                 Work::Memset => result::memset_d8_async(self.dst, 0, N * 4, self.stream).unwrap(),
                 Work::CopyFrom(src) => result::memcpy_dtod_async(self.dst, src, N * 4, self.stream).unwrap(),
@@ -76,11 +76,6 @@ unsafe fn query_done(stream: CUstream) -> bool {
     }
 }
 
-/// Panics unless the driver call succeeded (a probe's failure is its panic).
-fn ok(r: CUresult) {
-    assert_eq!(r, CUresult::CUDA_SUCCESS);
-}
-
 /// What the probe made and must free: streams of the primary context, and contexts of its own
 /// (each with its stream and memory), all destroyed on drop.
 #[derive(Default)]
@@ -95,7 +90,7 @@ impl Owned {
         let mut s: CUstream = std::ptr::null_mut();
         let flags = CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
         // SAFETY: `ctx` is current; the out-pointer is a valid local.
-        ok(unsafe { sys::cuStreamCreateWithPriority(&mut s, flags, priority) });
+        unsafe { sys::cuStreamCreateWithPriority(&mut s, flags, priority) }.result().unwrap();
         self.streams.push((ctx, s));
         s
     }
@@ -106,8 +101,8 @@ impl Owned {
         let (mut ctx, mut dst): (CUcontext, sys::CUdeviceptr) = (std::ptr::null_mut(), 0);
         // SAFETY: the out-pointers are valid locals; the new context is made current by the call.
         unsafe {
-            ok(sys::cuCtxCreate_v2(&mut ctx, flags as u32, device));
-            ok(sys::cuMemAlloc_v2(&mut dst, N * 4));
+            sys::cuCtxCreate_v2(&mut ctx, flags as u32, device).result().unwrap();
+            sys::cuMemAlloc_v2(&mut dst, N * 4).result().unwrap();
         }
         let place = Place { ctx, stream: self.stream(ctx, 0), dst };
         self.places.push(place);
@@ -151,7 +146,7 @@ fn stream_levels_probe() {
     let primary = dev.ctx.cu_ctx();
     let (mut least, mut greatest) = (0, 0);
     // SAFETY: the primary context is current (bound above); the out-pointers are valid locals.
-    ok(unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) });
+    unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) }.result().unwrap();
     let mut owned = Owned::default();
     let at = |stream| Place { ctx: primary, stream, dst: out.ptr() };
     let compute = at(dev.compute.cu_stream());
